@@ -1,0 +1,125 @@
+// attention: multi-head scaled dot-product attention
+//   O = softmax(Q·Kᵀ · scale + mask) · V          (scale = 1/√d_k by default)
+//
+//   q       [B, H, Tq,  dk]  Halide (d, i, h, b)
+//   k, v    [B, H, Tkv, dk]  Halide (d, j, h, b)
+//   kv_len  [B] int32        valid keys per sequence (key padding); keys at
+//                            j ≥ kv_len[b] are masked
+//   q_offset                 position of query 0 among the keys: with
+//                            causal=true, query i sees keys j ≤ i + q_offset
+//                            (0 for self-attention over a whole sequence,
+//                            L − Tq when Tq new queries follow a cache of L − Tq)
+//   scale                    score scale, normally 1/√dk
+//   o       [B, H, Tq,  dk]  Halide (d, i, h, b)
+//
+// The cases of the seeds: self-attention (Tq = Tkv, kv_len = T), causal
+// (decoder self-attention), key padding (kv_len per sequence), cross-attention
+// (Tq ≠ Tkv), incremental decoding (Tq small, q_offset = cache length). All are
+// one algorithm; q, k, v, o may be strided views (e.g. into a fused QKV
+// projection [M, 3·d_model]).
+//
+// Memory grows linearly with T: keys are split into blocks of `key_block`;
+// each block keeps its own max, sum and partial output (the flash-attention /
+// flash-decoding decomposition), and the blocks are combined by rescaling
+// with exp(block max − row max). A schedule never needs a T×T matrix.
+// Masked scores become a finite sentinel and are excluded by comparison: a
+// fully masked row gives zeros (not NaN), and scores of ±1e4 cannot overflow
+// because every exp() argument is ≤ 0.
+#include "Halide.h"
+#include "common.h"
+#include "../schedules/attention_schedule.h"
+
+namespace {
+
+using namespace Halide;
+using namespace halformer;
+
+class Attention : public Generator<Attention> {
+public:
+    GeneratorParam<bool> causal{"causal", false};
+    GeneratorParam<int> key_block{"key_block", 64};
+    // Schedule knobs (schedules/attention_schedule.h).
+    GeneratorParam<int> query_tile{"query_tile", 8};
+
+    Input<Buffer<float, 4>> q{"q"};
+    Input<Buffer<float, 4>> k{"k"};
+    Input<Buffer<float, 4>> v{"v"};
+    Input<Buffer<int32_t, 1>> kv_len{"kv_len"};
+    Input<int32_t> q_offset{"q_offset"};
+    Input<float> scale{"scale"};
+    Output<Buffer<float, 4>> o{"o"};
+
+    void generate() {
+        /* THE ALGORITHM */
+        const int KB = key_block;
+        Expr dk = q.dim(0).extent();
+        Expr Tkv = k.dim(1).extent();
+        Expr nblocks = (Tkv + KB - 1) / KB;
+        rd = RDom(0, dk, "rd");
+
+        // Keys past Tkv (in the last block) read a clamped row and are masked;
+        // queries past Tq read a clamped row and are never stored (a schedule
+        // may compute whole query tiles).
+        Expr Tq = q.dim(1).extent();
+        kt(j, d, h, b) = k(d, min(j, Tkv - 1), h, b);
+        score(j, i, h, b) = 0.0f;
+        score(j, i, h, b) += q(rd, min(i, Tq - 1), h, b) * kt(j, rd, h, b);
+        Expr limit = clamp(kv_len(b), 0, Tkv);
+        Expr valid = j < limit;
+        if (causal) valid = valid && j <= i + q_offset;
+        masked(j, i, h, b) = select(valid, score(j, i, h, b) * scale, kMasked);
+
+        // Per key block: its max, exp(score − block max), their sum and the
+        // partial output Σ p·v.
+        rj = RDom(0, KB, "rj");
+        Expr jb = kb * KB + rj;
+        block_max(kb, i, h, b) = kMasked;
+        block_max(kb, i, h, b) = max(block_max(kb, i, h, b), masked(jb, i, h, b));
+        Expr mj = masked(j, i, h, b);
+        p(j, i, h, b) = select(mj > kMaskedHalf, exp(mj - block_max(j / KB, i, h, b)), 0.0f);
+        block_sum(kb, i, h, b) = 0.0f;
+        block_sum(kb, i, h, b) += p(jb, i, h, b);
+        block_out(d, kb, i, h, b) = 0.0f;
+        block_out(d, kb, i, h, b) += p(jb, i, h, b) * v(d, min(jb, Tkv - 1), h, b);
+
+        // Combine the blocks.
+        rb = RDom(0, nblocks, "rb");
+        row_max(i, h, b) = kMasked;
+        row_max(i, h, b) = max(row_max(i, h, b), block_max(rb, i, h, b));
+        weight(kb, i, h, b) = select(block_max(kb, i, h, b) > kMaskedHalf,
+                                     exp(block_max(kb, i, h, b) - row_max(i, h, b)), 0.0f);
+        denom(i, h, b) = 0.0f;
+        denom(i, h, b) += weight(rb, i, h, b) * block_sum(rb, i, h, b);
+        numer(d, i, h, b) = 0.0f;
+        numer(d, i, h, b) += weight(rb, i, h, b) * block_out(d, rb, i, h, b);
+        o(d, i, h, b) = select(denom(i, h, b) > 0.0f, numer(d, i, h, b) / denom(i, h, b), 0.0f);
+
+        /* ESTIMATES: Transformer-base self-attention, 1 × 8 heads × 128 × 64 */
+        q.set_estimates({{0, 64}, {0, 128}, {0, 8}, {0, 1}});
+        k.set_estimates({{0, 64}, {0, 128}, {0, 8}, {0, 1}});
+        v.set_estimates({{0, 64}, {0, 128}, {0, 8}, {0, 1}});
+        kv_len.set_estimates({{0, 1}});
+        q_offset.set_estimate(0);
+        scale.set_estimate(0.125f);
+        o.set_estimates({{0, 64}, {0, 128}, {0, 8}, {0, 1}});
+    }
+
+    void schedule() {
+        if (auto_schedule) return;
+        AttentionStages s{o, kt, score, masked, block_max, p, block_sum, block_out,
+                          row_max, weight, denom, numer,
+                          d, j, i, h, b, kb, rd, rj, rb};
+        schedule_attention_cpu(s, {query_tile, key_block}, get_target());
+    }
+
+private:
+    Var d{"d"}, j{"j"}, i{"i"}, h{"h"}, b{"b"}, kb{"kb"};
+    Func kt{"k_transposed"}, score{"score"}, masked{"masked"}, block_max{"block_max"}, p{"p"};
+    Func block_sum{"block_sum"}, block_out{"block_out"}, row_max{"row_max"};
+    Func weight{"weight"}, denom{"denom"}, numer{"numer"};
+    RDom rd, rj, rb;
+};
+
+}  // namespace
+
+HALIDE_REGISTER_GENERATOR(Attention, attention)

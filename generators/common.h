@@ -1,0 +1,96 @@
+// Shared algorithm pieces for Halformer's generators: activations and small
+// numerical helpers. Nothing here says how anything runs.
+#pragma once
+
+#include "Halide.h"
+
+#include <map>
+#include <string>
+
+namespace halformer {
+
+enum class Activation { None, ReLU, GELU, GELUTanh };
+
+inline const std::map<std::string, Activation> &activation_names() {
+    static const std::map<std::string, Activation> names = {
+        {"none", Activation::None},
+        {"relu", Activation::ReLU},
+        {"gelu", Activation::GELU},
+        {"gelu_tanh", Activation::GELUTanh},
+    };
+    return names;
+}
+
+// erf(z) for fp32 from the complementary error function's Chebyshev fit
+// (Numerical Recipes' erfcc): fractional error below 1.2e-7 for all z, so
+// GELU's 0.5·x·(1 + erf(x/√2)) stays within fp32 rounding of the exact value.
+// Halide 14 has no erf intrinsic.
+inline Halide::Expr erf_f32(Halide::Expr z) {
+    using namespace Halide;
+    Expr a = abs(z);
+    Expr t = 1.0f / (1.0f + 0.5f * a);
+    Expr poly = -1.26551223f +
+                t * (1.00002368f +
+                t * (0.37409196f +
+                t * (0.09678418f +
+                t * (-0.18628806f +
+                t * (0.27886807f +
+                t * (-1.13520398f +
+                t * (1.48851587f +
+                t * (-0.82215223f +
+                t * 0.17087277f))))))));
+    Expr erfc_a = t * exp(-a * a + poly);
+    Expr erf_a = 1.0f - erfc_a;
+    return select(z >= 0.0f, erf_a, -erf_a);
+}
+
+inline Halide::Expr activate(Halide::Expr v, Activation act) {
+    using namespace Halide;
+    switch (act) {
+    case Activation::None:
+        return v;
+    case Activation::ReLU:
+        return max(v, 0.0f);
+    case Activation::GELU:
+        // Exact (erf) form, as torch.nn.functional.gelu(approximate='none').
+        return 0.5f * v * (1.0f + erf_f32(v * 0.70710678118654752f));
+    case Activation::GELUTanh: {
+        // tanh form, as gelu(approximate='tanh'): √(2/π)·(x + 0.044715·x³).
+        Expr inner = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+        return 0.5f * v * (1.0f + tanh(inner));
+    }
+    }
+    return v;
+}
+
+// A finite stand-in for -inf in masked scores. Every mask test compares
+// against kMaskedHalf, so no inf or NaN ever enters the arithmetic: a fully
+// masked row is detected, not computed.
+constexpr float kMasked = -3.0e38f;
+constexpr float kMaskedHalf = -1.5e38f;
+
+}  // namespace halformer
+
+namespace halformer {
+
+// acc(n, m) = Σ_k x(k, m) · w(k, n): the X·Wᵀ product of nn.Linear, with W in
+// PyTorch's [N, K] layout. Reads past the last row of x or w are clamped (a
+// schedule may compute whole register blocks past the edge; those values are
+// never stored). `wt` is W seen transposed, wt(n, k): a schedule may pack it.
+struct Matmul {
+    Halide::Func acc, wt;
+    Halide::RDom r;
+};
+
+inline Matmul define_matmul(Halide::Func x, Halide::Expr rows, Halide::Expr K,
+                            Halide::Func w, Halide::Expr N, const std::string &name) {
+    using namespace Halide;
+    Var k("k"), n("n"), m("m");
+    Matmul mm{Func(name + "_acc"), Func(name + "_wt"), RDom(0, K, name + "_r")};
+    mm.wt(n, k) = w(k, clamp(n, 0, N - 1));
+    mm.acc(n, m) = 0.0f;
+    mm.acc(n, m) += x(mm.r, clamp(m, 0, rows - 1)) * mm.wt(n, mm.r);
+    return mm;
+}
+
+}  // namespace halformer

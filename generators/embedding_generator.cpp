@@ -1,0 +1,101 @@
+// embedding: token lookup × scale + positional encoding
+//   out[b, t, :] = table[tokens[b, t], :] · scale + PE(start_pos + t)
+//
+//   tokens    [B, T] int32    Halide (t, b)
+//   table     [V, D]          Halide (d, v)   nn.Embedding.weight
+//   pos_table [P, D]          Halide (d, p)   only when pe=learned
+//   start_pos                 position of token 0 (the cache length when
+//                             decoding incrementally)
+//   scale                     √D as in the paper (section 3.4), or 1
+//   out       [B, T, D]       Halide (d, t, b)
+//
+// pe ∈ {sinusoidal: the paper's PE(p, 2i) = sin(p / 10000^(2i/D)),
+//                   PE(p, 2i+1) = cos(p / 10000^(2i/D));
+//       sinusoidal_concat: the same frequencies laid out as [sin … | cos …]
+//                   halves, out[i] = sin(p·ω_i), out[D/2 + i] = cos(p·ω_i);
+//       learned: pos_table[p]; none}.
+// The angle p·ω is formed and reduced modulo 2π in double precision, so the
+// encoding is accurate to fp32 rounding at any position (a plain fp32 angle
+// loses ~1e-4 by position 2000).
+// A token id outside [0, V), or a learned position outside [0, P), is an error
+// returned to the caller (the kernel returns nonzero); nothing is read out of
+// bounds.
+#include "Halide.h"
+#include "common.h"
+#include "../schedules/embedding_schedule.h"
+
+namespace {
+
+using namespace Halide;
+using namespace halformer;
+
+enum class PE { None, Sinusoidal, SinusoidalConcat, Learned };
+
+class Embedding : public Generator<Embedding> {
+public:
+    GeneratorParam<PE> pe{"pe", PE::Sinusoidal,
+                          {{"none", PE::None},
+                           {"sinusoidal", PE::Sinusoidal},
+                           {"sinusoidal_concat", PE::SinusoidalConcat},
+                           {"learned", PE::Learned}}};
+
+    Input<Buffer<int32_t, 2>> tokens{"tokens"};
+    Input<Buffer<float, 2>> table{"table"};
+    Input<int32_t> start_pos{"start_pos"};
+    Input<float> scale{"scale"};
+    Input<Buffer<float, 2>> *pos_table = nullptr;
+    Output<Buffer<float, 3>> out{"out"};
+
+    void configure() {
+        if (pe == PE::Learned) pos_table = add_input<Buffer<float, 2>>("pos_table");
+    }
+
+    void generate() {
+        /* THE ALGORITHM */
+        Expr D = table.dim(0).extent(), V = table.dim(1).extent();
+        Expr tok = tokens(t, b);
+        token(t, b) = require(tok >= 0 && tok < V, tok,
+                              "token id", tok, "is outside the vocabulary [0,", V, ")");
+        Expr pos = start_pos + t;
+        Expr e = table(d, clamp(token(t, b), 0, V - 1)) * scale;
+        if (pe == PE::Sinusoidal || pe == PE::SinusoidalConcat) {
+            Expr half = D / 2;
+            Expr i = (pe == PE::Sinusoidal) ? d / 2 : select(d < half, d, d - half);
+            Expr is_sin = (pe == PE::Sinusoidal) ? (d % 2 == 0) : (d < half);
+            // ω_i = 10000^(−2i/D) = exp(−2i·ln(10000)/D)
+            Expr ln_10000 = Expr(std::log(10000.0));
+            Expr two_pi = Expr(6.283185307179586);
+            Expr omega = exp(cast<double>(-2 * i) * ln_10000 / cast<double>(D));
+            Expr angle = cast<double>(pos) * omega;
+            Expr reduced = cast<float>(angle - two_pi * floor(angle / two_pi));
+            e += select(is_sin, sin(reduced), cos(reduced));
+        } else if (pe == PE::Learned) {
+            Expr P = pos_table->dim(1).extent();
+            position(t) = require(pos >= 0 && pos < P, pos,
+                                  "position", pos, "is past the learned position table of", P);
+            e += (*pos_table)(d, clamp(position(t), 0, P - 1));
+        }
+        out(d, t, b) = e;
+
+        /* ESTIMATES: 1 × 128 tokens of the paper's 37000-word vocabulary */
+        tokens.set_estimates({{0, 128}, {0, 1}});
+        table.set_estimates({{0, 512}, {0, 37000}});
+        start_pos.set_estimate(0);
+        scale.set_estimate(22.627417f);
+        if (pos_table) pos_table->set_estimates({{0, 512}, {0, 1024}});
+        out.set_estimates({{0, 512}, {0, 128}, {0, 1}});
+    }
+
+    void schedule() {
+        if (auto_schedule) return;
+        schedule_embedding_cpu({out, token, position, pe == PE::Learned, d, t, b}, get_target());
+    }
+
+private:
+    Var d{"d"}, t{"t"}, b{"b"};
+    Func token{"token"}, position{"position"};
+};
+
+}  // namespace
+
+HALIDE_REGISTER_GENERATOR(Embedding, embedding)

@@ -1,0 +1,82 @@
+// layer_norm: y = γ·(h − μ)/√(σ² + ε) + β with h = x [+ residual]
+// (the seeds' "Add & Norm": LayerNorm(x + Sublayer(x))).
+//
+//   x        [R, D]   Halide (d, r)
+//   residual [R, D]   Halide (d, r)   only when residual=true
+//   gamma    [D], beta [D]
+//   eps      scalar runtime parameter (PyTorch's default is 1e-5)
+//   y        [R, D]   Halide (d, r)
+//
+// Numerics: the corrected two-pass algorithm, not E[h²] − E[h]² (which
+// cancels catastrophically for rows with a large mean): a first mean μ₀, then
+// the deviations from it give both the variance and a correction of μ₀'s own
+// rounding error (μ = μ₀ + Σ(h − μ₀)/D, σ² = Σ(h − μ₀)²/D − (Σ(h − μ₀)/D)²).
+// The biased variance (÷ D), as nn.LayerNorm.
+#include "Halide.h"
+#include "common.h"
+#include "../schedules/layer_norm_schedule.h"
+
+namespace {
+
+using namespace Halide;
+using namespace halformer;
+
+class LayerNorm : public Generator<LayerNorm> {
+public:
+    GeneratorParam<bool> residual_add{"residual", false};
+    GeneratorParam<int> rows_per_task{"rows_per_task", 4};
+
+    Input<Buffer<float, 2>> x{"x"};
+    Input<Buffer<float, 1>> gamma{"gamma"};
+    Input<Buffer<float, 1>> beta{"beta"};
+    Input<float> eps{"eps"};
+    Input<Buffer<float, 2>> *residual = nullptr;
+    Output<Buffer<float, 2>> y{"y"};
+
+    void configure() {
+        if (residual_add) residual = add_input<Buffer<float, 2>>("residual");
+    }
+
+    void generate() {
+        /* THE ALGORITHM */
+        Expr D = x.dim(0).extent();
+        Expr v = x(d, r);
+        if (residual_add) v += (*residual)(d, r);
+        h(d, r) = v;
+        k = RDom(0, D, "k");
+        sum(r) = 0.0f;
+        sum(r) += h(k, r);
+        Expr mean0 = sum(r) / cast<float>(D);
+        dev(r) = 0.0f;
+        dev(r) += h(k, r) - mean0;
+        sq(r) = 0.0f;
+        sq(r) += (h(k, r) - mean0) * (h(k, r) - mean0);
+        Expr shift = dev(r) / cast<float>(D);
+        Expr mean = mean0 + shift;
+        Expr var = max(sq(r) / cast<float>(D) - shift * shift, 0.0f);
+        Expr inv_std = 1.0f / sqrt(var + eps);
+        y(d, r) = (h(d, r) - mean) * inv_std * gamma(d) + beta(d);
+
+        /* ESTIMATES: Transformer-base, 128 tokens */
+        x.set_estimates({{0, 512}, {0, 128}});
+        if (residual_add) residual->set_estimates({{0, 512}, {0, 128}});
+        gamma.set_estimates({{0, 512}});
+        beta.set_estimates({{0, 512}});
+        eps.set_estimate(1e-5f);
+        y.set_estimates({{0, 512}, {0, 128}});
+    }
+
+    void schedule() {
+        if (auto_schedule) return;
+        schedule_layer_norm_cpu({y, h, sum, dev, sq, d, r, k}, {rows_per_task}, get_target());
+    }
+
+private:
+    Var d{"d"}, r{"r"};
+    Func h{"h"}, sum{"sum"}, dev{"dev"}, sq{"sq"};
+    RDom k;
+};
+
+}  // namespace
+
+HALIDE_REGISTER_GENERATOR(LayerNorm, layer_norm)

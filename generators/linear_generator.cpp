@@ -1,0 +1,68 @@
+// linear: Y = act(X·Wᵀ + b) [+ R]
+//
+//   x        [M, K]   Halide (k, m)    activations, one row per token
+//   w        [N, K]   Halide (k, n)    PyTorch nn.Linear.weight layout
+//   bias     [N]      Halide (n)
+//   residual [M, N]   Halide (n, m)    only when residual=true
+//   y        [M, N]   Halide (n, m)
+//
+// act ∈ {none, relu, gelu (erf form), gelu_tanh}; the residual is added after
+// the activation (the pre-LN sub-layer's x + Sublayer(x)).
+#include "Halide.h"
+#include "common.h"
+#include "../schedules/linear_schedule.h"
+
+namespace {
+
+using namespace Halide;
+using namespace halformer;
+
+class Linear : public Generator<Linear> {
+public:
+    GeneratorParam<Activation> activation{"activation", Activation::None, activation_names()};
+    GeneratorParam<bool> residual_add{"residual", false};
+    // Schedule knobs (see schedules/linear_schedule.h).
+    GeneratorParam<bool> dot{"dot", false};
+    GeneratorParam<int> vectors_n{"vectors_n", 0};
+    GeneratorParam<int> rows_m{"rows_m", 0};
+
+    Input<Buffer<float, 2>> x{"x"};
+    Input<Buffer<float, 2>> w{"w"};
+    Input<Buffer<float, 1>> bias{"bias"};
+    Input<Buffer<float, 2>> *residual = nullptr;
+    Output<Buffer<float, 2>> y{"y"};
+
+    void configure() {
+        if (residual_add) residual = add_input<Buffer<float, 2>>("residual");
+    }
+
+    void generate() {
+        /* THE ALGORITHM */
+        Expr K = x.dim(0).extent(), M = x.dim(1).extent(), N = w.dim(1).extent();
+        mm = define_matmul(x, M, K, w, N, "linear");
+        Expr v = activate(mm.acc(n, m) + bias(n), activation);
+        if (residual_add) v += (*residual)(n, m);
+        y(n, m) = v;
+
+        /* ESTIMATES: a Transformer-base FFN input, 128 tokens */
+        x.set_estimates({{0, 512}, {0, 128}});
+        w.set_estimates({{0, 512}, {0, 2048}});
+        bias.set_estimates({{0, 2048}});
+        if (residual_add) residual->set_estimates({{0, 2048}, {0, 128}});
+        y.set_estimates({{0, 2048}, {0, 128}});
+    }
+
+    void schedule() {
+        if (auto_schedule) return;
+        // (GPU hand schedules: issue 6. Tuned records: schedules/tuned/, issue 5.)
+        schedule_linear_cpu({y, mm.acc, mm.wt, n, m, mm.r}, {vectors_n, rows_m, dot}, get_target());
+    }
+
+private:
+    Var n{"n"}, m{"m"};
+    Matmul mm;
+};
+
+}  // namespace
+
+HALIDE_REGISTER_GENERATOR(Linear, linear)

@@ -1,0 +1,169 @@
+// Hooks into the Halide runtime that every kernel shares:
+//  * variant selection: a custom halide_can_use_target_features that answers
+//    "no" for any feature above the limit, then defers to Halide's own CPU
+//    detection;
+//  * errors: Halide's default handler prints and aborts the process; ours
+//    keeps the message (per thread) so the caller gets the kernel's nonzero
+//    return code and a message to put in an exception.
+#include "halformer/isa.h"
+#include "halformer/kernel_error.h"
+
+#include <HalideRuntime.h>
+
+#include <atomic>
+#include <string>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace halformer {
+namespace {
+
+constexpr int kFeatureWords = (halide_target_feature_end + 63) / 64;
+
+bool has(const uint64_t *features, halide_target_feature_t f) {
+    return (features[f / 64] >> (f % 64)) & 1;
+}
+
+// The lowest variant that needs feature f, or -1 if f does not grade variants.
+int variant_of(halide_target_feature_t f) {
+    switch (f) {
+    case halide_target_feature_avx:
+    case halide_target_feature_avx2:
+    case halide_target_feature_fma:
+    case halide_target_feature_f16c:
+        return (int)Isa::AVX2;
+    case halide_target_feature_avx512:
+    case halide_target_feature_avx512_skylake:
+    case halide_target_feature_avx512_knl:
+        return (int)Isa::AVX512;
+    case halide_target_feature_avx512_cannonlake:
+    case halide_target_feature_avx512_sapphirerapids:
+        return (int)Isa::SapphireRapids;
+    default:
+        return -1;
+    }
+}
+
+std::atomic<int> g_limit{-1};  // -1: not yet initialised
+// Each kernel's wrapper asks once, on its first call, and keeps the answer.
+std::atomic<bool> g_asked{false};
+
+int limited_can_use(int count, const uint64_t *features) {
+    g_asked.store(true);
+    const int limit = (int)isa_limit();
+    for (int f = 0; f < count * 64 && f < halide_target_feature_end; f++) {
+        if (has(features, (halide_target_feature_t)f) &&
+            variant_of((halide_target_feature_t)f) > limit) {
+            return 0;
+        }
+    }
+    return halide_default_can_use_target_features(count, features);
+}
+
+thread_local std::string t_last_error;
+
+void keep_error(void *, const char *msg) {
+    std::string m = msg ? msg : "";
+    while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+    if (m.rfind("Error: ", 0) == 0) m = m.substr(7);
+    t_last_error = m;
+}
+
+struct Installer {
+    Installer() {
+        halide_set_custom_can_use_target_features(limited_can_use);
+        halide_set_error_handler(keep_error);
+    }
+} installer;
+
+void set_bits(uint64_t *words, std::initializer_list<halide_target_feature_t> fs) {
+    for (auto f : fs) words[f / 64] |= uint64_t(1) << (f % 64);
+}
+
+}  // namespace
+
+std::string last_kernel_error() { return t_last_error; }
+
+void check_kernel(int rc, const char *kernel) {
+    if (rc == 0) return;
+    std::string msg = std::string("kernel ") + kernel + " failed (code " + std::to_string(rc) + ")";
+    if (!t_last_error.empty()) msg += ": " + t_last_error;
+    t_last_error.clear();
+    throw KernelError(msg, rc);
+}
+
+const std::vector<Isa> &all_isas() {
+    static const std::vector<Isa> v = {Isa::SSE41, Isa::AVX2, Isa::AVX512, Isa::SapphireRapids};
+    return v;
+}
+
+const char *isa_name(Isa isa) {
+    switch (isa) {
+    case Isa::SSE41: return "sse41";
+    case Isa::AVX2: return "avx2";
+    case Isa::AVX512: return "avx512";
+    case Isa::SapphireRapids: return "sapphirerapids";
+    }
+    return "?";
+}
+
+Isa parse_isa(const std::string &name) {
+    for (Isa i : all_isas()) {
+        if (name == isa_name(i)) return i;
+    }
+    throw std::invalid_argument("unknown ISA variant '" + name +
+                                "' (expected sse41, avx2, avx512 or sapphirerapids)");
+}
+
+bool cpu_supports(Isa isa) {
+    uint64_t words[kFeatureWords] = {};
+    set_bits(words, {halide_target_feature_sse41});
+    if (isa >= Isa::AVX2) {
+        set_bits(words, {halide_target_feature_avx, halide_target_feature_avx2,
+                         halide_target_feature_fma, halide_target_feature_f16c});
+    }
+    if (isa >= Isa::AVX512) {
+        set_bits(words, {halide_target_feature_avx512, halide_target_feature_avx512_skylake});
+    }
+    if (isa >= Isa::SapphireRapids) {
+        set_bits(words, {halide_target_feature_avx512_cannonlake,
+                         halide_target_feature_avx512_sapphirerapids});
+    }
+    return halide_default_can_use_target_features(kFeatureWords, words) != 0;
+}
+
+Isa isa_limit() {
+    int l = g_limit.load();
+    if (l < 0) {
+        l = (int)Isa::SapphireRapids;
+        if (const char *env = std::getenv("HALFORMER_ISA")) {
+            if (*env) l = (int)parse_isa(env);
+        }
+        g_limit.store(l);
+    }
+    return (Isa)l;
+}
+
+void set_isa_limit(Isa limit) {
+    if (g_asked.load() && limit != isa_limit()) {
+        throw std::logic_error(
+            "set_isa_limit must be called before the first kernel call: each kernel keeps "
+            "the variant it chose on its first call (set HALFORMER_ISA in the environment "
+            "to be sure)");
+    }
+    if (!cpu_supports(limit)) {
+        throw std::runtime_error(std::string("this CPU cannot run the ") + isa_name(limit) +
+                                 " kernel variant");
+    }
+    g_limit.store((int)limit);
+}
+
+Isa selected_isa() {
+    const Isa limit = isa_limit();
+    for (int i = (int)limit; i > 0; i--) {
+        if (cpu_supports((Isa)i)) return (Isa)i;
+    }
+    return Isa::SSE41;
+}
+
+}  // namespace halformer

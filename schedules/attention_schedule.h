@@ -1,0 +1,69 @@
+// How attention runs (algorithm: generators/attention_generator.cpp).
+#pragma once
+
+#include "schedule_common.h"
+
+namespace halformer {
+
+struct AttentionStages {
+    Halide::Func out, kt, score, masked, block_max, p, block_sum, block_out;
+    Halide::Func row_max, weight, denom, numer;
+    Halide::Var d, j, i, h, b, kb;
+    Halide::RDom rd, rj, rb;
+};
+
+struct AttentionKnobs {
+    int query_tile;  // queries computed together (register block height)
+    int key_block;   // keys per block (set in the algorithm; here for sizing)
+};
+
+// Parallel over (batch, head). Per head, K is transposed once into kt(j, d) so
+// that scores vectorize over keys with a broadcast query element. Per tile of
+// query_tile queries: the tile's scores over all keys (query_tile × Tkv
+// floats: linear in T, about 64 KiB at T = 2048), then per key block the max,
+// exp and partial P·V, then the rescaled combination. The working set per
+// thread is O(T·(dk + query_tile)); no T×T matrix exists at any time.
+inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knobs,
+                                   const Halide::Target &t) {
+    using namespace Halide;
+    const int lanes = f32_lanes(t);
+    const int tq = std::max(1, knobs.query_tile);
+    Var hb("hb"), io("io"), ii("ii"), jo("jo"), ji("ji");
+    s.out.compute_root()
+        .split(s.i, io, ii, tq, TailStrategy::GuardWithIf)
+        .reorder(s.d, ii, io, s.h, s.b)
+        .fuse(s.h, s.b, hb)
+        .parallel(hb)
+        .vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+
+    s.kt.compute_at(s.out, hb).vectorize(s.j, lanes, TailStrategy::GuardWithIf);
+
+    // Scores: a register block of 2 vectors of keys × tq queries, reduced over d.
+    const int kv = 2 * lanes;
+    s.score.compute_at(s.out, io)
+        .bound_extent(s.i, tq)
+        .vectorize(s.j, lanes, TailStrategy::GuardWithIf);
+    s.score.update()
+        .split(s.j, jo, ji, kv, TailStrategy::GuardWithIf)
+        .reorder(ji, s.i, s.rd, jo)
+        .vectorize(ji, lanes)
+        .unroll(s.i);
+
+    s.block_max.compute_at(s.out, io);
+    s.block_max.update().atomic().vectorize(s.rj.x, lanes);
+    s.p.compute_at(s.out, io).vectorize(s.j, lanes, TailStrategy::GuardWithIf);
+    s.block_sum.compute_at(s.out, io);
+    s.block_sum.update().atomic().vectorize(s.rj.x, lanes);
+    s.block_out.compute_at(s.out, io).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    s.block_out.update()
+        .reorder(s.d, s.rj, s.kb, s.i)
+        .vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+
+    s.row_max.compute_at(s.out, io);
+    s.weight.compute_at(s.out, io);
+    s.denom.compute_at(s.out, io);
+    s.numer.compute_at(s.out, io).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    s.numer.update().reorder(s.d, s.rb, s.i).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+}
+
+}  // namespace halformer

@@ -1,0 +1,29 @@
+// How embedding runs (algorithm: generators/embedding_generator.cpp).
+#pragma once
+
+#include "schedule_common.h"
+
+namespace halformer {
+
+struct EmbeddingStages {
+    Halide::Func out, token, position;
+    bool has_position;
+    Halide::Var d, t, b;
+};
+
+// The ids are checked once each, up front (a bad id fails before any row is
+// written); then one row per token, vectorized over d, tokens over threads.
+// The encoding's exp/sin/cos cost more than the copy: still < 1% of a layer.
+inline void schedule_embedding_cpu(EmbeddingStages s, const Halide::Target &t) {
+    using namespace Halide;
+    const int lanes = f32_lanes(t);
+    s.token.compute_root();
+    if (s.has_position) s.position.compute_root();
+    Var tb("tb");
+    s.out.compute_root()
+        .fuse(s.t, s.b, tb)
+        .parallel(tb, 8, TailStrategy::GuardWithIf)
+        .vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+}
+
+}  // namespace halformer

@@ -1,0 +1,39 @@
+// How layer_norm runs (algorithm: generators/layer_norm_generator.cpp).
+#pragma once
+
+#include "schedule_common.h"
+
+namespace halformer {
+
+struct LayerNormStages {
+    Halide::Func out, h, sum, dev, sq;
+    Halide::Var d, r;
+    Halide::RDom k;  // over d
+};
+
+struct LayerNormKnobs {
+    int rows_per_task;
+};
+
+// Row by row: h = x + residual is formed once into a D-float row buffer (L1),
+// the two reductions run vectorized over it, and the output pass reads it
+// again. Memory traffic is the minimum: read x (and residual) once, write y.
+inline void schedule_layer_norm_cpu(LayerNormStages s, const LayerNormKnobs &knobs,
+                                    const Halide::Target &t) {
+    using namespace Halide;
+    const int lanes = f32_lanes(t);
+    Var ro("ro"), ri("ri");
+    s.out.compute_root()
+        .split(s.r, ro, ri, std::max(1, knobs.rows_per_task), TailStrategy::GuardWithIf)
+        .parallel(ro)
+        .vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    s.h.compute_at(s.out, ri).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    s.sum.compute_at(s.out, ri);
+    s.sum.update().atomic().vectorize(s.k.x, lanes);
+    s.dev.compute_at(s.out, ri);
+    s.dev.update().atomic().vectorize(s.k.x, lanes);
+    s.sq.compute_at(s.out, ri);
+    s.sq.update().atomic().vectorize(s.k.x, lanes);
+}
+
+}  // namespace halformer

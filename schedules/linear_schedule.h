@@ -1,0 +1,112 @@
+// How linear (Y = act(X·Wᵀ + b) [+ R]) runs, and the matmul schedules that
+// ffn and the output head reuse. The algorithms are in generators/; this file
+// only decides loops and storage.
+#pragma once
+
+#include "schedule_common.h"
+
+namespace halformer {
+
+// The Funcs and Vars of a matmul stage that a schedule touches.
+struct LinearStages {
+    Halide::Func out;   // out(n, m): consumes acc(n, m) pointwise
+    Halide::Func acc;   // acc(n, m) = Σ_k x(k, m)·wt(n, k)
+    Halide::Func wt;    // wt(n, k): W transposed
+    Halide::Var n, m;
+    Halide::RDom r;     // over k
+    // The loop variable of out's rows when it differs from acc's m (out
+    // already split by an enclosing schedule); empty: m.
+    std::string out_rows = "";
+};
+
+// Tunable numbers (GeneratorParams of the generators).
+struct LinearKnobs {
+    int vectors_n;  // panel: register block width in vectors; dot: outputs per block (0: default)
+    int rows_m;     // register block height, in rows (0: per target)
+    bool dot;       // true: decode strategy (vectorize over k), for M ≤ ~4
+};
+
+// Panel strategy (prefill, M ≳ 8). For each panel of tn = vectors_n·lanes
+// output columns, W is transposed once into a panel wt(n, k) (tn × K floats,
+// L2-resident); each register block of tn × rows outputs then runs a K-long
+// chain of broadcast-FMAs with its accumulators pinned in vector registers.
+// `out` must already be placed (compute_root or compute_at); `parallel`
+// spreads panels over threads; with `pack_root` W is transposed once per call
+// for all panels instead (when `out` is itself computed per block of rows).
+inline void schedule_panel_matmul(LinearStages s, const LinearKnobs &knobs,
+                                  const Halide::Target &t, bool parallel, bool pack_root) {
+    using namespace Halide;
+    const int lanes = f32_lanes(t);
+    const int vn = or_default(knobs.vectors_n, 2);
+    // vn·rows accumulators + vn loads + one broadcast must fit the register file.
+    const int rows = or_default(knobs.rows_m, (vector_registers(t) - vn - 2) / vn);
+    const int tn = vn * lanes;
+    Var no("no"), ni("ni"), mo("mo"), mi("mi");
+    Var om = s.out_rows.empty() ? s.m : Var(s.out_rows);
+    s.out.split(s.n, no, ni, tn, TailStrategy::GuardWithIf)
+        .split(om, mo, mi, rows, TailStrategy::GuardWithIf)
+        .reorder(ni, mi, mo, no)
+        .vectorize(ni, lanes);
+    if (parallel) s.out.parallel(no);
+    s.acc.compute_at(s.out, mo)
+        .store_in(MemoryType::Register)
+        .bound_extent(s.n, tn)
+        .bound_extent(s.m, rows)
+        .vectorize(s.n, lanes)
+        .unroll(s.n)
+        .unroll(s.m);
+    s.acc.update()
+        .reorder(s.n, s.m, s.r)
+        .vectorize(s.n, lanes)
+        .unroll(s.n)
+        .unroll(s.m);
+    if (pack_root) {
+        s.wt.compute_root().vectorize(s.n, lanes, TailStrategy::GuardWithIf).parallel(Var("k"), 16);
+    } else {
+        s.wt.compute_at(s.out, no).bound_extent(s.n, tn).vectorize(s.n, lanes);
+    }
+}
+
+// Dot strategy (decode, M ≤ 4): each output is a K-long dot product
+// vectorized along k (W's rows are contiguous in k), reduced horizontally at
+// the end; W streams from memory exactly once, which is what bounds this case.
+inline void schedule_dot_matmul(LinearStages s, const LinearKnobs &knobs,
+                                const Halide::Target &t) {
+    using namespace Halide;
+    const int lanes = f32_lanes(t);
+    const int outs = or_default(knobs.vectors_n, 8);
+    const int rows = or_default(knobs.rows_m, 1);
+    Var no("no"), ni("ni"), mo("mo"), mi("mi"), kv("kv");
+    RVar ro("ro"), ri("ri");
+    s.out.split(s.n, no, ni, outs, TailStrategy::GuardWithIf)
+        .split(s.m, mo, mi, rows, TailStrategy::GuardWithIf)
+        .reorder(ni, mi, mo, no)
+        .parallel(no);
+    s.acc.compute_at(s.out, mo);
+    Func partial = s.acc.update()
+                       .split(s.r.x, ro, ri, lanes, TailStrategy::GuardWithIf)
+                       .rfactor(ri, kv);
+    partial.compute_at(s.out, mo)
+        .bound_extent(s.n, outs)
+        .bound_extent(s.m, rows)
+        .reorder(kv, s.n, s.m)
+        .vectorize(kv);
+    partial.update()
+        .reorder(kv, s.n, s.m, ro)
+        .vectorize(kv)
+        .unroll(s.n)
+        .unroll(s.m);
+    s.wt.compute_inline();
+}
+
+inline void schedule_linear_cpu(LinearStages s, const LinearKnobs &knobs,
+                                const Halide::Target &t) {
+    s.out.compute_root();
+    if (knobs.dot) {
+        schedule_dot_matmul(s, knobs, t);
+    } else {
+        schedule_panel_matmul(s, knobs, t, /*parallel=*/true, /*pack_root=*/false);
+    }
+}
+
+}  // namespace halformer

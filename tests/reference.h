@@ -1,0 +1,190 @@
+// Plain double-precision reference implementations and test helpers.
+// Layouts match the generators (Halide dims innermost first): a PyTorch
+// tensor [A, B] is a Buffer with dim 0 = B and dim 1 = A.
+#pragma once
+
+#include <HalideBuffer.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ref {
+
+using Halide::Runtime::Buffer;
+
+// A row-major double array with the same shape as a float buffer.
+struct Array {
+    std::vector<int> dims;  // innermost first
+    std::vector<double> v;
+    explicit Array(std::vector<int> d) : dims(std::move(d)) {
+        size_t n = 1;
+        for (int x : dims) n *= (size_t)x;
+        v.assign(n, 0.0);
+    }
+    double &operator()(int a) { return v[a]; }
+    double &operator()(int a, int b) { return v[(size_t)b * dims[0] + a]; }
+    double &operator()(int a, int b, int c) {
+        return v[((size_t)c * dims[1] + b) * dims[0] + a];
+    }
+    double &operator()(int a, int b, int c, int d) {
+        return v[(((size_t)d * dims[2] + c) * dims[1] + b) * dims[0] + a];
+    }
+};
+
+inline Buffer<float> random_buffer(std::vector<int> dims, uint32_t seed, float lo = -1.f,
+                                   float hi = 1.f) {
+    Buffer<float> b(dims);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    b.for_each_value([&](float &x) { x = dist(rng); });
+    return b;
+}
+
+inline Array to_array(const Buffer<float> &b) {
+    std::vector<int> dims;
+    for (int i = 0; i < b.dimensions(); i++) dims.push_back(b.dim(i).extent());
+    Array a(dims);
+    // Walk dim 0 fastest, as Array stores.
+    std::vector<int> pos(dims.size(), 0);
+    for (size_t idx = 0; idx < a.v.size(); idx++) {
+        a.v[idx] = b(pos.data()) ;
+        for (size_t d = 0; d < dims.size(); d++) {
+            if (++pos[d] < dims[d]) break;
+            pos[d] = 0;
+        }
+    }
+    return a;
+}
+
+// ‖out − ref‖₂ / ‖ref‖₂ (absolute ‖out − ref‖₂ when ref is all zeros).
+// Any NaN or inf in out where ref is finite gives +inf.
+inline double rel_error(const Buffer<float> &out, const Array &r) {
+    Array o = to_array(out);
+    EXPECT_EQ(o.v.size(), r.v.size());
+    double num = 0, den = 0;
+    for (size_t i = 0; i < r.v.size(); i++) {
+        if (std::isinf(r.v[i]) && o.v[i] == r.v[i]) continue;  // matching -inf
+        if (!std::isfinite(o.v[i])) return std::numeric_limits<double>::infinity();
+        num += (o.v[i] - r.v[i]) * (o.v[i] - r.v[i]);
+        den += r.v[i] * r.v[i];
+    }
+    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+constexpr double kTolerance = 1e-5;
+
+// ---- references ----
+
+inline double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+inline double gelu_tanh(double x) {
+    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+inline double activate(double x, const std::string &act) {
+    if (act == "relu") return x > 0 ? x : 0;
+    if (act == "gelu") return gelu(x);
+    if (act == "gelu_tanh") return gelu_tanh(x);
+    return x;
+}
+
+// y[m, n] = act(Σ_k x[m, k] w[n, k] + b[n]) (+ res[m, n])
+inline Array linear(Array x, Array w, Array b, const std::string &act, Array *res) {
+    const int K = x.dims[0], M = x.dims[1], N = w.dims[1];
+    Array y({N, M});
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) s += x(k, m) * w(k, n);
+            double v = activate(s + b(n), act);
+            if (res) v += (*res)(n, m);
+            y(n, m) = v;
+        }
+    return y;
+}
+
+// softmax over dim 0 of x + mask; fully masked rows → 0 (softmax) / -inf (log)
+inline Array softmax(Array x, Array *mask, bool log_out) {
+    const int N = x.dims[0], R = x.dims[1];
+    Array y({N, R});
+    for (int r = 0; r < R; r++) {
+        double mx = -INFINITY;
+        std::vector<double> s(N);
+        for (int n = 0; n < N; n++) {
+            s[n] = x(n, r) + (mask ? (*mask)(n, r) : 0.0);
+            mx = std::max(mx, s[n]);
+        }
+        double sum = 0;
+        for (int n = 0; n < N; n++) sum += std::isinf(s[n]) ? 0.0 : std::exp(s[n] - mx);
+        for (int n = 0; n < N; n++) {
+            if (log_out) {
+                y(n, r) = std::isinf(s[n]) ? -INFINITY : s[n] - mx - std::log(sum);
+            } else {
+                y(n, r) = (sum > 0 && !std::isinf(s[n])) ? std::exp(s[n] - mx) / sum : 0.0;
+            }
+        }
+    }
+    return y;
+}
+
+inline Array layer_norm(Array x, Array *res, Array g, Array b, double eps) {
+    const int D = x.dims[0], R = x.dims[1];
+    Array y({D, R});
+    for (int r = 0; r < R; r++) {
+        std::vector<double> h(D);
+        double mean = 0;
+        for (int d = 0; d < D; d++) {
+            h[d] = x(d, r) + (res ? (*res)(d, r) : 0.0);
+            mean += h[d];
+        }
+        mean /= D;
+        double var = 0;
+        for (int d = 0; d < D; d++) var += (h[d] - mean) * (h[d] - mean);
+        var /= D;
+        for (int d = 0; d < D; d++) y(d, r) = (h[d] - mean) / std::sqrt(var + eps) * g(d) + b(d);
+    }
+    return y;
+}
+
+// q (d, i, h, b), k/v (d, j, h, b)
+inline Array attention(Array q, Array k, Array v, const std::vector<int> &kv_len, int q_offset,
+                       double scale, bool causal) {
+    const int dk = q.dims[0], Tq = q.dims[1], H = q.dims[2], B = q.dims[3], Tkv = k.dims[1];
+    Array o({dk, Tq, H, B});
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Tq; i++) {
+                std::vector<double> s(Tkv);
+                std::vector<bool> ok(Tkv);
+                double mx = -INFINITY;
+                for (int j = 0; j < Tkv; j++) {
+                    ok[j] = j < kv_len[b] && (!causal || j <= i + q_offset);
+                    double acc = 0;
+                    for (int d = 0; d < dk; d++) acc += q(d, i, h, b) * k(d, j, h, b);
+                    s[j] = acc * scale;
+                    if (ok[j]) mx = std::max(mx, s[j]);
+                }
+                double sum = 0;
+                for (int j = 0; j < Tkv; j++) sum += ok[j] ? std::exp(s[j] - mx) : 0.0;
+                for (int d = 0; d < dk; d++) {
+                    double acc = 0;
+                    for (int j = 0; j < Tkv; j++)
+                        if (ok[j]) acc += std::exp(s[j] - mx) * v(d, j, h, b);
+                    o(d, i, h, b) = sum > 0 ? acc / sum : 0.0;
+                }
+            }
+    return o;
+}
+
+// The paper's PE (interleaved) or the [sin | cos] halves layout.
+inline double positional(int pos, int d, int D, bool concat) {
+    int i = concat ? (d < D / 2 ? d : d - D / 2) : d / 2;
+    bool is_sin = concat ? d < D / 2 : d % 2 == 0;
+    double angle = pos / std::pow(10000.0, 2.0 * i / D);
+    return is_sin ? std::sin(angle) : std::cos(angle);
+}
+
+}  // namespace ref

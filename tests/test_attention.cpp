@@ -1,0 +1,148 @@
+#include "reference.h"
+#include "kernels.h"
+
+#include "hf_attention.h"
+#include "hf_attention_adams2019.h"
+#include "hf_attention_mullapudi2016.h"
+#include "hf_attention_causal.h"
+#include "hf_attention_causal_adams2019.h"
+#include "hf_attention_causal_mullapudi2016.h"
+
+using ref::Buffer;
+using AttnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                       int32_t, float, halide_buffer_t *);
+
+struct Case {
+    int B, H, Tq, Tkv, dk;
+    std::vector<int> kv_len;  // empty: all Tkv
+    int q_offset;
+    float range;  // inputs uniform in ±range
+};
+
+bool is_causal(const std::string &name) { return name.find("causal") != std::string::npos; }
+
+void run_case(AttnFn fn, bool causal, const Case &c, uint32_t seed, double tol = ref::kTolerance) {
+    Buffer<float> q = ref::random_buffer({c.dk, c.Tq, c.H, c.B}, seed, -c.range, c.range);
+    Buffer<float> k = ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 1, -c.range, c.range);
+    Buffer<float> v = ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 2);
+    std::vector<int> lens = c.kv_len.empty() ? std::vector<int>(c.B, c.Tkv) : c.kv_len;
+    Buffer<int32_t> len(c.B);
+    for (int b = 0; b < c.B; b++) len(b) = lens[b];
+    Buffer<float> o(c.dk, c.Tq, c.H, c.B);
+    const float scale = 1.0f / std::sqrt((float)c.dk);
+    HF_CALL(fn(q, k, v, len, c.q_offset, scale, o));
+    auto r = ref::attention(ref::to_array(q), ref::to_array(k), ref::to_array(v), lens, c.q_offset,
+                            scale, causal);
+    EXPECT_LE(ref::rel_error(o, r), tol) << "B=" << c.B << " H=" << c.H << " Tq=" << c.Tq
+                                         << " Tkv=" << c.Tkv << " dk=" << c.dk;
+}
+
+class AttentionTest : public testing::TestWithParam<Impl<AttnFn>> {};
+
+// Self-attention over T = 1, 3, 17, 129 with head dims 32, 64, 80.
+TEST_P(AttentionTest, SelfAttention) {
+    const bool causal = is_causal(GetParam().name);
+    uint32_t seed = 40;
+    for (int T : {1, 3, 17, 129})
+        for (int dk : {32, 64, 80}) run_case(GetParam().fn, causal, {2, 3, T, T, dk, {}, 0, 1.f}, seed += 3);
+}
+
+// Key padding: each sequence of the batch has its own length, one has none
+// (its rows must be zeros, not NaN).
+TEST_P(AttentionTest, KeyPaddingAndFullyMaskedSequence) {
+    const bool causal = is_causal(GetParam().name);
+    run_case(GetParam().fn, causal, {4, 2, 17, 17, 64, {17, 9, 1, 0}, 0, 1.f}, 70);
+    run_case(GetParam().fn, causal, {3, 2, 129, 129, 32, {129, 65, 100}, 0, 1.f}, 75);
+}
+
+// Cross-attention: queries and keys of different lengths (longer keys than a
+// block, and shorter).
+TEST_P(AttentionTest, CrossAttention) {
+    const bool causal = is_causal(GetParam().name);
+    run_case(GetParam().fn, causal, {2, 4, 7, 150, 64, {150, 77}, 143, 1.f}, 80);
+    run_case(GetParam().fn, causal, {1, 2, 33, 5, 80, {}, 0, 1.f}, 83);
+}
+
+// Incremental decoding: a few new queries against a cache of L keys, offset
+// so that the last query sees every key.
+TEST_P(AttentionTest, IncrementalDecoding) {
+    const bool causal = is_causal(GetParam().name);
+    for (int L : {1, 2, 64, 65, 200}) {
+        for (int Tq : {1, 3}) {
+            if (Tq > L) continue;
+            run_case(GetParam().fn, causal, {2, 8, Tq, L, 64, {}, L - Tq, 1.f}, 90 + L + Tq);
+        }
+    }
+}
+
+// Scores of about ±1e4 (inputs ±100·√(dk)/…): max subtraction keeps exp in range.
+TEST_P(AttentionTest, HugeScoresDoNotOverflow) {
+    const bool causal = is_causal(GetParam().name);
+    run_case(GetParam().fn, causal, {1, 2, 17, 17, 64, {}, 0, 35.f}, 120, 1e-4);
+}
+
+// Q, K, V and O as strided views into one fused [B·T, 3·D] projection, as
+// the runtime passes them: no copies.
+TEST_P(AttentionTest, StridedViewsIntoFusedQKV) {
+    const bool causal = is_causal(GetParam().name);
+    const int B = 2, T = 9, H = 4, dk = 32, D = H * dk;
+    Buffer<float> qkv = ref::random_buffer({3 * D, T * B}, 130);
+    auto view = [&](int which) {
+        halide_dimension_t dims[4] = {{0, dk, 1}, {0, T, 3 * D}, {0, H, dk}, {0, B, 3 * D * T}};
+        return Buffer<float>(qkv.data() + which * D, 4, dims);
+    };
+    Buffer<float> q = view(0), k = view(1), v = view(2);
+    Buffer<float> out(D, T * B);
+    halide_dimension_t odims[4] = {{0, dk, 1}, {0, T, D}, {0, H, dk}, {0, B, D * T}};
+    Buffer<float> o(out.data(), 4, odims);
+    Buffer<int32_t> len(B);
+    len.fill(T);
+    const float scale = 1.0f / std::sqrt((float)dk);
+    HF_CALL(GetParam().fn(q, k, v, len, 0, scale, o));
+    auto r = ref::attention(ref::to_array(q.copy()), ref::to_array(k.copy()), ref::to_array(v.copy()),
+                            std::vector<int>(B, T), 0, scale, causal);
+    EXPECT_LE(ref::rel_error(o.copy(), r), ref::kTolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, AttentionTest,
+                         testing::ValuesIn(std::vector<Impl<AttnFn>>{
+                             HF_IMPL3(hf_attention), HF_IMPL3(hf_attention_causal)}),
+                         impl_name<AttnFn>);
+
+// The seeds' worked example: 3 tokens, d_k = 4, scale 1/√4. The seed's
+// softmax weights for token 1 (0.27, 0.27, 0.46) are right to two decimals,
+// but its printed output rows are not: 0.27·V1 + 0.27·V2 + 0.46·V3 = 5.76,
+// and exactly 0.2741·1 + 0.2741·5 + 0.4519·9 = 5.7112 (not 5.38); its third
+// row of Q·Kᵀ is also miscomputed (Q3·K1 = 2, not 1). So this test checks the
+// weights the seed gives and the exact outputs, computed by hand:
+//   row 1: 5.7112 6.7112 7.7112 8.7112   row 2: 4.3962 …   row 3: 4.2029 …
+TEST(AttentionSeedExample, ThreeTokens) {
+    const float Q[3][4] = {{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}};
+    const float K[3][4] = {{1, 1, 0, 0}, {0, 0, 1, 1}, {1, 0, 1, 0}};
+    const float V[3][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}};
+    Buffer<float> q(4, 3, 1, 1), k(4, 3, 1, 1), v(4, 3, 1, 1), o(4, 3, 1, 1);
+    for (int t = 0; t < 3; t++)
+        for (int d = 0; d < 4; d++) {
+            q(d, t, 0, 0) = Q[t][d];
+            k(d, t, 0, 0) = K[t][d];
+            v(d, t, 0, 0) = V[t][d];
+        }
+    Buffer<int32_t> len(1);
+    len(0) = 3;
+    HF_CALL(hf_attention(q, k, v, len, 0, 0.5f, o));
+    const double expected[3] = {5.7112, 4.3962, 4.2029};
+    for (int t = 0; t < 3; t++)
+        for (int d = 0; d < 4; d++) EXPECT_NEAR(o(d, t, 0, 0), expected[t] + d, 1e-4) << t << "," << d;
+
+    // The seed's softmax weights for token 1: with V = one-hot rows the
+    // output row is the weight row itself.
+    Buffer<float> eye(4, 3, 1, 1), w(4, 3, 1, 1);
+    eye.fill(0.0f);
+    for (int t = 0; t < 3; t++) eye(t, t, 0, 0) = 1.0f;
+    HF_CALL(hf_attention(q, k, eye, len, 0, 0.5f, w));
+    // (exactly 0.2741, 0.2741, 0.4519: the seed rounds the last up to 0.46 so
+    // that its row sums to 1)
+    EXPECT_NEAR(w(0, 0, 0, 0), 0.27, 0.005);
+    EXPECT_NEAR(w(1, 0, 0, 0), 0.27, 0.005);
+    EXPECT_NEAR(w(2, 0, 0, 0), 0.46, 0.01);
+}

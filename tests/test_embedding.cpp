@@ -1,0 +1,116 @@
+#include "reference.h"
+#include "kernels.h"
+#include "halformer/kernel_error.h"
+
+#include "hf_embedding.h"
+#include "hf_embedding_adams2019.h"
+#include "hf_embedding_mullapudi2016.h"
+#include "hf_embedding_concat.h"
+#include "hf_embedding_concat_adams2019.h"
+#include "hf_embedding_concat_mullapudi2016.h"
+#include "hf_embedding_learned.h"
+#include "hf_embedding_learned_adams2019.h"
+#include "hf_embedding_learned_mullapudi2016.h"
+
+using ref::Buffer;
+using EmbFn = int (*)(halide_buffer_t *, halide_buffer_t *, int32_t, float, halide_buffer_t *);
+using LearnedFn = int (*)(halide_buffer_t *, halide_buffer_t *, int32_t, float, halide_buffer_t *,
+                          halide_buffer_t *);
+
+Buffer<int32_t> random_tokens(int T, int B, int V, uint32_t seed) {
+    Buffer<int32_t> t(T, B);
+    std::mt19937 rng(seed);
+    t.for_each_value([&](int32_t &x) { x = (int32_t)(rng() % V); });
+    return t;
+}
+
+class EmbeddingTest : public testing::TestWithParam<Impl<EmbFn>> {};
+
+TEST_P(EmbeddingTest, LookupScaleAndPositions) {
+    const bool concat = GetParam().name.find("concat") != std::string::npos;
+    uint32_t seed = 400;
+    for (auto [V, D, T, B, start] : std::vector<std::tuple<int, int, int, int, int>>{
+             {10, 4, 1, 1, 0}, {50, 37, 3, 2, 5}, {1000, 512, 17, 3, 0}, {300, 64, 129, 1, 1900}}) {
+        Buffer<float> table = ref::random_buffer({D, V}, seed++);
+        Buffer<int32_t> tok = random_tokens(T, B, V, seed++);
+        Buffer<float> out(D, T, B);
+        const float scale = std::sqrt((float)D);
+        HF_CALL_OR_NEXT(GetParam().fn(tok, table, start, scale, out));
+        ref::Array r({D, T, B});
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < D; d++)
+                    r(d, t, b) = (double)table(d, tok(t, b)) * scale +
+                                 ref::positional(start + t, d, D, concat);
+        EXPECT_LE(ref::rel_error(out, r), ref::kTolerance) << "V=" << V << " D=" << D << " T=" << T;
+    }
+}
+
+TEST_P(EmbeddingTest, OutOfRangeTokenIsAnErrorAndWritesNothingWild) {
+    Buffer<float> table = ref::random_buffer({8, 20}, 1), out(8, 4, 1);
+    for (int bad : {20, -1, 1 << 30}) {
+        Buffer<int32_t> tok(4, 1);
+        tok.fill(3);
+        tok(2, 0) = bad;
+        out.fill(-7.0f);
+        EXPECT_NE(GetParam().fn(tok, table, 0, 1.0f, out), 0) << "token " << bad;
+        if (GetParam().name == "hf_embedding") {
+            // The hand schedule checks every id before it writes any row.
+            EXPECT_NE(halformer::last_kernel_error().find("token id"), std::string::npos)
+                << halformer::last_kernel_error();
+            out.for_each_value([](float v) { EXPECT_EQ(v, -7.0f); });
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, EmbeddingTest,
+                         testing::ValuesIn(std::vector<Impl<EmbFn>>{
+                             HF_IMPL3(hf_embedding), HF_IMPL3(hf_embedding_concat)}),
+                         impl_name<EmbFn>);
+
+// The seeds' worked example: d_model = 4, positions 0 and 1, with a zero
+// table: PE0 = [0, 1, 0, 1], PE1 = [0.841, 0.540, 0.010, 0.999].
+TEST(EmbeddingSeedExample, PositionalEncodingDModel4) {
+    Buffer<float> table(4, 1), out(4, 2, 1);
+    table.fill(0.0f);
+    Buffer<int32_t> tok(2, 1);
+    tok.fill(0);
+    HF_CALL(hf_embedding(tok, table, 0, 1.0f, out));
+    const float pe0[4] = {0, 1, 0, 1};
+    const float pe1[4] = {0.841f, 0.540f, 0.010f, 0.999f};
+    for (int d = 0; d < 4; d++) {
+        EXPECT_EQ(out(d, 0, 0), pe0[d]);
+        EXPECT_NEAR(out(d, 1, 0), pe1[d], 0.001);  // the seed prints 3 decimals, truncated
+        EXPECT_NEAR(out(d, 1, 0), ref::positional(1, d, 4, false), 1e-6);
+    }
+}
+
+class LearnedEmbeddingTest : public testing::TestWithParam<Impl<LearnedFn>> {};
+
+TEST_P(LearnedEmbeddingTest, AddsLearnedPositionsWithOffset) {
+    const int V = 40, D = 24, T = 5, B = 2, P = 16, start = 7;
+    Buffer<float> table = ref::random_buffer({D, V}, 3), pos = ref::random_buffer({D, P}, 4);
+    Buffer<int32_t> tok = random_tokens(T, B, V, 5);
+    Buffer<float> out(D, T, B);
+    HF_CALL(GetParam().fn(tok, table, start, 1.0f, pos, out));
+    ref::Array r({D, T, B});
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int d = 0; d < D; d++) r(d, t, b) = (double)table(d, tok(t, b)) + pos(d, start + t);
+    EXPECT_LE(ref::rel_error(out, r), ref::kTolerance);
+}
+
+TEST_P(LearnedEmbeddingTest, PositionPastTheTableIsAnError) {
+    const int V = 40, D = 8, P = 16;
+    Buffer<float> table = ref::random_buffer({D, V}, 3), pos = ref::random_buffer({D, P}, 4);
+    Buffer<int32_t> tok(4, 1);
+    tok.fill(1);
+    Buffer<float> out(D, 4, 1);
+    HF_CALL(GetParam().fn(tok, table, P - 4, 1.0f, pos, out));  // last 4 positions: fine
+    EXPECT_NE(GetParam().fn(tok, table, P - 3, 1.0f, pos, out), 0);  // one past the end
+}
+
+INSTANTIATE_TEST_SUITE_P(All, LearnedEmbeddingTest,
+                         testing::ValuesIn(std::vector<Impl<LearnedFn>>{
+                             HF_IMPL3(hf_embedding_learned)}),
+                         impl_name<LearnedFn>);

@@ -1,0 +1,31 @@
+#include <gtest/gtest.h>
+
+#include "halformer/isa.h"
+
+// The variant the kernels run in this process: what HALFORMER_ISA asked for
+// (ctest runs the whole suite once per variant), capped by the CPU.
+TEST(Isa, SelectedVariantHonoursTheLimit) {
+    const halformer::Isa limit = halformer::isa_limit();
+    const halformer::Isa sel = halformer::selected_isa();
+    EXPECT_LE((int)sel, (int)limit);
+    EXPECT_TRUE(halformer::cpu_supports(sel));
+    std::printf("kernel variant under test: %s (limit %s)\n", halformer::isa_name(sel),
+                halformer::isa_name(limit));
+}
+
+TEST(Isa, ParsesNamesAndRejectsOthers) {
+    for (auto i : halformer::all_isas()) EXPECT_EQ(halformer::parse_isa(halformer::isa_name(i)), i);
+    EXPECT_THROW(halformer::parse_isa("avx9"), std::invalid_argument);
+}
+
+// Exit code 77 (ctest: skipped) when HALFORMER_ISA names a variant this CPU
+// cannot run.
+int main(int argc, char **argv) {
+    testing::InitGoogleTest(&argc, argv);
+    const halformer::Isa limit = halformer::isa_limit();
+    if (!halformer::cpu_supports(limit)) {
+        std::printf("this CPU cannot run the %s variant: skipped\n", halformer::isa_name(limit));
+        return 77;
+    }
+    return RUN_ALL_TESTS();
+}

@@ -1,0 +1,83 @@
+#include "reference.h"
+#include "kernels.h"
+
+#include "hf_layer_norm.h"
+#include "hf_layer_norm_adams2019.h"
+#include "hf_layer_norm_mullapudi2016.h"
+#include "hf_layer_norm_residual.h"
+#include "hf_layer_norm_residual_adams2019.h"
+#include "hf_layer_norm_residual_mullapudi2016.h"
+
+using ref::Buffer;
+using LnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float,
+                     halide_buffer_t *);
+using LnResFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float,
+                        halide_buffer_t *, halide_buffer_t *);
+
+// D not a multiple of 16 (37, 100) as well as the base model's 512.
+const std::vector<std::pair<int, int>> kShapes = {{1, 1}, {37, 3}, {100, 17}, {512, 129}, {2, 5}};
+
+class LayerNormTest : public testing::TestWithParam<Impl<LnFn>> {};
+
+TEST_P(LayerNormTest, MatchesReference) {
+    uint32_t seed = 21;
+    for (auto [D, R] : kShapes) {
+        Buffer<float> x = ref::random_buffer({D, R}, seed++, -3, 3);
+        Buffer<float> g = ref::random_buffer({D}, seed++, 0.5f, 1.5f);
+        Buffer<float> b = ref::random_buffer({D}, seed++), y(D, R);
+        HF_CALL_OR_NEXT(GetParam().fn(x, g, b, 1e-5f, y));
+        auto r = ref::layer_norm(ref::to_array(x), nullptr, ref::to_array(g), ref::to_array(b), 1e-5);
+        EXPECT_LE(ref::rel_error(y, r), ref::kTolerance) << "D=" << D << " R=" << R;
+    }
+}
+
+// Rows with a large mean and a tiny spread: E[x²] − E[x]² would cancel
+// completely (1000² ± 20 in fp32 has an ulp of 64: the variance would come
+// out 0 or negative, a 100% error). What remains is fp32's own limit: the
+// mean of ~1000 is a float with an ulp of 6e-5, against a spread of 0.006,
+// so about 0.3% is the best any fp32 kernel can do here.
+TEST_P(LayerNormTest, LargeMeanSmallVariance) {
+    const int D = 64, R = 4;
+    Buffer<float> x = ref::random_buffer({D, R}, 5, -0.01f, 0.01f), g(D), b(D), y(D, R);
+    x.for_each_value([](float &v) { v += 1000.0f; });
+    g.fill(1.0f);
+    b.fill(0.0f);
+    HF_CALL(GetParam().fn(x, g, b, 1e-12f, y));
+    auto r = ref::layer_norm(ref::to_array(x), nullptr, ref::to_array(g), ref::to_array(b), 1e-12);
+    EXPECT_LE(ref::rel_error(y, r), 1e-2);
+}
+
+// eps matters when the row is constant: output is β exactly.
+TEST_P(LayerNormTest, ConstantRowGivesBeta) {
+    const int D = 48;
+    Buffer<float> x(D, 1), g(D), b = ref::random_buffer({D}, 9), y(D, 1);
+    x.fill(3.0f);
+    g.fill(2.0f);
+    HF_CALL(GetParam().fn(x, g, b, 1e-5f, y));
+    for (int d = 0; d < D; d++) EXPECT_FLOAT_EQ(y(d, 0), b(d));
+}
+
+INSTANTIATE_TEST_SUITE_P(All, LayerNormTest,
+                         testing::ValuesIn(std::vector<Impl<LnFn>>{HF_IMPL3(hf_layer_norm)}),
+                         impl_name<LnFn>);
+
+class LayerNormResidualTest : public testing::TestWithParam<Impl<LnResFn>> {};
+
+TEST_P(LayerNormResidualTest, AddThenNorm) {
+    uint32_t seed = 31;
+    for (auto [D, R] : kShapes) {
+        Buffer<float> x = ref::random_buffer({D, R}, seed++, -3, 3);
+        Buffer<float> res = ref::random_buffer({D, R}, seed++, -3, 3);
+        Buffer<float> g = ref::random_buffer({D}, seed++, 0.5f, 1.5f);
+        Buffer<float> b = ref::random_buffer({D}, seed++), y(D, R);
+        HF_CALL_OR_NEXT(GetParam().fn(x, g, b, 1e-6f, res, y));
+        auto rr = ref::to_array(res);
+        auto r = ref::layer_norm(ref::to_array(x), &rr, ref::to_array(g), ref::to_array(b), 1e-6);
+        EXPECT_LE(ref::rel_error(y, r), ref::kTolerance) << "D=" << D << " R=" << R;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, LayerNormResidualTest,
+                         testing::ValuesIn(std::vector<Impl<LnResFn>>{
+                             HF_IMPL3(hf_layer_norm_residual)}),
+                         impl_name<LnResFn>);

@@ -1,0 +1,88 @@
+#include "reference.h"
+#include "kernels.h"
+
+#include "hf_output_head.h"
+#include "hf_output_head_adams2019.h"
+#include "hf_output_head_mullapudi2016.h"
+#include "hf_output_head_dot.h"
+#include "hf_output_head_dot_adams2019.h"
+#include "hf_output_head_dot_mullapudi2016.h"
+#include "hf_argmax.h"
+#include "hf_argmax_adams2019.h"
+#include "hf_argmax_mullapudi2016.h"
+#include "hf_topk8.h"
+#include "hf_topk8_adams2019.h"
+#include "hf_topk8_mullapudi2016.h"
+
+using ref::Buffer;
+using HeadFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+using TopKFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+
+class OutputHeadTest : public testing::TestWithParam<Impl<HeadFn>> {};
+
+TEST_P(OutputHeadTest, ProjectionThenLogSoftmax) {
+    uint32_t seed = 500;
+    for (auto [M, D, V] : std::vector<std::tuple<int, int, int>>{
+             {1, 16, 10}, {3, 37, 101}, {17, 64, 1000}, {4, 512, 37000}}) {
+        Buffer<float> x = ref::random_buffer({D, M}, seed++, -2, 2);
+        Buffer<float> w = ref::random_buffer({D, V}, seed++, -0.5f, 0.5f);
+        Buffer<float> b = ref::random_buffer({V}, seed++), y(V, M);
+        HF_CALL_OR_NEXT(GetParam().fn(x, w, b, y));
+        auto logits = ref::linear(ref::to_array(x), ref::to_array(w), ref::to_array(b), "none", nullptr);
+        EXPECT_LE(ref::rel_error(y, ref::softmax(logits, nullptr, true)), ref::kTolerance)
+            << "M=" << M << " D=" << D << " V=" << V;
+    }
+}
+
+TEST_P(OutputHeadTest, HugeLogits) {
+    const int M = 2, D = 8, V = 50;
+    Buffer<float> x = ref::random_buffer({D, M}, 1, -100, 100);
+    Buffer<float> w = ref::random_buffer({D, V}, 2, -100, 100);
+    Buffer<float> b(V), y(V, M);
+    b.fill(0.0f);
+    HF_CALL(GetParam().fn(x, w, b, y));
+    auto logits = ref::linear(ref::to_array(x), ref::to_array(w), ref::to_array(b), "none", nullptr);
+    EXPECT_LE(ref::rel_error(y, ref::softmax(logits, nullptr, true)), ref::kTolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, OutputHeadTest,
+                         testing::ValuesIn(std::vector<Impl<HeadFn>>{
+                             HF_IMPL3(hf_output_head), HF_IMPL3(hf_output_head_dot)}),
+                         impl_name<HeadFn>);
+
+class TopKTest : public testing::TestWithParam<Impl<TopKFn>> {};
+
+// Reference: stable sort by descending score (ties: lower id first).
+void check_topk(TopKFn fn, int K, Buffer<float> s) {
+    const int N = s.dim(0).extent(), M = s.dim(1).extent();
+    Buffer<float> vals(K, M);
+    Buffer<int32_t> ids(K, M);
+    HF_CALL(fn(s, vals, ids));
+    for (int m = 0; m < M; m++) {
+        std::vector<int> order(N);
+        for (int n = 0; n < N; n++) order[n] = n;
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return s(a, m) > s(b, m); });
+        for (int j = 0; j < std::min(K, N); j++) {
+            EXPECT_EQ(ids(j, m), order[j]) << "row " << m << " rank " << j;
+            EXPECT_EQ(vals(j, m), s(order[j], m));
+        }
+        for (int j = N; j < K; j++) EXPECT_EQ(ids(j, m), -1);
+    }
+}
+
+TEST_P(TopKTest, RandomRowsAndTies) {
+    const int K = GetParam().name.find("topk8") != std::string::npos ? 8 : 1;
+    check_topk(GetParam().fn, K, ref::random_buffer({37000, 3}, 9, -10, 10));
+    check_topk(GetParam().fn, K, ref::random_buffer({5, 2}, 10));
+    Buffer<float> ties(20, 2);
+    for (int n = 0; n < 20; n++) {
+        ties(n, 0) = (float)(n % 4);  // several equal maxima: lowest id first
+        ties(n, 1) = 1.0f;            // all equal
+    }
+    check_topk(GetParam().fn, K, ties);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, TopKTest,
+                         testing::ValuesIn(std::vector<Impl<TopKFn>>{
+                             HF_IMPL3(hf_argmax), HF_IMPL3(hf_topk8)}),
+                         impl_name<TopKFn>);
