@@ -10,15 +10,24 @@ struct TopKStages {
     Halide::Var j, m;
 };
 
-// Rows over threads; the k-entry sorted list lives in registers for the scan
-// of a row (a serial scan: the comparisons are cheap next to the projection
-// that produced the row). Both outputs are written from one computation.
-inline void schedule_topk_cpu(TopKStages s, const Halide::Target &) {
+// The scan over a row is serial, so it is vectorized across rows instead: one
+// lane per row, the k-entry sorted lists in registers, groups of rows over
+// threads. (Serial per row it ran 4.7x slower than the autoschedulers at
+// 128 x 37000.)
+inline void schedule_topk_cpu(TopKStages s, const Halide::Target &t) {
     using namespace Halide;
+    const int lanes = f32_lanes(t);
+    Var mo("mo"), mi("mi");
     s.values.compute_root().parallel(s.m);
     s.ids.compute_root().parallel(s.m);
-    s.best.compute_root().parallel(s.m);
-    s.best.update().parallel(s.m);
+    s.best.compute_root()
+        .split(s.m, mo, mi, lanes, TailStrategy::GuardWithIf)
+        .vectorize(mi)
+        .parallel(mo);
+    s.best.update()
+        .split(s.m, mo, mi, lanes, TailStrategy::GuardWithIf)
+        .vectorize(mi)
+        .parallel(mo);
 }
 
 }  // namespace halformer

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what Halformer builds with, from Debian 12's own packages only:
+# Halide 14 (brings LLVM 14), CMake, g++, GoogleTest, Google Benchmark.
+# Does nothing when everything is already there.
+set -euo pipefail
+pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
