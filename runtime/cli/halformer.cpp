@@ -1,0 +1,334 @@
+// The halformer command:
+//   halformer info DIR
+//   halformer logits DIR --src 5,6,7 [--tgt 1,9,4] --out FILE.npy [--force]
+//   halformer generate DIR --src 5,6,7 [--max-new-tokens N] [--beam K
+//       --length-penalty A --n-best M] [--sample --temperature T --top-k K
+//       --top-p P --seed S]
+//   halformer demo [--batch B] [--src-len S] [--beam K] [--max-new-tokens N]
+//       [--threads N] [--seed S]
+// Every command takes --threads N and --isa sse41|avx2|avx512|sapphirerapids.
+#include "halformer/isa.h"
+#include "halformer/model.h"
+
+#include <HalideRuntime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <thread>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+using namespace halformer;
+
+namespace {
+
+int g_threads = 0;  // Halide's default: one per core
+
+const char *kUsage =
+    "usage:\n"
+    "  halformer info DIR\n"
+    "  halformer logits DIR --src IDS [--tgt IDS] --out FILE.npy [--force]\n"
+    "  halformer generate DIR --src IDS [--max-new-tokens N]\n"
+    "                     [--beam K] [--length-penalty A] [--n-best M]\n"
+    "                     [--sample] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
+    "  halformer demo [--batch B] [--src-len S] [--beam K] [--max-new-tokens N] [--seed S]\n"
+    "common options: --threads N, --isa sse41|avx2|avx512|sapphirerapids\n"
+    "IDS: comma-separated token ids, e.g. 5,6,7\n";
+
+struct Args {
+    std::string command, dir;
+    std::map<std::string, std::string> opts;
+    bool flag(const std::string &k) const { return opts.count(k) > 0; }
+    std::string str(const std::string &k, const std::string &def = "") const {
+        auto it = opts.find(k);
+        return it == opts.end() ? def : it->second;
+    }
+    long integer(const std::string &k, long def) const {
+        if (!flag(k)) return def;
+        const std::string &s = opts.at(k);
+        char *end = nullptr;
+        long v = std::strtol(s.c_str(), &end, 10);
+        if (s.empty() || *end) throw Error("--" + k + " expects an integer, not '" + s + "'");
+        return v;
+    }
+    double number(const std::string &k, double def) const {
+        if (!flag(k)) return def;
+        const std::string &s = opts.at(k);
+        char *end = nullptr;
+        double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || *end) throw Error("--" + k + " expects a number, not '" + s + "'");
+        return v;
+    }
+};
+
+Args parse_args(int argc, char **argv, const std::vector<std::string> &flags_without_value) {
+    Args a;
+    if (argc < 2) throw Error(std::string("no command\n") + kUsage);
+    a.command = argv[1];
+    for (int i = 2; i < argc; i++) {
+        std::string s = argv[i];
+        if (s.rfind("--", 0) == 0) {
+            std::string k = s.substr(2);
+            if (std::find(flags_without_value.begin(), flags_without_value.end(), k) != flags_without_value.end()) {
+                a.opts[k] = "1";
+            } else {
+                if (i + 1 >= argc) throw Error("option " + s + " needs a value");
+                a.opts[k] = argv[++i];
+            }
+        } else if (a.dir.empty()) {
+            a.dir = s;
+        } else {
+            throw Error("unexpected argument '" + s + "'\n" + kUsage);
+        }
+    }
+    return a;
+}
+
+void check_known(const Args &a, const std::vector<std::string> &known) {
+    for (auto &kv : a.opts) {
+        if (std::find(known.begin(), known.end(), kv.first) == known.end() && kv.first != "threads" &&
+            kv.first != "isa") {
+            throw Error("unknown option --" + kv.first + " for '" + a.command + "'\n" + kUsage);
+        }
+    }
+}
+
+Sequence parse_ids(const std::string &s, const char *what) {
+    Sequence out;
+    std::stringstream ss(s);
+    std::string tok;
+    while (std::getline(ss, tok, ',')) {
+        char *end = nullptr;
+        long v = std::strtol(tok.c_str(), &end, 10);
+        if (tok.empty() || *end || v < INT32_MIN || v > INT32_MAX) {
+            throw Error(std::string("--") + what + ": '" + tok + "' is not a token id");
+        }
+        out.push_back((int32_t)v);
+    }
+    if (out.empty()) throw Error(std::string("--") + what + " is empty");
+    return out;
+}
+
+// NumPy .npy v1.0, little-endian float32, C order; written to a temporary
+// file and renamed, so a failed write leaves nothing half-written.
+void write_npy(const std::string &path, const Tensor &t, bool force) {
+    struct stat st;
+    if (!force && stat(path.c_str(), &st) == 0) {
+        throw Error(path + " exists; pass --force to replace it");
+    }
+    std::string shape = "(";
+    for (size_t k = 0; k < t.shape.size(); k++) shape += std::to_string(t.shape[k]) + (t.shape.size() == 1 || k + 1 < t.shape.size() ? "," : "");
+    shape += ")";
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    while ((10 + header.size() + 1) % 64) header += ' ';
+    header += '\n';
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw Error(path + ": cannot write");
+        out.write("\x93NUMPY\x01\x00", 8);
+        uint16_t len = (uint16_t)header.size();
+        out.put(char(len & 0xFF));
+        out.put(char(len >> 8));
+        out.write(header.data(), header.size());
+        out.write((const char *)t.data.data(), t.data.size() * sizeof(float));
+        if (!out) {
+            std::remove(tmp.c_str());
+            throw Error(path + ": write failed");
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw Error(path + ": cannot rename the temporary file into place");
+    }
+}
+
+void print_ids(const std::vector<int32_t> &ids) {
+    for (size_t k = 0; k < ids.size(); k++) std::printf("%s%d", k ? " " : "", ids[k]);
+}
+
+int cmd_info(const Args &a) {
+    check_known(a, {});
+    Model m = Model::load(a.dir);
+    const Config &c = m.config();
+    std::printf("model: %s\n", a.dir.c_str());
+    std::printf("config:\n%s", c.to_json().c_str());
+    std::printf("parameters: %lld (%.1f M)\n", (long long)m.parameter_count(), m.parameter_count() / 1e6);
+    if (c.has_decoder()) {
+        std::printf("output projection: %s\n", m.tied_head() ? "tied to tgt_embed.weight" : "generator.weight");
+    } else {
+        std::printf("head: %s\n", m.has_head() ? ("generator.weight, " + std::to_string(m.output_rows()) + " rows").c_str()
+                                               : "none (logits are hidden states)");
+    }
+    std::string compiled;
+    for (Isa i : all_isas()) compiled += std::string(compiled.empty() ? "" : ", ") + isa_name(i);
+    std::printf("kernel variants compiled: %s\n", compiled.c_str());
+    std::printf("kernel variant this CPU runs: %s\n", isa_name(selected_isa()));
+    std::printf("schedules: hand (no tuned record for this target)\n");
+    return 0;
+}
+
+int cmd_logits(const Args &a) {
+    check_known(a, {"src", "tgt", "out", "force"});
+    if (!a.flag("src")) throw Error("logits: --src is required");
+    if (!a.flag("out")) throw Error("logits: --out FILE.npy is required");
+    Model m = Model::load(a.dir);
+    Sequence src = parse_ids(a.str("src"), "src");
+    std::vector<Sequence> tgt;
+    if (a.flag("tgt")) tgt.push_back(parse_ids(a.str("tgt"), "tgt"));
+    if (m.config().architecture == Architecture::EncoderDecoder && tgt.empty()) {
+        throw Error("logits: an encoder-decoder model needs --tgt (the decoder input)");
+    }
+    auto out = m.logits({src}, tgt);
+    write_npy(a.str("out"), out[0], a.flag("force"));
+    std::fprintf(stderr, "wrote %s: float32 [%lld, %lld]\n", a.str("out").c_str(), (long long)out[0].shape[0],
+                 (long long)out[0].shape[1]);
+    return 0;
+}
+
+GenerateOptions generate_options(const Args &a) {
+    GenerateOptions o;
+    o.max_new_tokens = (int)a.integer("max-new-tokens", -1);
+    o.beam = (int)a.integer("beam", 1);
+    o.length_penalty = (float)a.number("length-penalty", 0.6);
+    o.n_best = (int)a.integer("n-best", 1);
+    o.sample = a.flag("sample");
+    o.temperature = (float)a.number("temperature", 1.0);
+    o.top_k = (int)a.integer("top-k", 0);
+    o.top_p = (float)a.number("top-p", 1.0);
+    o.seed = (uint64_t)a.integer("seed", 0);
+    return o;
+}
+
+int cmd_generate(const Args &a) {
+    check_known(a, {"src", "max-new-tokens", "beam", "length-penalty", "n-best", "sample", "temperature",
+                    "top-k", "top-p", "seed"});
+    if (!a.flag("src")) throw Error("generate: --src is required");
+    Model m = Model::load(a.dir);
+    GenerateOptions o = generate_options(a);
+    if (o.max_new_tokens == -1) {
+        const int P = m.config().architecture == Architecture::Decoder ? (int)parse_ids(a.str("src"), "src").size() : 1;
+        o.max_new_tokens = std::max(1, std::min(64, m.config().max_positions - P + 1));
+    }
+    auto hyps = m.generate({parse_ids(a.str("src"), "src")}, o);
+    for (auto &h : hyps[0]) {
+        print_ids(h.tokens);
+        if (o.beam > 1) std::printf("\t%.6f", h.score);
+        std::printf("\n");
+    }
+    return 0;
+}
+
+double peak_rss_mb() {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;
+}
+
+int cmd_demo(const Args &a) {
+    if (g_threads == 0) {
+        g_threads = (int)std::thread::hardware_concurrency();  // Halide's default
+        halide_set_num_threads(g_threads);
+    }
+    check_known(a, {"batch", "src-len", "beam", "max-new-tokens", "seed"});
+    if (!a.dir.empty()) throw Error("demo takes no model directory (it builds the paper's base model)");
+    const int batch = (int)a.integer("batch", 16), src_len = (int)a.integer("src-len", 24);
+    const int beam = (int)a.integer("beam", 4), max_new = (int)a.integer("max-new-tokens", 32);
+    const uint64_t seed = (uint64_t)a.integer("seed", 1);
+    if (batch < 1 || src_len < 1) throw Error("demo: --batch and --src-len must be >= 1");
+    Config c = Config::base();
+    c.eos_id = 2;
+    using clock = std::chrono::steady_clock;
+    auto secs = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
+    std::printf("Halformer demo: the paper's base Transformer (d_model %d, %d heads, d_ff %d, %d+%d layers,\n"
+                "shared %d-token vocabulary, sinusoidal positions, tied embeddings), random weights (seed %llu)\n",
+                c.d_model, c.num_heads, c.d_ff, c.num_encoder_layers, c.num_decoder_layers, c.tgt_vocab_size,
+                (unsigned long long)seed);
+    auto t0 = clock::now();
+    Model m = Model::random(c, seed);
+    std::printf("built %.1f M parameters in %.2f s; kernels: %s variant, %d threads\n", m.parameter_count() / 1e6,
+                secs(t0), isa_name(selected_isa()), g_threads);
+    // Random sources: lengths in [src_len/2, src_len], ids in [3, vocab).
+    std::vector<Sequence> src(batch);
+    uint64_t s = seed * 7919 + 17;
+    for (auto &q : src) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        int len = std::max(1, src_len / 2 + (int)((s >> 33) % (uint64_t)(src_len - src_len / 2 + 1)));
+        for (int t = 0; t < len; t++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            q.push_back(3 + (int32_t)((s >> 33) % (uint64_t)(c.src_vocab_size - 3)));
+        }
+    }
+    GenerateOptions o;
+    o.beam = beam;
+    o.max_new_tokens = max_new;
+    // Warm-up (first calls pick kernel variants and spin up threads).
+    m.generate({src[0]}, GenerateOptions{2, beam});
+    m.reset_profile();
+    t0 = clock::now();
+    auto hyps = m.generate(src, o);
+    const double elapsed = secs(t0);
+    long tokens = 0;
+    for (auto &h : hyps) tokens += (long)h[0].tokens.size();
+    std::printf("translated %d sentences (source length %d..%d) with beam %d, up to %d new tokens\n", batch,
+                src_len / 2, src_len, beam, max_new);
+    for (int b = 0; b < std::min(batch, 3); b++) {
+        std::printf("  #%d: ", b);
+        print_ids(std::vector<int32_t>(hyps[b][0].tokens.begin(),
+                                       hyps[b][0].tokens.begin() + std::min<size_t>(12, hyps[b][0].tokens.size())));
+        std::printf("%s  (score %.3f)\n", hyps[b][0].tokens.size() > 12 ? " ..." : "", hyps[b][0].score);
+    }
+    std::printf("\n%ld tokens in %.3f s: %.1f tokens/s (best hypothesis of each sentence)\n", tokens, elapsed,
+                tokens / elapsed);
+    std::printf("peak memory: %.0f MB\n\ntime per kernel:\n", peak_rss_mb());
+    std::vector<std::pair<std::string, KernelTime>> rows(m.profile().begin(), m.profile().end());
+    std::sort(rows.begin(), rows.end(), [](auto &p, auto &q) { return p.second.seconds > q.second.seconds; });
+    double total = 0;
+    for (auto &r : rows) total += r.second.seconds;
+    std::printf("  %-18s %10s %8s %7s\n", "kernel", "ms", "calls", "share");
+    for (auto &r : rows) {
+        std::printf("  %-18s %10.1f %8lld %6.1f%%\n", r.first.c_str(), r.second.seconds * 1e3,
+                    (long long)r.second.calls, 100 * r.second.seconds / total);
+    }
+    std::printf("  %-18s %10.1f %8s %6.1f%%  (of %.1f ms wall; the rest is the runtime: beam bookkeeping, cache reordering)\n",
+                "all kernels", total * 1e3, "", 100 * total / elapsed, elapsed * 1e3);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    try {
+        Args a = parse_args(argc, argv, {"sample", "force"});
+        if (a.flag("isa")) set_isa_limit(parse_isa(a.str("isa")));
+        if (a.flag("threads")) {
+            long n = a.integer("threads", 0);
+            if (n < 1) throw Error("--threads must be >= 1");
+            halide_set_num_threads((int)n);
+            g_threads = (int)n;
+        }
+        if (a.command == "info" || a.command == "logits" || a.command == "generate") {
+            if (a.dir.empty()) throw Error(a.command + ": a model directory is required\n" + kUsage);
+        }
+        if (a.command == "info") return cmd_info(a);
+        if (a.command == "logits") return cmd_logits(a);
+        if (a.command == "generate") return cmd_generate(a);
+        if (a.command == "demo") return cmd_demo(a);
+        if (a.command == "help" || a.command == "--help" || a.command == "-h") {
+            std::printf("%s", kUsage);
+            return 0;
+        }
+        throw Error("unknown command '" + a.command + "'\n" + kUsage);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "halformer: error: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,107 @@
+// The Transformer runtime: a model loaded from a directory holding
+// config.json and model.safetensors (PyTorch state_dict names), run by the
+// generated kernels.
+//
+//   auto model = halformer::Model::load("my-model");
+//   auto logits = model.logits({{5, 6, 7}}, {{1, 9, 4}});     // teacher-forced
+//   auto hyps = model.generate({{5, 6, 7}}, {.beam = 4});      // beam search
+//
+// The runtime validates inputs, allocates its buffers once per shape (they are
+// reused while shapes do not grow), and calls one kernel per step; all
+// arithmetic happens in the kernels. Errors throw halformer::Error (bad model,
+// bad input) or halformer::KernelError (a kernel's nonzero return).
+// A Model is not thread-safe: use one per thread.
+#pragma once
+
+#include "halformer/config.h"
+#include "halformer/error.h"
+#include "halformer/kernel_error.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace halformer {
+
+using Sequence = std::vector<int32_t>;
+
+// A row-major float32 array.
+struct Tensor {
+    std::vector<int64_t> shape;
+    std::vector<float> data;
+};
+
+struct GenerateOptions {
+    // Tokens to generate at most (eos included); -1: as many as max_positions
+    // allows, up to 256. More than the positions allow is an Error.
+    int max_new_tokens = -1;
+    int beam = 1;                // beam size; 1 = greedy (or sampling)
+    float length_penalty = 0.6f; // α in ((5 + len) / 6)^α
+    int n_best = 1;              // hypotheses returned per input (≤ beam)
+    bool sample = false;
+    float temperature = 1.0f;
+    int top_k = 0;      // 0: no top-k filter
+    float top_p = 1.0f; // 1: no nucleus filter
+    uint64_t seed = 0;
+};
+
+struct Hypothesis {
+    std::vector<int32_t> tokens;  // generated ids (eos included when produced)
+    // beam: total log-probability / ((5 + len) / 6)^α; greedy and sampling:
+    // total log-probability is not computed (0).
+    double score = 0;
+};
+
+// Time and calls per kernel (for `halformer demo` and `bench`).
+struct KernelTime {
+    double seconds = 0;
+    int64_t calls = 0;
+};
+using Profile = std::map<std::string, KernelTime>;
+
+class Model {
+public:
+    // Loads DIR/config.json and DIR/model.safetensors; throws Error.
+    static Model load(const std::string &dir);
+    // The same model with deterministic random weights (no files).
+    static Model random(const Config &config, uint64_t seed);
+    Model(Model &&) noexcept;
+    Model &operator=(Model &&) noexcept;
+    ~Model();
+
+    const Config &config() const;
+    int64_t parameter_count() const;
+    bool has_head() const;       // encoder-only: a generator.* projection
+    bool tied_head() const;      // output projection is tgt_embed.weight
+    int output_rows() const;     // logits width (vocabulary, or d_model)
+
+    // Teacher-forced logits, one Tensor [len, width] per sequence:
+    //   encoder-decoder: src and tgt (the decoder input, fed as given);
+    //   decoder-only: src is the token sequence (tgt must be empty);
+    //   encoder-only: src; logits of the head, or hidden states without one.
+    // Sequences may differ in length: the batch is padded and masked.
+    std::vector<Tensor> logits(const std::vector<Sequence> &src,
+                               const std::vector<Sequence> &tgt = {});
+
+    // Generation with a KV cache. Encoder-decoder: each src is translated,
+    // starting from bos; decoder-only: each src is a prompt continued.
+    // Returns n_best hypotheses per input, best first.
+    std::vector<std::vector<Hypothesis>> generate(const std::vector<Sequence> &src,
+                                                  const GenerateOptions &options = {});
+
+    // Encoder output only (encoder-decoder and encoder models): [len, d_model].
+    std::vector<Tensor> encode(const std::vector<Sequence> &src);
+
+    Profile &profile();
+    void reset_profile();
+
+    struct Impl;
+
+private:
+    explicit Model(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace halformer

@@ -1,0 +1,67 @@
+// Reading (and writing) the safetensors format: an 8-byte little-endian header
+// length N, N bytes of JSON {"name": {"dtype", "shape", "data_offsets":
+// [begin, end]}, "__metadata__": {...}}, then the raw little-endian data.
+//
+// The file is memory-mapped. Every entry is validated when the file is opened
+// (JSON, dtype, shape × dtype size = byte count, offsets inside the data, no
+// two tensors overlapping); a problem throws halformer::Error naming the file
+// and the tensor. F32 tensors are used in place when aligned; F16 and BF16
+// (and unaligned F32) are converted to float32 once, on first use.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace halformer {
+
+enum class DType { F32, F16, BF16 };
+const char *dtype_name(DType t);
+
+struct TensorInfo {
+    std::string name;
+    DType dtype = DType::F32;
+    std::vector<int64_t> shape;
+    size_t begin = 0, end = 0;  // byte offsets into the data section
+    int64_t numel() const;
+};
+
+std::string shape_string(const std::vector<int64_t> &shape);
+
+class SafeTensors {
+public:
+    // Maps and validates `path`; throws halformer::Error.
+    explicit SafeTensors(const std::string &path);
+    ~SafeTensors();
+    SafeTensors(const SafeTensors &) = delete;
+    SafeTensors &operator=(const SafeTensors &) = delete;
+
+    const std::string &path() const { return path_; }
+    const std::vector<TensorInfo> &tensors() const { return tensors_; }
+    const TensorInfo *find(const std::string &name) const;
+    // The tensor as float32 (converted on first use, then kept).
+    const float *f32(const TensorInfo &t);
+
+private:
+    std::string path_;
+    int fd_ = -1;
+    const uint8_t *map_ = nullptr;
+    size_t size_ = 0;
+    const uint8_t *data_ = nullptr;  // start of the data section
+    std::vector<TensorInfo> tensors_;
+    std::map<std::string, size_t> index_;
+    std::map<std::string, std::unique_ptr<float[]>> converted_;
+};
+
+// Writes float32 tensors as a safetensors file (header padded to 8 bytes).
+struct TensorRef {
+    std::string name;
+    std::vector<int64_t> shape;
+    const float *data;
+};
+void write_safetensors(const std::string &path, const std::vector<TensorRef> &tensors);
+
+}  // namespace halformer

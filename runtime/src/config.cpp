@@ -1,0 +1,198 @@
+#include "halformer/config.h"
+#include "halformer/error.h"
+#include "halformer/json.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace halformer {
+
+const char *architecture_name(Architecture a) {
+    switch (a) {
+    case Architecture::EncoderDecoder: return "encoder-decoder";
+    case Architecture::Encoder: return "encoder";
+    case Architecture::Decoder: return "decoder";
+    }
+    return "?";
+}
+const char *positional_name(Positional p) {
+    switch (p) {
+    case Positional::Sinusoidal: return "sinusoidal";
+    case Positional::SinusoidalConcat: return "sinusoidal_concat";
+    case Positional::Learned: return "learned";
+    }
+    return "?";
+}
+const char *act_name(Act a) {
+    switch (a) {
+    case Act::ReLU: return "relu";
+    case Act::GELU: return "gelu";
+    case Act::GELUTanh: return "gelu_tanh";
+    }
+    return "?";
+}
+
+Config Config::base() { return Config{}; }
+
+namespace {
+
+struct Reader {
+    const json::Value &root;
+    const std::string &what;
+
+    [[noreturn]] void fail(const std::string &msg) const { throw Error(what + ": " + msg); }
+    const json::Value *get(const char *key, json::Value::Kind kind, bool required) const {
+        const json::Value *v = root.find(key);
+        if (!v) {
+            if (required) fail(std::string("missing field \"") + key + "\"");
+            return nullptr;
+        }
+        if (v->kind != kind) {
+            fail(std::string("field \"") + key + "\" must be " + json::kind_name(kind) + ", not " +
+                 json::kind_name(v->kind));
+        }
+        return v;
+    }
+    void integer(const char *key, int &out, bool required) const {
+        const json::Value *v = get(key, json::Value::Kind::Number, required);
+        if (!v) return;
+        if (std::floor(v->number) != v->number || std::fabs(v->number) > 2147483647.0) {
+            fail(std::string("field \"") + key + "\" must be an integer, not " + std::to_string(v->number));
+        }
+        out = (int)v->number;
+    }
+    void number(const char *key, float &out, bool required) const {
+        const json::Value *v = get(key, json::Value::Kind::Number, required);
+        if (v) out = (float)v->number;
+    }
+    void boolean(const char *key, bool &out, bool required) const {
+        const json::Value *v = get(key, json::Value::Kind::Bool, required);
+        if (v) out = v->boolean;
+    }
+    template <typename E>
+    void choice(const char *key, E &out, std::initializer_list<std::pair<const char *, E>> options,
+                bool required) const {
+        const json::Value *v = get(key, json::Value::Kind::String, required);
+        if (!v) return;
+        std::string names;
+        for (auto &o : options) {
+            if (v->string == o.first) {
+                out = o.second;
+                return;
+            }
+            names += std::string(names.empty() ? "" : ", ") + "\"" + o.first + "\"";
+        }
+        fail(std::string("field \"") + key + "\" is \"" + v->string + "\"; expected one of " + names);
+    }
+};
+
+}  // namespace
+
+Config Config::from_json(const std::string &text, const std::string &what) {
+    json::Value root = json::parse(text, what);
+    if (!root.is_object()) throw Error(what + ": not a JSON object");
+    Reader r{root, what};
+    Config c;
+    r.choice("architecture", c.architecture,
+             {{"encoder-decoder", Architecture::EncoderDecoder},
+              {"encoder", Architecture::Encoder},
+              {"decoder", Architecture::Decoder}},
+             true);
+    const bool enc = c.has_encoder(), dec = c.has_decoder();
+    r.integer("d_model", c.d_model, true);
+    r.integer("num_heads", c.num_heads, true);
+    r.integer("d_ff", c.d_ff, true);
+    c.num_encoder_layers = 0;
+    c.num_decoder_layers = 0;
+    r.integer("num_encoder_layers", c.num_encoder_layers, enc);
+    r.integer("num_decoder_layers", c.num_decoder_layers, dec);
+    c.src_vocab_size = 0;
+    c.tgt_vocab_size = 0;
+    r.integer("src_vocab_size", c.src_vocab_size, enc);
+    r.integer("tgt_vocab_size", c.tgt_vocab_size, dec);
+    r.integer("max_positions", c.max_positions, true);
+    r.choice("positional_encoding", c.positional_encoding,
+             {{"sinusoidal", Positional::Sinusoidal},
+              {"sinusoidal_concat", Positional::SinusoidalConcat},
+              {"learned", Positional::Learned}},
+             true);
+    r.boolean("norm_first", c.norm_first, false);
+    r.choice("activation", c.activation,
+             {{"relu", Act::ReLU}, {"gelu", Act::GELU}, {"gelu_tanh", Act::GELUTanh}}, false);
+    r.number("layer_norm_eps", c.layer_norm_eps, false);
+    r.boolean("scale_embeddings", c.scale_embeddings, false);
+    r.integer("pad_id", c.pad_id, false);
+    c.bos_id = c.eos_id = -1;
+    r.integer("bos_id", c.bos_id, c.architecture == Architecture::EncoderDecoder);
+    r.integer("eos_id", c.eos_id, false);
+    try {
+        c.validate();
+    } catch (const Error &e) {
+        throw Error(what + ": " + e.what());
+    }
+    return c;
+}
+
+Config Config::from_file(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot open");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return from_json(ss.str(), path);
+}
+
+void Config::validate() const {
+    auto need = [](bool ok, const std::string &msg) {
+        if (!ok) throw Error(msg);
+    };
+    auto range = [&](const char *name, long v, long lo, long hi) {
+        need(v >= lo && v <= hi, std::string("field \"") + name + "\" = " + std::to_string(v) +
+                                     " is out of range [" + std::to_string(lo) + ", " +
+                                     std::to_string(hi) + "]");
+    };
+    range("d_model", d_model, 1, 65536);
+    range("num_heads", num_heads, 1, 1024);
+    need(d_model % num_heads == 0, "d_model = " + std::to_string(d_model) +
+                                       " is not divisible by num_heads = " + std::to_string(num_heads));
+    range("d_ff", d_ff, 1, 1 << 20);
+    range("max_positions", max_positions, 1, 1 << 20);
+    if (positional_encoding != Positional::Learned) {
+        need(d_model % 2 == 0, "sinusoidal positional encoding needs an even d_model, not " +
+                                   std::to_string(d_model));
+    }
+    if (has_encoder()) {
+        range("num_encoder_layers", num_encoder_layers, 1, 1024);
+        range("src_vocab_size", src_vocab_size, 1, 1 << 24);
+        range("pad_id", pad_id, 0, src_vocab_size - 1);
+    }
+    if (has_decoder()) {
+        range("num_decoder_layers", num_decoder_layers, 1, 1024);
+        range("tgt_vocab_size", tgt_vocab_size, 1, 1 << 24);
+        range("pad_id", pad_id, 0, tgt_vocab_size - 1);
+        if (eos_id != -1) range("eos_id", eos_id, 0, tgt_vocab_size - 1);
+    }
+    if (architecture == Architecture::EncoderDecoder) range("bos_id", bos_id, 0, tgt_vocab_size - 1);
+    need(std::isfinite(layer_norm_eps) && layer_norm_eps > 0,
+         "field \"layer_norm_eps\" must be a positive number, not " + std::to_string(layer_norm_eps));
+}
+
+std::string Config::to_json() const {
+    std::ostringstream o;
+    o << "{\n  \"architecture\": \"" << architecture_name(architecture) << "\",\n"
+      << "  \"d_model\": " << d_model << ",\n  \"num_heads\": " << num_heads << ",\n"
+      << "  \"d_ff\": " << d_ff << ",\n  \"num_encoder_layers\": " << num_encoder_layers << ",\n"
+      << "  \"num_decoder_layers\": " << num_decoder_layers << ",\n"
+      << "  \"src_vocab_size\": " << src_vocab_size << ",\n  \"tgt_vocab_size\": " << tgt_vocab_size
+      << ",\n  \"max_positions\": " << max_positions << ",\n"
+      << "  \"positional_encoding\": \"" << positional_name(positional_encoding) << "\",\n"
+      << "  \"norm_first\": " << (norm_first ? "true" : "false") << ",\n"
+      << "  \"activation\": \"" << act_name(activation) << "\",\n"
+      << "  \"layer_norm_eps\": " << layer_norm_eps << ",\n"
+      << "  \"scale_embeddings\": " << (scale_embeddings ? "true" : "false") << ",\n"
+      << "  \"pad_id\": " << pad_id << ",\n  \"bos_id\": " << bos_id << ",\n  \"eos_id\": " << eos_id
+      << "\n}\n";
+    return o.str();
+}
+
+}  // namespace halformer

@@ -1,0 +1,336 @@
+// Generation with a KV cache: greedy (argmax kernel, ties to the lowest id),
+// beam search (log-softmax head + top-k kernel, length penalty
+// ((5 + len) / 6)^α, early stop once `beam` hypotheses have ended), and
+// sampling (temperature, top-k, top-p, seeded). The decoder runs one position
+// per step over all beams of all inputs at once (R = batch × beam rows);
+// self-attention K|V are appended to the cache, the cross-attention K|V are
+// computed once per source.
+//
+// Beam search, exactly (tests/make_fixtures.py implements the same rule in
+// PyTorch): each live beam proposes its beam+1 best next tokens with score
+// = beam score + log p; candidates are ranked by score (ties: lower beam, then
+// lower id); walking down the ranking, a candidate ending in eos becomes a
+// finished hypothesis with score / ((5 + len) / 6)^α (len counts the generated
+// tokens, eos included) and any other becomes one of the next step's beams,
+// until `beam` beams are chosen. An input is done when `beam` hypotheses have
+// finished, no beam is left, or the length limit is reached (live beams are
+// then finished as they are). The n_best highest normalised scores are
+// returned.
+#include "model_impl.h"
+
+#include "hf_argmax.h"
+#include "hf_linear.h"
+#include "hf_topk8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace halformer {
+namespace {
+
+constexpr int kTopK = 8;  // hf_topk8: beam + 1 candidates per beam
+
+struct SplitMix {
+    uint64_t s;
+    uint64_t next() {
+        uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
+};
+
+// One draw from softmax(logits / T) restricted to the top_k largest logits
+// and then to the smallest prefix holding top_p of the probability.
+int32_t sample_row(const float *logits, int V, const GenerateOptions &o, SplitMix &rng) {
+    std::vector<int32_t> ids(V);
+    for (int v = 0; v < V; v++) ids[v] = v;
+    auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+    int n = V;
+    if (o.top_k > 0 && o.top_k < V) {
+        n = o.top_k;
+        std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), better);
+    } else if (o.top_p < 1.0f) {
+        std::sort(ids.begin(), ids.end(), better);
+    }
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int k = 0; k < n; k++) mx = std::max(mx, (double)logits[ids[k]]);
+    std::vector<double> w(n);
+    double total = 0;
+    for (int k = 0; k < n; k++) total += w[k] = std::exp(((double)logits[ids[k]] - mx) / o.temperature);
+    if (o.top_p < 1.0f) {
+        double cum = 0;
+        int keep = 0;
+        while (keep < n) {
+            cum += w[keep++];
+            if (cum >= o.top_p * total) break;
+        }
+        n = keep;
+        total = cum;
+    }
+    double u = rng.uniform() * total;
+    for (int k = 0; k < n; k++) {
+        u -= w[k];
+        if (u < 0) return ids[k];
+    }
+    return ids[n - 1];
+}
+
+struct Candidate {
+    double score;
+    int beam, rank;
+    int32_t id;
+};
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Sequence> &prefix,
+                                                         const float *memory, int S,
+                                                         const std::vector<int32_t> &src_lens,
+                                                         const GenerateOptions &opt, int max_new) {
+    const int D = cfg.d_model, B = (int)prefix.size(), K = opt.beam, R = B * K;
+    const int P = (int)prefix[0].size(), V = gen_rows, eos = cfg.eos_id;
+    const int cap = P + max_new - 1;
+    const size_t layers = dec.layers.size();
+    const bool beam = !opt.sample && K > 1;
+
+    // Cross-attention K|V once per source, repeated for each beam.
+    std::vector<int32_t> cross_len(R);
+    cross_kv.resize(layers);
+    if (memory) {
+        float *kvb = kv_tmp.need((size_t)S * B * 2 * D);
+        for (int r = 0; r < R; r++) cross_len[r] = src_lens[r / K];
+        for (size_t l = 0; l < layers; l++) {
+            const auto &w = dec.layers[l].cross;
+            View vx(memory, {{D, 1}, {S * B, D}}), vw(w.in_w + (size_t)D * D, {{D, 1}, {2 * D, D}}),
+                vb(w.in_b + D, {{2 * D, 1}}), vy(kvb, {{2 * D, 1}, {S * B, 2 * D}});
+            run("linear", [&] { return hf_linear(vx.get(), vw.get(), vb.get(), vy.get()); });
+            float *dst = cross_kv[l].need((size_t)S * R * 2 * D);
+            for (int s = 0; s < S; s++) {
+                for (int r = 0; r < R; r++) {
+                    std::memcpy(dst + ((size_t)s * R + r) * 2 * D, kvb + ((size_t)s * B + r / K) * 2 * D,
+                                2 * D * sizeof(float));
+                }
+            }
+        }
+    }
+    self_kv.resize(layers);
+    self_kv_alt.resize(layers);
+    for (size_t l = 0; l < layers; l++) {
+        self_kv[l].need((size_t)cap * R * 2 * D);
+        if (beam) self_kv_alt[l].need((size_t)cap * R * 2 * D);
+    }
+
+    // Prefill: the prefix at positions 0..P-1 of every row.
+    std::vector<int32_t> tokens((size_t)P * R), kv_len(R, P);
+    for (int t = 0; t < P; t++) {
+        for (int r = 0; r < R; r++) tokens[(size_t)t * R + r] = prefix[r / K][t];
+    }
+    float *x = x0.need((size_t)std::max(P, 1) * R * D), *xa = x1.need((size_t)std::max(P, 1) * R * D);
+    auto run_layers = [&](int T, int start) {
+        for (size_t l = 0; l < layers; l++) {
+            layer(dec.layers[l], true, x, xa, T, R, start, self_kv[l].get(), kv_len.data(),
+                  memory ? cross_kv[l].get() : nullptr, memory ? cross_len.data() : nullptr, S);
+        }
+    };
+    embed(dec, tokens.data(), P, R, 0, x);
+    run_layers(P, 0);
+    float *last = x + (size_t)(P - 1) * R * D;
+    final_norm(dec.final_norm, last, R);
+
+    float *out = logits.need((size_t)R * V);
+    float *topv = this->topv.need((size_t)R * kTopK);
+    int32_t *topi = (int32_t *)this->topi.need((size_t)R * kTopK);
+    std::vector<SplitMix> rng(B);
+    for (int b = 0; b < B; b++) rng[b].s = opt.seed * 0x2545F4914F6CDD1Dull + (uint64_t)b;
+
+    std::vector<std::vector<int32_t>> hist(R);
+    std::vector<double> score(R, 0.0);
+    std::vector<char> alive(R, 0), done(B, 0);
+    for (int r = 0; r < R; r++) alive[r] = (r % K == 0);
+    std::vector<std::vector<Hypothesis>> finished(B);
+    std::vector<int32_t> next(R), parent(R);
+    auto penalty = [&](size_t len) { return std::pow((5.0 + (double)len) / 6.0, (double)opt.length_penalty); };
+
+    for (int step = 0; step < max_new; step++) {
+        if (beam) {
+            project(last, R, D, out, true);
+            View vs(out, {{V, 1}, {R, V}}), vv(topv, {{kTopK, 1}, {R, kTopK}}),
+                vi(topi, {{kTopK, 1}, {R, kTopK}}, true);
+            run("topk", [&] { return hf_topk8(vs.get(), vv.get(), vi.get()); });
+        } else {
+            project(last, R, D, out, false);
+            if (!opt.sample) {
+                View vs(out, {{V, 1}, {R, V}}), vv(topv, {{1, 1}, {R, 1}}), vi(topi, {{1, 1}, {R, 1}}, true);
+                run("argmax", [&] { return hf_argmax(vs.get(), vv.get(), vi.get()); });
+            }
+        }
+        const bool last_step = step == max_new - 1;
+        for (int b = 0; b < B; b++) {
+            if (!beam) {
+                const int r = b;
+                next[r] = done[b] ? cfg.pad_id : opt.sample ? sample_row(out + (size_t)r * V, V, opt, rng[b]) : topi[r];
+                if (!done[b]) {
+                    hist[r].push_back(next[r]);
+                    if (next[r] == eos) done[b] = 1;
+                }
+                continue;
+            }
+            for (int k = 0; k < K; k++) {
+                parent[b * K + k] = b * K + k;
+                next[b * K + k] = cfg.pad_id;
+            }
+            if (done[b]) continue;
+            std::vector<Candidate> cands;
+            for (int k = 0; k < K; k++) {
+                const int r = b * K + k;
+                if (!alive[r]) continue;
+                for (int j = 0; j < K + 1; j++) {
+                    const int32_t id = topi[(size_t)r * kTopK + j];
+                    if (id < 0) continue;
+                    cands.push_back({score[r] + (double)topv[(size_t)r * kTopK + j], k, j, id});
+                }
+            }
+            std::stable_sort(cands.begin(), cands.end(), [](const Candidate &p, const Candidate &q) {
+                if (p.score != q.score) return p.score > q.score;
+                if (p.beam != q.beam) return p.beam < q.beam;
+                return p.rank < q.rank;
+            });
+            std::vector<Candidate> chosen;
+            for (const auto &c : cands) {
+                if ((int)chosen.size() == K) break;
+                const int r = b * K + c.beam;
+                if (c.id == eos) {
+                    Hypothesis h{hist[r], c.score};
+                    h.tokens.push_back(eos);
+                    h.score = c.score / penalty(h.tokens.size());
+                    finished[b].push_back(std::move(h));
+                } else {
+                    chosen.push_back(c);
+                }
+            }
+            std::vector<std::vector<int32_t>> new_hist(K);
+            for (int k = 0; k < K; k++) {
+                const int r = b * K + k;
+                if (k < (int)chosen.size()) {
+                    const int from = b * K + chosen[k].beam;
+                    parent[r] = from;
+                    new_hist[k] = hist[from];
+                    new_hist[k].push_back(chosen[k].id);
+                    next[r] = chosen[k].id;
+                    score[r] = chosen[k].score;
+                    alive[r] = 1;
+                } else {
+                    alive[r] = 0;
+                }
+            }
+            for (int k = 0; k < K; k++) hist[b * K + k] = std::move(new_hist[k]);
+            if ((int)finished[b].size() >= K || chosen.empty()) done[b] = 1;
+            if (last_step && !done[b]) {
+                for (int k = 0; k < K; k++) {
+                    const int r = b * K + k;
+                    if (alive[r]) finished[b].push_back({hist[r], score[r] / penalty(hist[r].size())});
+                }
+                done[b] = 1;
+            }
+        }
+        if (last_step || std::all_of(done.begin(), done.end(), [](char d) { return d; })) break;
+
+        const int len = P + step;  // positions already in the cache
+        if (beam) {
+            bool identity = true;
+            for (int r = 0; r < R; r++) identity = identity && parent[r] == r;
+            if (!identity) {
+                for (size_t l = 0; l < layers; l++) {
+                    const float *src = self_kv[l].get();
+                    float *dst = self_kv_alt[l].get();
+                    for (int t = 0; t < len; t++) {
+                        for (int r = 0; r < R; r++) {
+                            std::memcpy(dst + ((size_t)t * R + r) * 2 * D,
+                                        src + ((size_t)t * R + parent[r]) * 2 * D, 2 * D * sizeof(float));
+                        }
+                    }
+                    std::swap(self_kv[l], self_kv_alt[l]);
+                }
+            }
+        }
+        std::fill(kv_len.begin(), kv_len.end(), len + 1);
+        x = x0.get();
+        xa = x1.get();
+        embed(dec, next.data(), 1, R, len, x);
+        run_layers(1, len);
+        last = x;
+        final_norm(dec.final_norm, last, R);
+    }
+
+    std::vector<std::vector<Hypothesis>> result(B);
+    for (int b = 0; b < B; b++) {
+        if (!beam) {
+            result[b].push_back({hist[b], 0.0});
+            continue;
+        }
+        auto &f = finished[b];
+        std::stable_sort(f.begin(), f.end(), [](const Hypothesis &p, const Hypothesis &q) { return p.score > q.score; });
+        if ((int)f.size() > opt.n_best) f.resize(opt.n_best);
+        result[b] = std::move(f);
+    }
+    return result;
+}
+
+std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence> &src,
+                                                     const GenerateOptions &opt) {
+    Impl &m = *impl_;
+    const Config &c = m.cfg;
+    if (c.architecture == Architecture::Encoder) throw Error("generate: an encoder-only model does not generate");
+    if (opt.beam < 1 || opt.beam > kTopK - 1) {
+        throw Error("generate: beam size " + std::to_string(opt.beam) + " is out of range [1, " +
+                    std::to_string(kTopK - 1) + "]");
+    }
+    if (opt.n_best < 1 || opt.n_best > opt.beam) {
+        throw Error("generate: n_best " + std::to_string(opt.n_best) + " must be in [1, beam = " +
+                    std::to_string(opt.beam) + "]");
+    }
+    if (opt.sample && opt.beam > 1) throw Error("generate: sampling and beam search are exclusive");
+    if (opt.sample && !(opt.temperature > 0 && std::isfinite(opt.temperature))) {
+        throw Error("generate: temperature must be positive, not " + std::to_string(opt.temperature));
+    }
+    if (opt.top_k < 0) throw Error("generate: top_k must be >= 0");
+    if (!(opt.top_p > 0 && opt.top_p <= 1)) throw Error("generate: top_p must be in (0, 1], not " + std::to_string(opt.top_p));
+    if (!std::isfinite(opt.length_penalty)) throw Error("generate: length_penalty must be finite");
+    const bool ed = c.architecture == Architecture::EncoderDecoder;
+    auto limit = [&](int P) {
+        const int allowed = c.max_positions - P + 1;
+        if (opt.max_new_tokens == -1) return std::min(256, allowed);
+        if (opt.max_new_tokens < 1) throw Error("generate: max_new_tokens must be >= 1");
+        if (opt.max_new_tokens > allowed) {
+            throw Error("generate: " + std::to_string(P) + " prefix tokens + " +
+                        std::to_string(opt.max_new_tokens) + " new tokens need " +
+                        std::to_string(P + opt.max_new_tokens - 1) + " positions; the model has max_positions = " +
+                        std::to_string(c.max_positions));
+        }
+        return opt.max_new_tokens;
+    };
+    if (ed) {
+        m.check_tokens(src, c.src_vocab_size, "source", 0);
+        int S = 0;
+        for (auto &s : src) S = std::max(S, (int)s.size());
+        std::vector<int32_t> lens;
+        const float *memory = m.encoder(src, S, lens);
+        std::vector<Sequence> prefix(src.size(), Sequence{c.bos_id});
+        return m.decode(prefix, memory, S, lens, opt, limit(1));
+    }
+    m.check_tokens(src, c.tgt_vocab_size, "prompt", 0);
+    std::vector<std::vector<Hypothesis>> out;
+    for (size_t b = 0; b < src.size(); b++) {
+        GenerateOptions o = opt;
+        o.seed = opt.seed * 0x9E3779B97F4A7C15ull + b;
+        auto r = m.decode({src[b]}, nullptr, 0, {}, o, limit((int)src[b].size()));
+        out.push_back(std::move(r[0]));
+    }
+    return out;
+}
+
+}  // namespace halformer

@@ -1,0 +1,140 @@
+// Internal: the model's weights as kernel-ready pointers, its buffers, and
+// the helpers that call kernels. Not installed.
+#pragma once
+
+#include "halformer/model.h"
+#include "halformer/safetensors.h"
+
+#include <HalideRuntime.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+
+namespace halformer {
+
+// A float32 (or int32) halide_buffer_t over memory the runtime owns, with
+// explicit (extent, stride) per dimension, innermost first.
+struct View {
+    halide_buffer_t buf{};
+    halide_dimension_t dim[5]{};
+    View(const void *data, std::initializer_list<std::pair<int, int>> dims, bool int32 = false) {
+        buf.host = (uint8_t *)data;
+        buf.type = int32 ? halide_type_t(halide_type_int, 32) : halide_type_t(halide_type_float, 32);
+        int k = 0;
+        for (auto &d : dims) dim[k++] = halide_dimension_t(0, d.first, d.second);
+        buf.dimensions = k;
+    }
+    halide_buffer_t *get() {
+        buf.dim = dim;
+        return &buf;
+    }
+};
+
+// Grow-only 64-byte-aligned scratch: allocated once per shape, reused.
+class Scratch {
+public:
+    float *need(size_t n) {
+        if (n > cap_) {
+            void *p = nullptr;
+            if (posix_memalign(&p, 64, std::max<size_t>(n, 16) * sizeof(float)) != 0) {
+                throw Error("out of memory allocating " + std::to_string(n * 4) + " bytes");
+            }
+            ptr_.reset((float *)p);
+            cap_ = n;
+        }
+        return ptr_.get();
+    }
+    float *get() const { return ptr_.get(); }
+    size_t capacity() const { return cap_; }
+
+private:
+    struct Free {
+        void operator()(float *p) const { std::free(p); }
+    };
+    std::unique_ptr<float, Free> ptr_;
+    size_t cap_ = 0;
+};
+
+struct NormW {
+    const float *g = nullptr, *b = nullptr;
+    explicit operator bool() const { return g != nullptr; }
+};
+struct AttnW {
+    const float *in_w = nullptr, *in_b = nullptr, *out_w = nullptr, *out_b = nullptr;
+};
+struct LayerW {
+    AttnW self, cross;
+    const float *w1 = nullptr, *b1 = nullptr, *w2 = nullptr, *b2 = nullptr;
+    NormW self_norm, cross_norm, ffn_norm;
+};
+struct StackW {
+    std::vector<LayerW> layers;
+    NormW final_norm;
+    const float *embed = nullptr, *pos = nullptr;
+    int vocab = 0;
+};
+
+// Where tensors come from: a safetensors file or generated storage.
+class TensorSource {
+public:
+    virtual ~TensorSource() = default;
+    virtual bool has(const std::string &name) const = 0;
+    virtual std::vector<int64_t> shape(const std::string &name) const = 0;
+    virtual const float *data(const std::string &name) = 0;
+    virtual std::vector<std::string> names() const = 0;
+    virtual std::string where() const = 0;
+};
+
+struct Model::Impl {
+    Config cfg;
+    std::unique_ptr<TensorSource> source;
+    StackW enc, dec;
+    const float *gen_w = nullptr, *gen_b = nullptr;
+    int gen_rows = 0;
+    bool tied = false;
+    int64_t params = 0;
+    Scratch zero_bias;
+    Profile prof;
+
+    // Activations and caches (grow-only).
+    Scratch x0, x1, h, q, a, y, kv_tmp, tokens_f, enc_out, logits, topv, topi, kvlen_buf,
+        memlen_buf;
+    std::vector<Scratch> self_kv, self_kv_alt, cross_kv;
+
+    void bind();  // resolves every tensor of cfg from `source`, validating shapes
+
+    // Calls one kernel, timing it and checking its return code.
+    template <typename F>
+    void run(const char *name, F &&call) {
+        auto t0 = std::chrono::steady_clock::now();
+        int rc = call();
+        auto &k = prof[name];
+        k.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        k.calls++;
+        check_kernel(rc, name);
+    }
+
+    // Stack forward passes over time-major activations (row m = t·R + r).
+    // embed: tokens [T][R] → x (D, T·R).
+    void embed(const StackW &s, const int32_t *tokens, int T, int R, int start, float *x);
+    // One layer over T new positions of R rows, starting at position `start`.
+    // kv: this layer's self-attention K|V cache (2D, R, ≥ start+T), time-major;
+    // kv_len: valid keys per row; cross_kv/cross_len/S: encoder memory or null.
+    void layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
+               float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len,
+               int S);
+    // Runs a stack; result in x0 (returns the pointer).
+    float *encoder(const std::vector<Sequence> &src, int S, std::vector<int32_t> &lens);
+    void final_norm(const NormW &n, float *x, int M);
+    void project(const float *x, int M, int row_stride, float *out, bool log_softmax);
+
+    void check_tokens(const std::vector<Sequence> &seqs, int vocab, const char *what,
+                      int extra_positions) const;
+    std::vector<std::vector<Hypothesis>> decode(const std::vector<Sequence> &prefix,
+                                                const float *memory, int S,
+                                                const std::vector<int32_t> &src_lens,
+                                                const GenerateOptions &opt, int max_new);
+};
+
+}  // namespace halformer

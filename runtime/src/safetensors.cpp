@@ -1,0 +1,250 @@
+#include "halformer/safetensors.h"
+#include "halformer/error.h"
+#include "halformer/json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace halformer {
+namespace {
+
+size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
+
+float half_to_float(uint16_t h) {
+    uint32_t sign = uint32_t(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1F;
+    uint32_t man = h & 0x3FF;
+    uint32_t bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else {  // subnormal: renormalise
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400));
+            bits = sign | uint32_t(127 - 15 - e) << 23 | (man & 0x3FF) << 13;
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7F800000u | man << 13;
+    } else {
+        bits = sign | (exp - 15 + 127) << 23 | man << 13;
+    }
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+float bf16_to_float(uint16_t h) {
+    uint32_t bits = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+bool as_size(const json::Value &v, uint64_t &out) {
+    if (!v.is_number() || v.number < 0 || v.number > 9.0e15 || std::floor(v.number) != v.number) {
+        return false;
+    }
+    out = (uint64_t)v.number;
+    return true;
+}
+
+}  // namespace
+
+const char *dtype_name(DType t) {
+    switch (t) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    }
+    return "?";
+}
+
+int64_t TensorInfo::numel() const {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+}
+
+std::string shape_string(const std::vector<int64_t> &shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); i++) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+SafeTensors::SafeTensors(const std::string &path) : path_(path) {
+    auto fail = [&](const std::string &msg) { throw Error(path_ + ": " + msg); };
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) fail(std::string("cannot open: ") + std::strerror(errno));
+    struct stat st;
+    if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd_);
+        fd_ = -1;
+        fail("not a regular file");
+    }
+    size_ = (size_t)st.st_size;
+    try {
+        if (size_ < 8) {
+            fail("truncated: " + std::to_string(size_) +
+                 " bytes, shorter than the 8-byte header length");
+        }
+        map_ = (const uint8_t *)mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+        if (map_ == MAP_FAILED) {
+            map_ = nullptr;
+            fail(std::string("cannot map: ") + std::strerror(errno));
+        }
+        uint64_t n = 0;
+        for (int k = 7; k >= 0; k--) n = n << 8 | map_[k];
+        if (n > size_ - 8) {
+            fail("truncated: the header length says " + std::to_string(n) +
+                 " bytes of JSON but only " + std::to_string(size_ - 8) + " follow");
+        }
+        if (n > (100u << 20)) fail("header of " + std::to_string(n) + " bytes is larger than 100 MiB");
+        std::string header((const char *)map_ + 8, (size_t)n);
+        json::Value root = json::parse(header, path_ + " header");
+        if (!root.is_object()) fail("header is not a JSON object");
+        data_ = map_ + 8 + n;
+        const size_t data_size = size_ - 8 - n;
+        for (auto &kv : root.object) {
+            const std::string &name = kv.first;
+            const json::Value &e = kv.second;
+            if (name == "__metadata__") continue;
+            auto bad = [&](const std::string &msg) { fail("tensor '" + name + "': " + msg); };
+            if (!e.is_object()) bad("entry is not a JSON object");
+            const json::Value *dt = e.find("dtype"), *sh = e.find("shape"), *off = e.find("data_offsets");
+            if (!dt || !dt->is_string()) bad("missing \"dtype\" string");
+            if (!sh || !sh->is_array()) bad("missing \"shape\" array");
+            if (!off || !off->is_array() || off->array.size() != 2) bad("missing \"data_offsets\" [begin, end]");
+            TensorInfo t;
+            t.name = name;
+            const std::string &d = dt->string;
+            if (d == "F32") {
+                t.dtype = DType::F32;
+            } else if (d == "F16") {
+                t.dtype = DType::F16;
+            } else if (d == "BF16") {
+                t.dtype = DType::BF16;
+            } else {
+                static const char *known[] = {"F64", "I64", "I32", "I16", "I8", "U8", "U16", "U32",
+                                              "U64", "BOOL", "F8_E4M3", "F8_E5M2"};
+                bool is_known = std::find_if(std::begin(known), std::end(known),
+                                             [&](const char *k) { return d == k; }) != std::end(known);
+                bad(std::string(is_known ? "dtype " : "unknown dtype ") + d +
+                    " is not supported (F32, F16 and BF16 are)");
+            }
+            uint64_t numel = 1;
+            for (auto &x : sh->array) {
+                uint64_t v;
+                if (!as_size(x, v)) bad("shape entries must be non-negative integers");
+                if (v != 0 && numel > (uint64_t(1) << 40) / v) bad("shape is too large");
+                numel *= v;
+                t.shape.push_back((int64_t)v);
+            }
+            uint64_t b, en;
+            if (!as_size(off->array[0], b) || !as_size(off->array[1], en) || b > en) {
+                bad("data_offsets must be integers with begin <= end");
+            }
+            if (en > data_size) {
+                bad("data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
+                    "] go past the end of the data (" + std::to_string(data_size) +
+                    " bytes; is the file truncated?)");
+            }
+            if (en - b != numel * dtype_size(t.dtype)) {
+                bad("data_offsets hold " + std::to_string(en - b) + " bytes but shape " +
+                    shape_string(t.shape) + " of " + d + " needs " +
+                    std::to_string(numel * dtype_size(t.dtype)));
+            }
+            t.begin = (size_t)b;
+            t.end = (size_t)en;
+            index_[name] = tensors_.size();
+            tensors_.push_back(std::move(t));
+        }
+        std::vector<const TensorInfo *> by_offset;
+        for (auto &t : tensors_) {
+            if (t.end > t.begin) by_offset.push_back(&t);
+        }
+        std::sort(by_offset.begin(), by_offset.end(),
+                  [](const TensorInfo *a, const TensorInfo *b) { return a->begin < b->begin; });
+        for (size_t k = 1; k < by_offset.size(); k++) {
+            if (by_offset[k]->begin < by_offset[k - 1]->end) {
+                fail("tensors '" + by_offset[k - 1]->name + "' and '" + by_offset[k]->name +
+                     "' overlap in the data section");
+            }
+        }
+    } catch (...) {
+        if (map_) munmap((void *)map_, size_);
+        ::close(fd_);
+        map_ = nullptr;
+        fd_ = -1;
+        throw;
+    }
+}
+
+SafeTensors::~SafeTensors() {
+    if (map_) munmap((void *)map_, size_);
+    if (fd_ >= 0) ::close(fd_);
+}
+
+const TensorInfo *SafeTensors::find(const std::string &name) const {
+    auto it = index_.find(name);
+    return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const float *SafeTensors::f32(const TensorInfo &t) {
+    const uint8_t *src = data_ + t.begin;
+    if (t.dtype == DType::F32 && (uintptr_t)src % alignof(float) == 0) return (const float *)src;
+    auto &slot = converted_[t.name];
+    if (slot) return slot.get();
+    const size_t n = (size_t)t.numel();
+    slot.reset(new float[n ? n : 1]);
+    float *dst = slot.get();
+    if (t.dtype == DType::F32) {
+        std::memcpy(dst, src, n * 4);
+    } else {
+        for (size_t k = 0; k < n; k++) {
+            uint16_t h = uint16_t(src[2 * k] | src[2 * k + 1] << 8);
+            dst[k] = t.dtype == DType::F16 ? half_to_float(h) : bf16_to_float(h);
+        }
+    }
+    return dst;
+}
+
+void write_safetensors(const std::string &path, const std::vector<TensorRef> &tensors) {
+    std::string header = "{";
+    size_t offset = 0;
+    for (size_t k = 0; k < tensors.size(); k++) {
+        const auto &t = tensors[k];
+        int64_t n = 1;
+        for (auto d : t.shape) n *= d;
+        std::string shape;
+        for (size_t i = 0; i < t.shape.size(); i++) shape += (i ? "," : "") + std::to_string(t.shape[i]);
+        header += (k ? "," : "") + json::quote(t.name) + ":{\"dtype\":\"F32\",\"shape\":[" + shape +
+                  "],\"data_offsets\":[" + std::to_string(offset) + "," +
+                  std::to_string(offset + n * 4) + "]}";
+        offset += n * 4;
+    }
+    header += "}";
+    while (header.size() % 8) header += ' ';
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(path + ": cannot write");
+    uint64_t len = header.size();
+    for (int k = 0; k < 8; k++) out.put(char(len >> (8 * k)));
+    out.write(header.data(), header.size());
+    for (const auto &t : tensors) {
+        int64_t n = 1;
+        for (auto d : t.shape) n *= d;
+        out.write((const char *)t.data, n * 4);
+    }
+    if (!out) throw Error(path + ": write failed");
+}
+
+}  // namespace halformer
