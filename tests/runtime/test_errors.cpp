@@ -1,0 +1,218 @@
+// Bad model files and bad inputs: each gets an Error naming the problem.
+#include "halformer/model.h"
+#include "halformer/safetensors.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace halformer;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fixture(const std::string &name) { return std::string(HALFORMER_FIXTURES) + "/" + name; }
+
+std::string read(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+void write(const std::string &path, const std::string &bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+}
+
+// A scratch copy of a fixture model, to break.
+class BadModel : public testing::Test {
+protected:
+    void SetUp() override {
+        dir = (fs::temp_directory_path() /
+               ("halformer_bad_" + std::to_string(::getpid()) + "_" +
+                testing::UnitTest::GetInstance()->current_test_info()->name()))
+                  .string();
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        fs::copy_file(fixture("ed_post_relu") + "/config.json", dir + "/config.json");
+        fs::copy_file(fixture("ed_post_relu") + "/model.safetensors", dir + "/model.safetensors");
+    }
+    void TearDown() override { fs::remove_all(dir); }
+    // Loading must throw an Error whose message contains every piece.
+    void expect_error(std::initializer_list<const char *> pieces) {
+        try {
+            Model::load(dir);
+            ADD_FAILURE() << "loaded without an error";
+        } catch (const Error &e) {
+            for (const char *p : pieces) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+        }
+    }
+    // Rewrites model.safetensors with `edit` applied to the tensor list.
+    template <typename F>
+    void rewrite(F edit) {
+        std::vector<std::pair<std::string, std::vector<float>>> keep;
+        std::vector<std::vector<int64_t>> shapes;
+        {
+            SafeTensors f(dir + "/model.safetensors");
+            for (auto &t : f.tensors()) {
+                const float *p = f.f32(t);
+                keep.push_back({t.name, std::vector<float>(p, p + t.numel())});
+                shapes.push_back(t.shape);
+            }
+        }
+        std::vector<TensorRef> refs;
+        for (size_t k = 0; k < keep.size(); k++) refs.push_back({keep[k].first, shapes[k], keep[k].second.data()});
+        edit(refs);
+        write_safetensors(dir + "/model.safetensors", refs);
+    }
+    void header(const std::string &json, size_t data_bytes) {
+        std::string h = json;
+        uint64_t n = h.size();
+        std::string bytes(8, '\0');
+        for (int k = 0; k < 8; k++) bytes[k] = char(n >> (8 * k));
+        write(dir + "/model.safetensors", bytes + h + std::string(data_bytes, '\0'));
+    }
+    void config(const std::string &from, const std::string &to) {
+        std::string c = read(dir + "/config.json");
+        auto at = c.find(from);
+        ASSERT_NE(at, std::string::npos) << from;
+        c.replace(at, from.size(), to);
+        write(dir + "/config.json", c);
+    }
+    std::string dir;
+};
+
+TEST_F(BadModel, FixtureLoads) { EXPECT_NO_THROW(Model::load(dir)); }
+
+TEST_F(BadModel, NotADirectory) {
+    dir += "/nope";
+    expect_error({"not a model directory"});
+}
+
+TEST_F(BadModel, MissingFiles) {
+    fs::remove(dir + "/model.safetensors");
+    expect_error({"model.safetensors", "cannot open"});
+    fs::remove(dir + "/config.json");
+    expect_error({"config.json", "cannot open"});
+}
+
+TEST_F(BadModel, TruncatedData) {
+    std::string b = read(dir + "/model.safetensors");
+    write(dir + "/model.safetensors", b.substr(0, b.size() - 100));
+    expect_error({"past the end of the data", "truncated"});
+}
+
+TEST_F(BadModel, TruncatedHeader) {
+    std::string b = read(dir + "/model.safetensors");
+    write(dir + "/model.safetensors", b.substr(0, 40));
+    expect_error({"truncated", "header length"});
+    write(dir + "/model.safetensors", b.substr(0, 5));
+    expect_error({"truncated", "shorter than the 8-byte header length"});
+}
+
+TEST_F(BadModel, HeaderNotJson) {
+    header("{\"a\": [1, 2", 0);
+    expect_error({"invalid JSON"});
+    header("[1, 2]", 0);
+    expect_error({"not a JSON object"});
+}
+
+TEST_F(BadModel, OffsetsPastTheEnd) {
+    header("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 8);
+    expect_error({"'x'", "past the end"});
+}
+
+TEST_F(BadModel, OffsetsDisagreeWithShape) {
+    header("{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,16]}}", 16);
+    expect_error({"'x'", "16 bytes", "needs 12"});
+}
+
+TEST_F(BadModel, Overlapping) {
+    header("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+           "\"y\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}",
+           24);
+    expect_error({"'x'", "'y'", "overlap"});
+}
+
+TEST_F(BadModel, UnknownDtype) {
+    header("{\"x\":{\"dtype\":\"Q7\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4);
+    expect_error({"'x'", "unknown dtype Q7"});
+    header("{\"x\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}", 16);
+    expect_error({"'x'", "F64 is not supported"});
+}
+
+TEST_F(BadModel, MissingTensor) {
+    rewrite([](std::vector<TensorRef> &t) {
+        t.erase(std::remove_if(t.begin(), t.end(),
+                               [](const TensorRef &r) { return r.name == "decoder.layers.1.linear2.bias"; }),
+                t.end());
+    });
+    expect_error({"missing tensor 'decoder.layers.1.linear2.bias'", "expected shape [32]"});
+}
+
+TEST_F(BadModel, WrongShape) {
+    std::vector<float> big(48 * 33);
+    rewrite([&](std::vector<TensorRef> &t) {
+        for (auto &r : t) {
+            if (r.name == "encoder.layers.0.linear1.weight") {
+                r.shape = {48, 33};
+                r.data = big.data();
+            }
+        }
+    });
+    expect_error({"'encoder.layers.0.linear1.weight'", "shape [48, 33]", "expected [48, 32]"});
+}
+
+TEST_F(BadModel, TensorsTheConfigDoesNotUse) {
+    config("\"num_encoder_layers\": 2", "\"num_encoder_layers\": 1");
+    expect_error({"does not use", "encoder.layers.1."});
+}
+
+TEST_F(BadModel, ConfigProblems) {
+    std::string good = read(dir + "/config.json");
+    config("\"d_ff\": 48,", "");
+    expect_error({"missing field \"d_ff\""});
+    write(dir + "/config.json", good);
+    config("\"num_heads\": 4", "\"num_heads\": 5");
+    expect_error({"d_model = 32 is not divisible by num_heads = 5"});
+    write(dir + "/config.json", good);
+    config("\"max_positions\": 24", "\"max_positions\": -3");
+    expect_error({"max_positions", "out of range"});
+    write(dir + "/config.json", good);
+    config("\"activation\": \"relu\"", "\"activation\": \"swish\"");
+    expect_error({"activation", "swish"});
+    write(dir + "/config.json", good);
+    config("\"d_model\": 32", "\"d_model\": \"32\"");
+    expect_error({"d_model", "must be a number"});
+    write(dir + "/config.json", good);
+    config("{", "{{");
+    expect_error({"config.json", "invalid JSON"});
+}
+
+TEST(BadInput, TokensAndLengths) {
+    Model m = Model::load(fixture("ed_post_relu"));
+    auto expect = [&](auto fn, const char *piece) {
+        try {
+            fn();
+            ADD_FAILURE() << "no error; expected " << piece;
+        } catch (const Error &e) {
+            EXPECT_NE(std::string(e.what()).find(piece), std::string::npos) << e.what();
+        }
+    };
+    expect([&] { m.logits({{3, 43, 5}}, {{1, 2}}); }, "source token id 43 at position 1 of sequence 0 is out of range [0, 43)");
+    expect([&] { m.logits({{3, 4}}, {{1, -1}}); }, "target token id -1 at position 1");
+    expect([&] { m.logits({{3, 4}}, {Sequence(25, 3)}); }, "max_positions = 24");
+    expect([&] { m.logits({{3, 4}, {5}}, {{1}}); }, "2 source sequences but 1 target");
+    expect([&] { m.logits({{}}, {{1}}); }, "is empty");
+    expect([&] { m.generate({{3, 4}}, GenerateOptions{8, 9}); }, "beam size 9 is out of range");
+    GenerateOptions o;
+    o.max_new_tokens = 30;
+    expect([&] { m.generate({{3, 4}}, o); }, "max_positions = 24");
+    // The model still works after the errors.
+    EXPECT_NO_THROW(m.logits({{3, 4}}, {{1, 2}}));
+}
+
+}  // namespace
