@@ -1,4 +1,4 @@
-# halformer_kernel(NAME GENERATOR gen [PARAMS k=v ...])
+# halformer_kernel(NAME GENERATOR gen [PARAMS k=v ...] [HAND_ONLY])
 #
 # Compiles one kernel variant ahead of time:
 #   NAME                  hand schedule, one object per x86 variant below plus a
@@ -21,10 +21,11 @@ set(HALFORMER_X86_TARGETS
 # bytes, balance. Set from this project's machine (2 cores, 32 MiB L3).
 set(HALFORMER_MACHINE_PARAMS "2,33554432,40" CACHE STRING "autoscheduler machine_params")
 
-set(HALFORMER_KERNELS "" CACHE INTERNAL "")
+set(HALFORMER_KERNELS "" CACHE INTERNAL "")                 # hand-scheduled (the runtime's)
+set(HALFORMER_AUTOSCHEDULED_KERNELS "" CACHE INTERNAL "")   # for tests and benchmarks
 
 function(halformer_kernel NAME)
-  cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS" ${ARGN})
+  cmake_parse_arguments(ARG "HAND_ONLY" "GENERATOR" "PARAMS" ${ARGN})
   set(extra "")
   if (HALFORMER_EMIT_STMT)
     list(APPEND extra STMT ${NAME}_stmt ASSEMBLY ${NAME}_asm)
@@ -46,8 +47,9 @@ function(halformer_kernel NAME)
     set(runtime ${NAME}.runtime)
     set_property(GLOBAL PROPERTY HALFORMER_HALIDE_RUNTIME ${runtime})
   endif ()
-  set(all ${NAME})
-  if (HALFORMER_AUTOSCHEDULED)
+  set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${NAME} CACHE INTERNAL "")
+  set(all "")
+  if (HALFORMER_AUTOSCHEDULED AND NOT ARG_HAND_ONLY)
     foreach (as IN ITEMS Adams2019 Mullapudi2016)
       string(TOLOWER ${as} suffix)
       add_halide_library(${NAME}_${suffix} FROM halformer_generators
@@ -59,5 +61,5 @@ function(halformer_kernel NAME)
       list(APPEND all ${NAME}_${suffix})
     endforeach ()
   endif ()
-  set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${all} CACHE INTERNAL "")
+  set(HALFORMER_AUTOSCHEDULED_KERNELS ${HALFORMER_AUTOSCHEDULED_KERNELS} ${all} CACHE INTERNAL "")
 endfunction()

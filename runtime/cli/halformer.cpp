@@ -125,7 +125,8 @@ void write_npy(const std::string &path, const Tensor &t, bool force) {
         throw Error(path + " exists; pass --force to replace it");
     }
     std::string shape = "(";
-    for (size_t k = 0; k < t.shape.size(); k++) shape += std::to_string(t.shape[k]) + (t.shape.size() == 1 || k + 1 < t.shape.size() ? "," : "");
+    for (size_t k = 0; k < t.shape.size(); k++) shape += (k ? ", " : "") + std::to_string(t.shape[k]);
+    if (t.shape.size() == 1) shape += ",";
     shape += ")";
     std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
     while ((10 + header.size() + 1) % 64) header += ' ';

@@ -7,6 +7,8 @@
 
 #include "hf_attention.h"
 #include "hf_attention_causal.h"
+#include "hf_attention_causal_decode.h"
+#include "hf_attention_decode.h"
 #include "hf_embedding.h"
 #include "hf_embedding_concat.h"
 #include "hf_embedding_learned.h"
@@ -148,10 +150,9 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
     {
         View vq = qview(qb), vk = kvview(kv, start + T), vv = kvview(kv + D, start + T), vo = qview(ab);
         View vl(kv_len, {{R, 1}}, true);
-        run("attention", [&] {
-            return causal ? hf_attention_causal(vq.get(), vk.get(), vv.get(), vl.get(), start, scale, vo.get())
-                          : hf_attention(vq.get(), vk.get(), vv.get(), vl.get(), start, scale, vo.get());
-        });
+        auto fn = T == 1 ? (causal ? hf_attention_causal_decode : hf_attention_decode)
+                         : (causal ? hf_attention_causal : hf_attention);
+        run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), start, scale, vo.get()); });
     }
     out_proj(L.self, L.self_norm);
 
@@ -165,7 +166,8 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
         linear("linear", in, L.cross.in_w, L.cross.in_b, D, qb, D);
         View vq = qview(qb), vk = kvview(cross_mem, S), vv = kvview(cross_mem + D, S), vo = qview(ab);
         View vl(cross_len, {{R, 1}}, true);
-        run("attention", [&] { return hf_attention(vq.get(), vk.get(), vv.get(), vl.get(), 0, scale, vo.get()); });
+        auto fn = T == 1 ? hf_attention_decode : hf_attention;
+        run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), 0, scale, vo.get()); });
         out_proj(L.cross, L.cross_norm);
     }
 

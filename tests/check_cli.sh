@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The halformer command: each subcommand's output format and its errors.
+set -euo pipefail
+hf=$1 fx=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_error() {  # expect_error "message piece" command...
+    local piece=$1; shift
+    if out=$("$@" 2>&1); then fail "no error from: $*"; fi
+    grep -qF -- "$piece" <<< "$out" || fail "expected '$piece' from: $* — got: $out"
+}
+
+"$hf" info "$fx/ed_post_relu" > "$tmp/info"
+grep -q '"architecture": "encoder-decoder"' "$tmp/info" || fail "info: config"
+grep -q "parameters: 41376" "$tmp/info" || fail "info: parameter count"
+grep -q "tied to tgt_embed.weight" "$tmp/info" || fail "info: tied head"
+grep -q "kernel variant this CPU runs: " "$tmp/info" || fail "info: variant"
+HALFORMER_ISA=avx2 "$hf" info "$fx/ed_post_relu" | grep -q "runs: avx2" || fail "info: HALFORMER_ISA"
+
+# logits: .npy with the documented shape; never overwrites without --force.
+"$hf" logits "$fx/ed_post_relu" --src 5,6,7 --tgt 1,9,4 --out "$tmp/a.npy"
+head -c 128 "$tmp/a.npy" | grep -aq "'shape': (3, 40)" || fail "logits: encoder-decoder shape"
+[ "$(stat -c %s "$tmp/a.npy")" = $((128 + 3 * 40 * 4)) ] || fail "logits: file size"
+expect_error "exists; pass --force" "$hf" logits "$fx/ed_post_relu" --src 5,6,7 --tgt 1,9,4 --out "$tmp/a.npy"
+"$hf" logits "$fx/ed_post_relu" --src 5,6 --tgt 1 --out "$tmp/a.npy" --force
+head -c 128 "$tmp/a.npy" | grep -aq "'shape': (1, 40)" || fail "logits: --force"
+"$hf" logits "$fx/dec_pre_gelu" --src 5,6,7,8 --out "$tmp/d.npy"
+head -c 128 "$tmp/d.npy" | grep -aq "'shape': (4, 40)" || fail "logits: decoder-only shape"
+"$hf" logits "$fx/enc_head" --src 5,6 --out "$tmp/e.npy"
+head -c 128 "$tmp/e.npy" | grep -aq "'shape': (2, 5)" || fail "logits: encoder head shape"
+"$hf" logits "$fx/enc_hidden" --src 5,6 --out "$tmp/h.npy"
+head -c 128 "$tmp/h.npy" | grep -aq "'shape': (2, 32)" || fail "logits: encoder hidden shape"
+
+# generate: greedy one line; beam n-best lines with a tab and score.
+[ "$("$hf" generate "$fx/ed_post_relu" --src 5,6,7 --max-new-tokens 5 | wc -l)" = 1 ] || fail "generate: greedy"
+out=$("$hf" generate "$fx/ed_post_relu" --src 5,6,7 --beam 3 --n-best 3 --max-new-tokens 6)
+[ "$(grep -c $'\t' <<< "$out")" = 3 ] || fail "generate: beam n-best: $out"
+a=$("$hf" generate "$fx/dec_pre_gelu" --src 5,6 --sample --top-k 5 --temperature 2 --seed 3)
+b=$("$hf" generate "$fx/dec_pre_gelu" --src 5,6 --sample --top-k 5 --temperature 2 --seed 3)
+[ "$a" = "$b" ] || fail "generate: seeded sampling repeats"
+
+# Errors name the problem; nothing crashes.
+expect_error "not a model directory" "$hf" info "$tmp/missing"
+expect_error "token id 99 at position 1" "$hf" generate "$fx/ed_post_relu" --src 5,99
+expect_error "max_positions = 24" "$hf" generate "$fx/ed_post_relu" --src 5 --max-new-tokens 40
+expect_error "needs --tgt" "$hf" logits "$fx/ed_post_relu" --src 5 --out "$tmp/x.npy"
+expect_error "unknown option --bogus" "$hf" generate "$fx/ed_post_relu" --src 5 --bogus 1
+expect_error "'x' is not a token id" "$hf" generate "$fx/ed_post_relu" --src 5,x
+expect_error "unknown command" "$hf" frobnicate
+echo "cli: OK"
