@@ -40,6 +40,7 @@ public:
     GeneratorParam<int> key_block{"key_block", 64};
     // Schedule knobs (schedules/attention_schedule.h).
     GeneratorParam<int> query_tile{"query_tile", 8};
+    GeneratorParam<int> heads_per_task{"heads_per_task", 1};
 
     Input<Buffer<float, 4>> q{"q"};
     Input<Buffer<float, 4>> k{"k"};
@@ -109,7 +110,7 @@ public:
         AttentionStages s{o, kt, score, masked, block_max, p, block_sum, block_out,
                           row_max, weight, denom, numer,
                           d, j, i, h, b, kb, rd, rj, rb};
-        schedule_attention_cpu(s, {query_tile, key_block}, get_target());
+        schedule_attention_cpu(s, {query_tile, key_block, heads_per_task}, get_target());
     }
 
 private:

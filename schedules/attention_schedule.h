@@ -15,6 +15,7 @@ struct AttentionStages {
 struct AttentionKnobs {
     int query_tile;  // queries computed together (register block height)
     int key_block;   // keys per block (set in the algorithm; here for sizing)
+    int heads_per_task = 1;  // (head, sequence) pairs per parallel task
 };
 
 // Parallel over (batch, head). Per head, K is transposed once into kt(j, d) so
@@ -33,8 +34,14 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
         .split(s.i, io, ii, tq, TailStrategy::GuardWithIf)
         .reorder(s.d, ii, io, s.h, s.b)
         .fuse(s.h, s.b, hb)
-        .parallel(hb)
         .vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    // One query per (head, sequence) is little work: hand each thread a
+    // batch of them, not one task each.
+    if (knobs.heads_per_task > 1) {
+        s.out.parallel(hb, knobs.heads_per_task, TailStrategy::GuardWithIf);
+    } else {
+        s.out.parallel(hb);
+    }
 
     s.kt.compute_at(s.out, hb).vectorize(s.j, lanes, TailStrategy::GuardWithIf);
 

@@ -5,6 +5,8 @@
 #include "hf_attention_adams2019.h"
 #include "hf_attention_mullapudi2016.h"
 #include "hf_attention_causal.h"
+#include "hf_attention_causal_decode.h"
+#include "hf_attention_decode.h"
 #include "hf_attention_causal_adams2019.h"
 #include "hf_attention_causal_mullapudi2016.h"
 
@@ -106,7 +108,9 @@ TEST_P(AttentionTest, StridedViewsIntoFusedQKV) {
 
 INSTANTIATE_TEST_SUITE_P(All, AttentionTest,
                          testing::ValuesIn(std::vector<Impl<AttnFn>>{
-                             HF_IMPL3(hf_attention), HF_IMPL3(hf_attention_causal)}),
+                             HF_IMPL3(hf_attention), HF_IMPL3(hf_attention_causal),
+                             {"hf_attention_decode", hf_attention_decode},
+                             {"hf_attention_causal_decode", hf_attention_causal_decode}}),
                          impl_name<AttnFn>);
 
 // The seeds' worked example: 3 tokens, d_k = 4, scale 1/√4. The seed's
