@@ -40,6 +40,14 @@ a=$("$hf" generate "$fx/dec_pre_gelu" --src 5,6 --sample --top-k 5 --temperature
 b=$("$hf" generate "$fx/dec_pre_gelu" --src 5,6 --sample --top-k 5 --temperature 2 --seed 3)
 [ "$a" = "$b" ] || fail "generate: seeded sampling repeats"
 
+# bench: one JSON object with the documented keys.
+out=$("$hf" bench "$fx/ed_pre_gelu" --src-len 8 --new-tokens 4 --iters 1 --batch 2 --beam 2 --json)
+for key in encoder_ms decoder_step_ms greedy_tokens_per_s beam_tokens_per_s peak_rss_mb; do
+    grep -q "\"$key\": [0-9]" <<< "$out" || fail "bench --json: $key in $out"
+done
+"$hf" bench "$fx/dec_post_relu" --src-len 5 --new-tokens 3 --iters 1 | grep -q "decoder_step_ms" || fail "bench: text"
+expect_error "max_positions = 24" "$hf" bench "$fx/ed_pre_gelu" --src-len 30 --iters 1
+
 # Errors name the problem; nothing crashes.
 expect_error "not a model directory" "$hf" info "$tmp/missing"
 expect_error "token id 99 at position 1" "$hf" generate "$fx/ed_post_relu" --src 5,99

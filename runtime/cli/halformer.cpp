@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <sstream>
 #include <thread>
@@ -40,6 +41,8 @@ const char *kUsage =
     "                     [--beam K] [--length-penalty A] [--n-best M]\n"
     "                     [--sample] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
     "  halformer demo [--batch B] [--src-len S] [--beam K] [--max-new-tokens N] [--seed S]\n"
+    "  halformer bench DIR|--config base [--batch B] [--src-len S] [--beam K]\n"
+    "                  [--new-tokens N] [--iters N] [--json]\n"
     "common options: --threads N, --isa sse41|avx2|avx512|sapphirerapids\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n";
 
@@ -228,7 +231,13 @@ int cmd_generate(const Args &a) {
     return 0;
 }
 
+// Peak resident memory of this process (VmHWM: per address space, so not
+// inherited from a parent the way getrusage's ru_maxrss is after fork).
 double peak_rss_mb() {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+    }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss / 1024.0;
@@ -304,11 +313,116 @@ int cmd_demo(const Args &a) {
     return 0;
 }
 
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// End-to-end timings of one model and workload (the same workload as
+// bench/torch_baseline.py runs in PyTorch): medians over --iters runs.
+//   encoder_ms          encoder forward over the batch (decoder-only: the
+//                       prompt's forward pass)
+//   decoder_step_ms     one incremental decoder step for the whole batch
+//                       (greedy: batch rows; median over every step)
+//   greedy_tokens_per_s batch × new tokens / greedy generate time (encoder
+//                       included), never stopping at eos
+//   beam_tokens_per_s   the same with beam search (best hypothesis)
+int cmd_bench(const Args &a) {
+    check_known(a, {"config", "batch", "src-len", "tgt-len", "beam", "new-tokens", "iters", "json", "seed"});
+    using clock = std::chrono::steady_clock;
+    auto secs = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
+    std::string source;
+    std::unique_ptr<Model> m;
+    if (a.flag("config")) {
+        if (!a.dir.empty()) throw Error("bench: give a model directory or --config base, not both");
+        if (a.str("config") != "base") throw Error("bench: --config knows only 'base' (the paper's base model)");
+        m = std::make_unique<Model>(Model::random(Config::base(), 1));
+        source = "config base (random weights)";
+    } else {
+        if (a.dir.empty()) throw Error("bench: a model directory or --config base is required");
+        m = std::make_unique<Model>(Model::load(a.dir));
+        source = a.dir;
+    }
+    const Config &c = m->config();
+    if (c.architecture == Architecture::Encoder) throw Error("bench: an encoder-only model does not generate");
+    const int B = (int)a.integer("batch", 1), S = (int)a.integer("src-len", 32);
+    const int K = (int)a.integer("beam", 4), N = (int)a.integer("new-tokens", 32);
+    const int iters = (int)a.integer("iters", 5);
+    if (B < 1 || S < 1 || N < 1 || iters < 1) throw Error("bench: --batch, --src-len, --new-tokens and --iters must be >= 1");
+    const bool ed = c.architecture == Architecture::EncoderDecoder;
+    const int vocab = ed ? c.src_vocab_size : c.tgt_vocab_size;
+    std::vector<Sequence> src(B);
+    uint64_t st = (uint64_t)a.integer("seed", 1) * 0x9E3779B97F4A7C15ull;
+    for (auto &q : src) {
+        for (int t = 0; t < S; t++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            q.push_back(3 % vocab + (int32_t)((st >> 33) % (uint64_t)std::max(1, vocab - 3)));
+        }
+    }
+    GenerateOptions greedy;
+    greedy.max_new_tokens = N;
+    greedy.stop_at_eos = false;
+    GenerateOptions beam = greedy;
+    beam.beam = K;
+    // Warm-up: first calls choose kernel variants, start threads, grow buffers.
+    m->generate(src, beam);
+    std::vector<double> enc, steps, g_tps, b_tps;
+    for (int it = 0; it < iters; it++) {
+        if (!a.flag("json")) std::fprintf(stderr, "\rbench: iteration %d/%d", it + 1, iters);
+        auto t0 = clock::now();
+        if (ed) {
+            m->encode(src);
+        } else {
+            m->logits(src);
+        }
+        enc.push_back(secs(t0) * 1e3);
+        t0 = clock::now();
+        auto h = m->generate(src, greedy);
+        double t = secs(t0);
+        long tokens = 0;
+        for (auto &x : h) tokens += (long)x[0].tokens.size();
+        g_tps.push_back(tokens / t);
+        const auto &ss = m->step_seconds();
+        for (size_t k = 1; k < ss.size(); k++) steps.push_back(ss[k] * 1e3);
+        t0 = clock::now();
+        h = m->generate(src, beam);
+        t = secs(t0);
+        tokens = 0;
+        for (auto &x : h) tokens += (long)x[0].tokens.size();
+        b_tps.push_back(tokens / t);
+    }
+    if (!a.flag("json")) std::fprintf(stderr, "\r%40s\r", "");
+    const double rss = peak_rss_mb();
+    if (a.flag("json")) {
+        std::printf("{\"model\": \"%s\", \"architecture\": \"%s\", \"parameters\": %lld, \"batch\": %d, "
+                    "\"src_len\": %d, \"beam\": %d, \"new_tokens\": %d, \"threads\": %d, \"iters\": %d, "
+                    "\"variant\": \"%s\", \"encoder_ms\": %.4f, \"decoder_step_ms\": %.4f, "
+                    "\"greedy_tokens_per_s\": %.2f, \"beam_tokens_per_s\": %.2f, \"peak_rss_mb\": %.1f}\n",
+                    source.c_str(), architecture_name(c.architecture), (long long)m->parameter_count(), B, S, K, N,
+                    g_threads ? g_threads : (int)std::thread::hardware_concurrency(), iters,
+                    isa_name(selected_isa()), median(enc), median(steps), median(g_tps), median(b_tps), rss);
+    } else {
+        std::printf("model: %s (%s, %.1f M parameters), kernels: %s variant\n", source.c_str(),
+                    architecture_name(c.architecture), m->parameter_count() / 1e6, isa_name(selected_isa()));
+        std::printf("workload: batch %d, source length %d, %d new tokens, beam %d; medians of %d runs\n", B, S, N,
+                    K, iters);
+        std::printf("  encoder_ms            %10.3f\n", median(enc));
+        std::printf("  decoder_step_ms       %10.3f\n", median(steps));
+        std::printf("  greedy_tokens_per_s   %10.1f\n", median(g_tps));
+        std::printf("  beam_tokens_per_s     %10.1f\n", median(b_tps));
+        std::printf("  peak_rss_mb           %10.1f\n", rss);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
     try {
-        Args a = parse_args(argc, argv, {"sample", "force"});
+        Args a = parse_args(argc, argv, {"sample", "force", "json"});
         if (a.flag("isa")) set_isa_limit(parse_isa(a.str("isa")));
         if (a.flag("threads")) {
             long n = a.integer("threads", 0);
@@ -323,6 +437,7 @@ int main(int argc, char **argv) {
         if (a.command == "logits") return cmd_logits(a);
         if (a.command == "generate") return cmd_generate(a);
         if (a.command == "demo") return cmd_demo(a);
+        if (a.command == "bench") return cmd_bench(a);
         if (a.command == "help" || a.command == "--help" || a.command == "-h") {
             std::printf("%s", kUsage);
             return 0;

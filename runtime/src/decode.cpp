@@ -23,6 +23,7 @@
 #include "hf_topk8.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -124,6 +125,15 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
         if (beam) self_kv_alt[l].need((size_t)cap * R * 2 * D);
     }
 
+    step_seconds.clear();
+    auto step_start = std::chrono::steady_clock::now();
+    auto end_step = [&] {
+        auto now = std::chrono::steady_clock::now();
+        step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
+        step_start = now;
+    };
+    const int eos_stop = opt.stop_at_eos ? eos : -2;  // -2: no token id matches
+
     // Prefill: the prefix at positions 0..P-1 of every row.
     std::vector<int32_t> tokens((size_t)P * R), kv_len(R, P);
     for (int t = 0; t < P; t++) {
@@ -175,7 +185,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
                 next[r] = done[b] ? cfg.pad_id : opt.sample ? sample_row(out + (size_t)r * V, V, opt, rng[b]) : topi[r];
                 if (!done[b]) {
                     hist[r].push_back(next[r]);
-                    if (next[r] == eos) done[b] = 1;
+                    if (next[r] == eos_stop) done[b] = 1;
                 }
                 continue;
             }
@@ -203,9 +213,9 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
             for (const auto &c : cands) {
                 if ((int)chosen.size() == K) break;
                 const int r = b * K + c.beam;
-                if (c.id == eos) {
+                if (c.id == eos_stop) {
                     Hypothesis h{hist[r], c.score};
-                    h.tokens.push_back(eos);
+                    h.tokens.push_back(c.id);
                     h.score = c.score / penalty(h.tokens.size());
                     finished[b].push_back(std::move(h));
                 } else {
@@ -237,6 +247,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
                 done[b] = 1;
             }
         }
+        end_step();
         if (last_step || std::all_of(done.begin(), done.end(), [](char d) { return d; })) break;
 
         const int len = P + step;  // positions already in the cache

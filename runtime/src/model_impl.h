@@ -96,6 +96,7 @@ struct Model::Impl {
     int64_t params = 0;
     Scratch zero_bias;
     Profile prof;
+    std::vector<double> step_seconds;
 
     // Activations and caches (grow-only).
     Scratch x0, x1, h, q, a, y, kv_tmp, tokens_f, enc_out, logits, topv, topi, kvlen_buf,

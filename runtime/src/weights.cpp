@@ -239,5 +239,6 @@ bool Model::tied_head() const { return impl_->tied; }
 int Model::output_rows() const { return impl_->gen_w ? impl_->gen_rows : impl_->cfg.d_model; }
 Profile &Model::profile() { return impl_->prof; }
 void Model::reset_profile() { impl_->prof.clear(); }
+const std::vector<double> &Model::step_seconds() const { return impl_->step_seconds; }
 
 }  // namespace halformer

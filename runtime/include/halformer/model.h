@@ -45,6 +45,7 @@ struct GenerateOptions {
     int top_k = 0;      // 0: no top-k filter
     float top_p = 1.0f; // 1: no nucleus filter
     uint64_t seed = 0;
+    bool stop_at_eos = true;  // false: always generate max_new_tokens (benchmarks)
 };
 
 struct Hypothesis {
@@ -96,6 +97,9 @@ public:
 
     Profile &profile();
     void reset_profile();
+    // Wall time of each decoder step of the last generate() call: entry 0 is
+    // the prefix pass, then one entry per incremental step (all rows at once).
+    const std::vector<double> &step_seconds() const;
 
     struct Impl;
 
