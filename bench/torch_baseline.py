@@ -133,6 +133,33 @@ def beam(m, src, n, K):
     return hist
 
 
+def layer_timings(threads, iters):
+    """PyTorch's nn.MultiheadAttention (batch 1, T tokens) and one
+    nn.TransformerEncoderLayer(512, 8, 2048) on 1×128 and 8×128 tokens, and
+    the same layer's 1 → N thread speed-up: median ms."""
+    out = {}
+    mha = nn.MultiheadAttention(D, H, batch_first=True).eval()
+    layer = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True).eval()
+
+    def med(fn):
+        fn()
+        ts = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            fn()
+            ts.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(ts)
+
+    with torch.no_grad():
+        for T in (128, 512, 2048):
+            x = torch.randn(1, T, D)
+            out[f"mha_1x{T}_ms"] = med(lambda: mha(x, x, x, need_weights=False))
+        for B in (1, 8):
+            x = torch.randn(B, 128, D)
+            out[f"encoder_layer_{B}x128_ms"] = med(lambda: layer(x))
+    return out
+
+
 def peak_rss_mb():
     with open("/proc/self/status") as f:
         for line in f:
@@ -151,6 +178,8 @@ def main():
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--halformer", default="build/halformer")
     ap.add_argument("--json-out")
+    ap.add_argument("--layers", action="store_true",
+                    help="also time nn.MultiheadAttention and one TransformerEncoderLayer (printed as JSON)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -187,9 +216,13 @@ def main():
         ratio = torch_res[k] / hf[k] if k.endswith("_ms") or k == "peak_rss_mb" else hf[k] / torch_res[k]
         rows[k] = {"halformer": hf[k], "pytorch": torch_res[k], "ratio": ratio}
         print(f"{k:24}{hf[k]:12.2f}{torch_res[k]:12.2f}{ratio:9.2f}x")
+    layers = None
+    if a.layers:
+        layers = layer_timings(a.threads, max(a.iters, 10))
+        print("pytorch layers (median ms): " + json.dumps(layers))
     if a.json_out:
         with open(a.json_out, "w") as f:
-            json.dump({"workload": vars(a), "torch": torch.__version__, "results": rows}, f, indent=1)
+            json.dump({"workload": vars(a), "torch": torch.__version__, "results": rows, "layers": layers}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what Halformer builds with, from Debian 12's own packages only:
-# Halide 14 (brings LLVM 14), CMake, g++, GoogleTest, Google Benchmark.
+# Halide 14 (brings LLVM 14), CMake, g++, GoogleTest, Google Benchmark, and the
+# benchmark baselines OpenBLAS and oneDNN. (bench/torch_baseline.py and
+# bench/report.py also want python3-torch and python3-matplotlib: optional.)
 # Does nothing when everything is already there.
 set -euo pipefail
-pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev)
+pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev libopenblas-dev libdnnl-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

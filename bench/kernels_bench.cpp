@@ -1,0 +1,402 @@
+// Every kernel at Transformer shapes on Google Benchmark, with the baselines
+// measured in the same binary and run: OpenBLAS sgemm, oneDNN matmul /
+// softmax / layer normalization, and Halide's autoschedulers on our own
+// generators. Each result reports GFLOP/s (compute-bound) or GB/s
+// (memory-bound) and `peak`, its fraction of this machine's FMA peak or read
+// bandwidth, both measured at start-up by the probes below.
+//
+// Names are op/shape/implementation, e.g. linear/128x512x2048/openblas.
+// Run: build/bench/halformer_bench_kernels [--benchmark_filter=linear]
+// (HALFORMER_ISA=avx2 forces our kernels onto a lower compiled variant.)
+#include <HalideBuffer.h>
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <immintrin.h>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "halformer/isa.h"
+#include "halformer/kernel_error.h"
+
+#include "hf_attention.h"
+#include "hf_attention_adams2019.h"
+#include "hf_attention_causal.h"
+#include "hf_attention_causal_adams2019.h"
+#include "hf_attention_causal_decode.h"
+#include "hf_attention_causal_mullapudi2016.h"
+#include "hf_attention_decode.h"
+#include "hf_attention_mullapudi2016.h"
+#include "hf_embedding.h"
+#include "hf_embedding_adams2019.h"
+#include "hf_embedding_mullapudi2016.h"
+#include "hf_ffn.h"
+#include "hf_ffn_adams2019.h"
+#include "hf_ffn_mullapudi2016.h"
+#include "hf_layer_norm.h"
+#include "hf_layer_norm_adams2019.h"
+#include "hf_layer_norm_mullapudi2016.h"
+#include "hf_layer_norm_residual.h"
+#include "hf_linear.h"
+#include "hf_linear_adams2019.h"
+#include "hf_linear_dot.h"
+#include "hf_linear_mullapudi2016.h"
+#include "hf_softmax.h"
+#include "hf_softmax_adams2019.h"
+#include "hf_softmax_mullapudi2016.h"
+
+using Halide::Runtime::Buffer;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+int threads() { return (int)std::max(1u, std::thread::hardware_concurrency()); }
+
+// ---- probes ---------------------------------------------------------------
+
+__attribute__((target("avx512f"))) double fma_loop_avx512(long n) {
+    __m512 a[12], m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+    for (int k = 0; k < 12; k++) a[k] = _mm512_set1_ps((float)k);
+    for (long i = 0; i < n; i++) {
+        for (int k = 0; k < 12; k++) a[k] = _mm512_fmadd_ps(a[k], m, c);
+    }
+    __m512 s = a[0];
+    for (int k = 1; k < 12; k++) s = _mm512_add_ps(s, a[k]);
+    return _mm512_reduce_add_ps(s) + 2.0 * 16 * 12 * n;  // FLOPs, and keeps s alive
+}
+__attribute__((target("avx2,fma"))) double fma_loop_avx2(long n) {
+    __m256 a[12], m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    for (int k = 0; k < 12; k++) a[k] = _mm256_set1_ps((float)k);
+    for (long i = 0; i < n; i++) {
+        for (int k = 0; k < 12; k++) a[k] = _mm256_fmadd_ps(a[k], m, c);
+    }
+    float out[8];
+    __m256 s = a[0];
+    for (int k = 1; k < 12; k++) s = _mm256_add_ps(s, a[k]);
+    _mm256_storeu_ps(out, s);
+    return out[0] * 0 + 2.0 * 8 * 12 * n;
+}
+
+// Peak fp32 FMA rate of all cores (FLOP/s): every thread runs independent
+// FMA chains at the widest width the CPU has.
+// Best of 5 (a shared machine's other load only ever lowers it).
+double probe_fma() {
+    const bool avx512 = __builtin_cpu_supports("avx512f");
+    const long n = 10'000'000;
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        std::vector<double> flops(threads());
+        auto t0 = clk::now();
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads(); t++) {
+            ts.emplace_back([&, t] { flops[t] = avx512 ? fma_loop_avx512(n) : fma_loop_avx2(n); });
+        }
+        for (auto &t : ts) t.join();
+        double s = std::chrono::duration<double>(clk::now() - t0).count();
+        double total = 0;
+        for (double f : flops) total += std::floor(f / 1e6) * 1e6;
+        best = std::max(best, total / s);
+    }
+    return best;
+}
+
+// Read bandwidth of all cores over 512 MiB (bytes/s), best of 3.
+double probe_bandwidth() {
+    const size_t n = (size_t)128 << 20;
+    std::vector<float> a(n, 1.0f);
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        std::atomic<double> sink{0};
+        auto t0 = clk::now();
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads(); t++) {
+            ts.emplace_back([&, t] {
+                const size_t lo = n * t / threads(), hi = n * (t + 1) / threads();
+                float s[16] = {0};
+                for (size_t i = lo; i + 16 <= hi; i += 16) {
+                    for (int k = 0; k < 16; k++) s[k] += a[i + k];
+                }
+                double tot = 0;
+                for (float v : s) tot += v;
+                sink = sink + tot;
+            });
+        }
+        for (auto &t : ts) t.join();
+        best = std::max(best, n * 4.0 / std::chrono::duration<double>(clk::now() - t0).count());
+    }
+    return best;
+}
+
+double g_peak_flops = 1, g_peak_bytes = 1;
+
+// ---- registration ---------------------------------------------------------
+
+Buffer<float> rnd(std::vector<int> dims, uint32_t seed, float scale = 1.0f) {
+    Buffer<float> b(dims);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(-scale, scale);
+    b.for_each_value([&](float &x) { x = d(rng); });
+    return b;
+}
+
+// work: FLOPs (compute = true) or bytes moved per call.
+void add(const std::string &name, double work, bool compute, std::function<int()> call) {
+    benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State &st) {
+        int rc = call();
+        if (rc != 0) {
+            st.SkipWithError(("returned " + std::to_string(rc) + ": " + halformer::last_kernel_error()).c_str());
+            return;
+        }
+        double total = 0;
+        for (auto _ : st) {
+            auto t0 = clk::now();
+            call();
+            double s = std::chrono::duration<double>(clk::now() - t0).count();
+            st.SetIterationTime(s);
+            total += s;
+        }
+        const double rate = work * st.iterations() / total;
+        st.counters[compute ? "GFLOP/s" : "GB/s"] = rate / 1e9;
+        st.counters["peak"] = rate / (compute ? g_peak_flops : g_peak_bytes);
+    })
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(0.05)
+        ->Repetitions(5)
+        ->ReportAggregatesOnly(true);
+}
+
+template <typename T>
+std::shared_ptr<T> keep(T &&v) {
+    return std::make_shared<T>(std::move(v));
+}
+
+dnnl::engine &engine() {
+    static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+    return e;
+}
+dnnl::stream &stream() {
+    static dnnl::stream s(engine());
+    return s;
+}
+
+void linear(int M, int K, int N) {
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    auto x = keep(rnd({K, M}, 1)), w = keep(rnd({K, N}, 2, 0.05f)), b = keep(rnd({N}, 3));
+    auto y = keep(Buffer<float>(N, M));
+    const std::string s = "linear/" + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N) + "/";
+    const bool compute = M >= 128;
+    const double work = compute ? 2.0 * M * K * N : 4.0 * ((double)K * N + (double)M * K + (double)M * N);
+    add(s + "hand", work, compute, [=] { return hf_linear(*x, *w, *b, *y); });
+    if (M <= 32) add(s + "hand_dot", work, compute, [=] { return hf_linear_dot(*x, *w, *b, *y); });
+    add(s + "adams2019", work, compute, [=] { return hf_linear_adams2019(*x, *w, *b, *y); });
+    add(s + "mullapudi2016", work, compute, [=] { return hf_linear_mullapudi2016(*x, *w, *b, *y); });
+    // OpenBLAS: Y = X·Wᵀ (no bias: a lower bound on its time for our op).
+    add(s + "openblas", work, compute, [=] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x->data(), K, w->data(), K, 0.0f,
+                    y->data(), N);
+        return 0;
+    });
+    // oneDNN matmul with bias; weights reordered once into its preferred
+    // layout (its best case: prepacked weights).
+    dnnl::memory::desc a_md({M, K}, dt::f32, tag::ab), c_md({M, N}, dt::f32, tag::ab),
+        bias_md({1, N}, dt::f32, tag::ab), w_any({K, N}, dt::f32, tag::any), w_md({K, N}, dt::f32, tag::ba);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_any, bias_md, c_md), engine());
+    auto wmem = keep(dnnl::memory(pd.weights_desc(), engine()));
+    dnnl::memory wsrc(w_md, engine(), w->data());
+    dnnl::reorder(wsrc, *wmem).execute(stream(), wsrc, *wmem);
+    stream().wait();
+    auto prim = keep(dnnl::matmul(pd));
+    auto args = keep(std::unordered_map<int, dnnl::memory>{
+        {DNNL_ARG_SRC, dnnl::memory(a_md, engine(), x->data())},
+        {DNNL_ARG_WEIGHTS, *wmem},
+        {DNNL_ARG_BIAS, dnnl::memory(bias_md, engine(), b->data())},
+        {DNNL_ARG_DST, dnnl::memory(c_md, engine(), y->data())}});
+    add(s + "onednn", work, compute, [=] {
+        prim->execute(stream(), *args);
+        stream().wait();
+        return 0;
+    });
+}
+
+void attention(int T, bool causal) {
+    const int H = 8, dk = 64;
+    auto q = keep(rnd({dk, T, H, 1}, 4)), k = keep(rnd({dk, T, H, 1}, 5)), v = keep(rnd({dk, T, H, 1}, 6));
+    auto o = keep(Buffer<float>(dk, T, H, 1));
+    auto len = keep(Buffer<int32_t>(1));
+    (*len)(0) = T;
+    const float sc = 0.125f;
+    const double work = (causal ? 2.0 : 4.0) * H * (double)T * T * dk;
+    const std::string s = std::string(causal ? "attention_causal/" : "attention/") + "8x" + std::to_string(T) + "x64/";
+    auto hand = causal ? hf_attention_causal : hf_attention;
+    auto adams = causal ? hf_attention_causal_adams2019 : hf_attention_adams2019;
+    auto mull = causal ? hf_attention_causal_mullapudi2016 : hf_attention_mullapudi2016;
+    add(s + "hand", work, true, [=] { return hand(*q, *k, *v, *len, 0, sc, *o); });
+    add(s + "adams2019", work, true, [=] { return adams(*q, *k, *v, *len, 0, sc, *o); });
+    add(s + "mullapudi2016", work, true, [=] { return mull(*q, *k, *v, *len, 0, sc, *o); });
+}
+
+// Whole multi-head self-attention as nn.MultiheadAttention computes it: the
+// fused QKV projection, attention over strided views of it, the output
+// projection (batch 1, d_model 512, 8 heads). FLOPs: projections + attention.
+void mha(int T) {
+    const int D = 512, H = 8, dk = 64;
+    auto x = keep(rnd({D, T}, 21)), wqkv = keep(rnd({D, 3 * D}, 22, 0.05f)), bqkv = keep(rnd({3 * D}, 23));
+    auto wo = keep(rnd({D, D}, 24, 0.05f)), bo = keep(rnd({D}, 25));
+    auto qkv = keep(Buffer<float>(3 * D, T)), a = keep(Buffer<float>(D, T)), y = keep(Buffer<float>(D, T));
+    auto len = keep(Buffer<int32_t>(1));
+    (*len)(0) = T;
+    auto view = [&](float *p, int stride) {
+        halide_dimension_t d[4] = {{0, dk, 1}, {0, T, stride}, {0, H, dk}, {0, 1, stride * T}};
+        return keep(Buffer<float>(p, 4, d));
+    };
+    auto q = view(qkv->data(), 3 * D), k = view(qkv->data() + D, 3 * D), v = view(qkv->data() + 2 * D, 3 * D);
+    auto o = view(a->data(), D);
+    const double work = 2.0 * T * D * 4 * D + 4.0 * H * (double)T * T * dk;
+    add("mha/1x" + std::to_string(T) + "x512/hand", work, true, [=] {
+        int rc = hf_linear(*x, *wqkv, *bqkv, *qkv);
+        rc = rc ? rc : hf_attention(*q, *k, *v, *len, 0, 0.125f, *o);
+        return rc ? rc : hf_linear(*a, *wo, *bo, *y);
+    });
+}
+
+// One new query per sequence against a cache of L keys (batch 8, 8 heads).
+void attention_decode(int L) {
+    const int H = 8, dk = 64, B = 8;
+    auto q = keep(rnd({dk, 1, H, B}, 7)), k = keep(rnd({dk, L, H, B}, 8)), v = keep(rnd({dk, L, H, B}, 9));
+    auto o = keep(Buffer<float>(dk, 1, H, B));
+    auto len = keep(Buffer<int32_t>(B));
+    len->fill(L);
+    const double work = 2.0 * 4 * (double)L * H * B * dk;  // K and V bytes
+    const std::string s = "attention_decode/8x8x1x" + std::to_string(L) + "/";
+    add(s + "hand", work, false, [=] { return hf_attention_causal_decode(*q, *k, *v, *len, L - 1, 0.125f, *o); });
+    add(s + "hand_prefill_schedule", work, false,
+        [=] { return hf_attention_causal(*q, *k, *v, *len, L - 1, 0.125f, *o); });
+}
+
+void softmax(int R, int N) {
+    using dt = dnnl::memory::data_type;
+    auto x = keep(rnd({N, R}, 10, 5.0f)), y = keep(Buffer<float>(N, R));
+    const double work = 8.0 * R * N;
+    const std::string s = "softmax/" + std::to_string(R) + "x" + std::to_string(N) + "/";
+    add(s + "hand", work, false, [=] { return hf_softmax(*x, *y); });
+    add(s + "adams2019", work, false, [=] { return hf_softmax_adams2019(*x, *y); });
+    add(s + "mullapudi2016", work, false, [=] { return hf_softmax_mullapudi2016(*x, *y); });
+    dnnl::memory::desc md({R, N}, dt::f32, dnnl::memory::format_tag::ab);
+    dnnl::softmax_forward::primitive_desc pd(
+        dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, md, 1), engine());
+    auto prim = keep(dnnl::softmax_forward(pd));
+    auto args = keep(std::unordered_map<int, dnnl::memory>{{DNNL_ARG_SRC, dnnl::memory(md, engine(), x->data())},
+                                                           {DNNL_ARG_DST, dnnl::memory(md, engine(), y->data())}});
+    add(s + "onednn", work, false, [=] {
+        prim->execute(stream(), *args);
+        stream().wait();
+        return 0;
+    });
+}
+
+void layer_norm(int R, int D) {
+    using dt = dnnl::memory::data_type;
+    auto x = keep(rnd({D, R}, 11)), r = keep(rnd({D, R}, 12)), g = keep(rnd({D}, 13)), b = keep(rnd({D}, 14));
+    auto y = keep(Buffer<float>(D, R));
+    const std::string s = "layer_norm/" + std::to_string(R) + "x" + std::to_string(D) + "/";
+    add(s + "hand", 8.0 * R * D, false, [=] { return hf_layer_norm(*x, *g, *b, 1e-5f, *y); });
+    add(s + "adams2019", 8.0 * R * D, false, [=] { return hf_layer_norm_adams2019(*x, *g, *b, 1e-5f, *y); });
+    add(s + "mullapudi2016", 8.0 * R * D, false, [=] { return hf_layer_norm_mullapudi2016(*x, *g, *b, 1e-5f, *y); });
+    add("layer_norm_residual/" + std::to_string(R) + "x" + std::to_string(D) + "/hand", 12.0 * R * D, false,
+        [=] { return hf_layer_norm_residual(*x, *g, *b, 1e-5f, *r, *y); });
+    dnnl::memory::desc md({R, D}, dt::f32, dnnl::memory::format_tag::ab), ss({D}, dt::f32, dnnl::memory::format_tag::a);
+    dnnl::layer_normalization_forward::primitive_desc pd(
+        dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_inference, md, 1e-5f,
+                                                dnnl::normalization_flags::use_scale |
+                                                    dnnl::normalization_flags::use_shift),
+        engine());
+    auto prim = keep(dnnl::layer_normalization_forward(pd));
+    auto args = keep(std::unordered_map<int, dnnl::memory>{{DNNL_ARG_SRC, dnnl::memory(md, engine(), x->data())},
+                                                           {DNNL_ARG_DST, dnnl::memory(md, engine(), y->data())},
+                                                           {DNNL_ARG_SCALE, dnnl::memory(ss, engine(), g->data())},
+                                                           {DNNL_ARG_SHIFT, dnnl::memory(ss, engine(), b->data())}});
+    add(s + "onednn", 8.0 * R * D, false, [=] {
+        prim->execute(stream(), *args);
+        stream().wait();
+        return 0;
+    });
+}
+
+void ffn(int M) {
+    const int D = 512, F = 2048;
+    auto x = keep(rnd({D, M}, 15)), w1 = keep(rnd({D, F}, 16, 0.05f)), b1 = keep(rnd({F}, 17));
+    auto w2 = keep(rnd({F, D}, 18, 0.05f)), b2 = keep(rnd({D}, 19));
+    auto h = keep(Buffer<float>(F, M)), y = keep(Buffer<float>(D, M));
+    const double work = 4.0 * M * D * F;
+    const std::string s = "ffn/" + std::to_string(M) + "x512x2048/";
+    add(s + "hand", work, true, [=] { return hf_ffn(*x, *w1, *b1, *w2, *b2, *y); });
+    add(s + "adams2019", work, true, [=] { return hf_ffn_adams2019(*x, *w1, *b1, *w2, *b2, *y); });
+    add(s + "mullapudi2016", work, true, [=] { return hf_ffn_mullapudi2016(*x, *w1, *b1, *w2, *b2, *y); });
+    add(s + "openblas", work, true, [=] {  // two sgemms, no bias or activation
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, F, D, 1.0f, x->data(), D, w1->data(), D, 0.0f,
+                    h->data(), F);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, D, F, 1.0f, h->data(), F, w2->data(), F, 0.0f,
+                    y->data(), D);
+        return 0;
+    });
+}
+
+void embedding(int T) {
+    const int D = 512, V = 37000;
+    auto table = keep(rnd({D, V}, 20)), out = keep(Buffer<float>(D, T, 1));
+    auto tok = keep(Buffer<int32_t>(T, 1));
+    for (int t = 0; t < T; t++) (*tok)(t, 0) = (t * 7919) % V;
+    const std::string s = "embedding/" + std::to_string(T) + "x512/";
+    const float sc = std::sqrt(512.0f);
+    add(s + "hand", 8.0 * T * D, false, [=] { return hf_embedding(*tok, *table, 0, sc, *out); });
+    add(s + "adams2019", 8.0 * T * D, false, [=] { return hf_embedding_adams2019(*tok, *table, 0, sc, *out); });
+    add(s + "mullapudi2016", 8.0 * T * D, false,
+        [=] { return hf_embedding_mullapudi2016(*tok, *table, 0, sc, *out); });
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    benchmark::Initialize(&argc, argv);
+    openblas_set_num_threads(threads());
+    g_peak_flops = probe_fma();
+    g_peak_bytes = probe_bandwidth();
+    std::printf("machine: %d threads; probes: FMA peak %.1f GFLOP/s, read bandwidth %.1f GB/s; "
+                "our kernels run the %s variant\n",
+                threads(), g_peak_flops / 1e9, g_peak_bytes / 1e9, halformer::isa_name(halformer::selected_isa()));
+    benchmark::AddCustomContext("fma_peak_gflops", std::to_string(g_peak_flops / 1e9));
+    benchmark::AddCustomContext("read_bandwidth_gbs", std::to_string(g_peak_bytes / 1e9));
+    benchmark::AddCustomContext("halformer_variant", halformer::isa_name(halformer::selected_isa()));
+    for (int M : {1, 4, 32, 128, 1024}) {
+        for (auto kn : std::vector<std::pair<int, int>>{{512, 512}, {512, 2048}, {2048, 512}, {512, 37000}}) {
+            linear(M, kn.first, kn.second);
+        }
+    }
+    for (int T : {128, 512, 2048}) {
+        attention(T, false);
+        attention(T, true);
+    }
+    for (int T : {128, 512, 2048}) mha(T);
+    for (int L : {128, 512, 2048}) attention_decode(L);
+    softmax(1024, 128);
+    softmax(128, 37000);
+    layer_norm(128, 512);
+    layer_norm(1024, 512);
+    ffn(128);
+    ffn(1024);
+    embedding(128);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
