@@ -24,9 +24,19 @@ import subprocess
 import sys
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+import os
+
+# PyTorch's OpenMP threads: the count must be fixed before torch loads, and
+# on this project's 2-core VMs the default (spinning) wait policy makes 2
+# threads several times slower than 1 for small ops; PASSIVE is PyTorch's
+# best setting there, so the baseline gets it unless the caller chose.
+_threads = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "2"
+os.environ.setdefault("OMP_NUM_THREADS", _threads)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 D, H, FF, L, V = 512, 8, 2048, 6, 37000
 

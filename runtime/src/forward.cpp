@@ -21,6 +21,11 @@
 #include "hf_layer_norm.h"
 #include "hf_layer_norm_residual.h"
 #include "hf_linear.h"
+#include "hf_linear_dot.h"
+#include "hf_linear_dot_gelu.h"
+#include "hf_linear_dot_gelu_tanh.h"
+#include "hf_linear_dot_relu.h"
+#include "hf_linear_dot_residual.h"
 #include "hf_linear_residual.h"
 #include "hf_output_head.h"
 
@@ -28,6 +33,12 @@
 #include <cstring>
 
 namespace halformer {
+
+// Up to this many rows a projection uses the decode shape class (one-row
+// register blocks): measured 2026-11-22 (bench/kernels_bench.cpp), 1 × 512 →
+// 2048 runs at 29 GB/s with it against 21 GB/s with the prefill blocks; at 4
+// rows they tie; at 32 the prefill blocks are 1.8× faster.
+constexpr int kDotRows = 4;
 
 void Model::Impl::check_tokens(const std::vector<Sequence> &seqs, int vocab, const char *what,
                                int extra_positions) const {
@@ -93,6 +104,10 @@ FFNResFn ffn_residual_kernel(Act a) {
     return a == Act::ReLU ? hf_ffn_residual : a == Act::GELU ? hf_ffn_gelu_residual : hf_ffn_gelu_tanh_residual;
 }
 
+LinearFn linear_dot_act_kernel(Act a) {
+    return a == Act::ReLU ? hf_linear_dot_relu : a == Act::GELU ? hf_linear_dot_gelu : hf_linear_dot_gelu_tanh;
+}
+
 }  // namespace
 
 void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
@@ -118,7 +133,8 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
                       float *out, int out_stride) {
         View vx(in, {{D, 1}, {M, D}}), vw(w, {{D, 1}, {N, D}}), vb(bias, {{N, 1}}),
             vy(out, {{N, 1}, {M, out_stride}});
-        run(name, [&] { return hf_linear(vx.get(), vw.get(), vb.get(), vy.get()); });
+        auto fn = M <= kDotRows ? hf_linear_dot : hf_linear;
+        run(name, [&] { return fn(vx.get(), vw.get(), vb.get(), vy.get()); });
     };
     // Output projection + residual + norm (post-LN) or + residual (pre-LN):
     // x_alt ← x + Wo·a (+ norm), then swap.
@@ -126,10 +142,12 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
         View va = act(ab), vw(w.out_w, {{D, 1}, {D, D}}), vb(w.out_b, {{D, 1}});
         if (pre) {
             View vr = act(x), vo = act(x_alt);
-            run("linear", [&] { return hf_linear_residual(va.get(), vw.get(), vb.get(), vr.get(), vo.get()); });
+            auto fn = M <= kDotRows ? hf_linear_dot_residual : hf_linear_residual;
+            run("linear", [&] { return fn(va.get(), vw.get(), vb.get(), vr.get(), vo.get()); });
         } else {
             View vo = act(yb);
-            run("linear", [&] { return hf_linear(va.get(), vw.get(), vb.get(), vo.get()); });
+            auto fn = M <= kDotRows ? hf_linear_dot : hf_linear;
+            run("linear", [&] { return fn(va.get(), vw.get(), vb.get(), vo.get()); });
             add_norm(n, yb, x, x_alt);
         }
         std::swap(x, x_alt);
@@ -173,7 +191,21 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
 
     // Feed-forward.
     View w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}}), w2(L.w2, {{F, 1}, {D, F}}), b2(L.b2, {{D, 1}});
-    if (pre) {
+    if (M <= kDotRows) {
+        // Decode shape: two one-row projections through a hidden [M, F].
+        float *hidden = ffn_hidden.need((size_t)M * F);
+        View vin = act(pre ? (norm(L.ffn_norm, x, hb), hb) : x), vh(hidden, {{F, 1}, {M, F}});
+        auto first = linear_dot_act_kernel(cfg.activation);
+        run("ffn", [&] { return first(vin.get(), w1.get(), b1.get(), vh.get()); });
+        if (pre) {
+            View vr = act(x), vo = act(x_alt);
+            run("ffn", [&] { return hf_linear_dot_residual(vh.get(), w2.get(), b2.get(), vr.get(), vo.get()); });
+        } else {
+            View vo = act(yb);
+            run("ffn", [&] { return hf_linear_dot(vh.get(), w2.get(), b2.get(), vo.get()); });
+            add_norm(L.ffn_norm, yb, x, x_alt);
+        }
+    } else if (pre) {
         norm(L.ffn_norm, x, hb);
         View vh = act(hb), vr = act(x), vo = act(x_alt);
         auto fn = ffn_residual_kernel(cfg.activation);
@@ -203,7 +235,8 @@ void Model::Impl::project(const float *x, int M, int row_stride, float *out, boo
     if (log_softmax) {
         run("output_head", [&] { return hf_output_head(vx.get(), vw.get(), vb.get(), vy.get()); });
     } else {
-        run("output_projection", [&] { return hf_linear(vx.get(), vw.get(), vb.get(), vy.get()); });
+        auto fn = M <= kDotRows ? hf_linear_dot : hf_linear;
+        run("output_projection", [&] { return fn(vx.get(), vw.get(), vb.get(), vy.get()); });
     }
 }
 
