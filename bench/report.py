@@ -63,14 +63,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch comparison")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     kexe = os.path.join(a.build, "bench", "halformer_bench_kernels")
     hexe = os.path.join(a.build, "halformer")
-    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
-    can = {"sse41": "sse4_1" in flags, "avx2": "avx2" in flags and "fma" in flags, "avx512": "avx512f" in flags,
-           "sapphirerapids": "avx512_bf16" in flags and "avx512vnni" in flags}
-    variants = [v for v in VARIANTS if can[v]]
+    # A variant runs here when the kernels, capped at it, choose it.
+    fixture = os.path.join(root, "tests", "fixtures", "ed_post_relu")
+    variants = []
+    for v in VARIANTS:
+        info = subprocess.run([hexe, "info", fixture, "--isa", v], capture_output=True, text=True).stdout
+        if f"kernel variant this CPU runs: {v}" in info:
+            variants.append(v)
     native = variants[-1]
     date = datetime.date.today().isoformat()
     commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -96,6 +100,26 @@ def main():
         models[v] = run_model(hexe, v, model_args)
     with open(os.path.join(outdir, "model.json"), "w") as f:
         json.dump(models, f, indent=1)
+
+    # PyTorch side by side (native variant): the whole model at batch 1 and
+    # at batch 32 × beam 4 (CTranslate2's published setting), plus
+    # nn.MultiheadAttention and one encoder layer against ours.
+    torch_runs = {}
+    if not a.no_torch:
+        for tag, extra in (("batch1", ["--batch", "1"]), ("batch32_beam4", ["--batch", "32", "--beam", "4"])):
+            out = os.path.join(outdir, f"torch-{tag}.json")
+            cmd = ["/usr/bin/python3", os.path.join(root, "bench", "torch_baseline.py"), "--halformer", hexe,
+                   "--json-out", out] + extra + (["--iters", "1", "--new-tokens", "8"] if a.quick else ["--iters", "3"])
+            if tag == "batch1":
+                cmd.append("--layers")
+            print(f"[pytorch] {' '.join(cmd[2:])}", file=sys.stderr, flush=True)
+            if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0:
+                with open(out) as f:
+                    torch_runs[tag] = json.load(f)
+        enc_layer = {}
+        for B in (1, 8):
+            r = run_model(hexe, native, ["--batch", str(B), "--src-len", "128", "--new-tokens", "1", "--iters", "5"])
+            enc_layer[B] = r["encoder_ms"] / 6
 
     peak_f = float(results[native] and context.get("fma_peak_gflops", 0))
     lines = [f"# Halformer benchmark report: {cpu_name()}", "",
@@ -140,8 +164,30 @@ def main():
                      f"| {m['beam_tokens_per_s']:.1f} | {m['peak_rss_mb']:.0f} |")
     m = models[native]
     lines += ["", f"Workload: batch {m['batch']}, source length {m['src_len']}, {m['new_tokens']} new tokens, "
-              f"beam {m['beam']}, {m['threads']} threads, medians of {m['iters']} runs.", "",
-              "![kernels](kernels.png)", ""]
+              f"beam {m['beam']}, {m['threads']} threads, medians of {m['iters']} runs.", ""]
+    if torch_runs:
+        lines += ["## Against PyTorch (same machine, threads and run)", "",
+                  "PyTorch " + next(iter(torch_runs.values()))["torch"] + ", fp32 eager, KV-cached decoder "
+                  "(bench/torch_baseline.py); speed-up > 1 means Halformer is faster.", "",
+                  "| workload | metric | halformer | pytorch | speed-up |", "|---|---|---|---|---|"]
+        for tag, r in torch_runs.items():
+            for k, v in r["results"].items():
+                lines.append(f"| {tag} | {k} | {v['halformer']:.2f} | {v['pytorch']:.2f} | {v['ratio']:.2f}× |")
+        layers = torch_runs.get("batch1", {}).get("layers") or {}
+        if layers:
+            lines += ["", "| layer | halformer ms | pytorch ms | speed-up |", "|---|---|---|---|"]
+            for T in (128, 512, 2048):
+                ours = results[native].get(("mha", f"1x{T}x512", "hand"))
+                if ours and f"mha_1x{T}_ms" in layers:
+                    lines.append(f"| nn.MultiheadAttention 1×{T} (QKV + attention + out proj) | {ours['ms']:.3f} | "
+                                 f"{layers[f'mha_1x{T}_ms']:.3f} | {layers[f'mha_1x{T}_ms'] / ours['ms']:.2f}× |")
+            for B in (1, 8):
+                t = layers.get(f"encoder_layer_{B}x128_ms")
+                if t:
+                    lines.append(f"| encoder layer {B}×128 (ours: encoder_ms / 6) | {enc_layer[B]:.3f} | {t:.3f} | "
+                                 f"{t / enc_layer[B]:.2f}× |")
+        lines.append("")
+    lines += ["![kernels](kernels.png)", ""]
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(lines))
     try:
