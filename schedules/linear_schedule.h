@@ -21,7 +21,7 @@ struct LinearStages {
 
 // Tunable numbers (GeneratorParams of the generators).
 struct LinearKnobs {
-    int vectors_n;  // register block width, in vectors (0: default)
+    int vectors_n;  // register block width, in vectors (dot: outputs per block) (0: default)
     int rows_m;     // register block height, in rows (0: per target)
     bool dot;       // true: the decode shape class (M ≤ ~4): dot products along k
 };

@@ -1,3 +1,6 @@
+#include <cmath>
+#include <limits>
+
 #include "reference.h"
 #include "kernels.h"
 
@@ -80,6 +83,37 @@ TEST_P(TopKTest, RandomRowsAndTies) {
         ties(n, 1) = 1.0f;            // all equal
     }
     check_topk(GetParam().fn, K, ties);
+    // Ties spread over many first-stage chunks (the kernel splits rows into
+    // chunks of 512): equal maxima at ids 6, 13, 20, ... and a row of equal
+    // values, 2049 wide (a partial last chunk).
+    Buffer<float> wide(2049, 2);
+    for (int n = 0; n < 2049; n++) {
+        wide(n, 0) = (float)(n % 7);
+        wide(n, 1) = -2.5f;
+    }
+    check_topk(GetParam().fn, K, wide);
+}
+
+TEST_P(TopKTest, NaNAndTooFewScores) {
+    const int K = GetParam().name.find("topk8") != std::string::npos ? 8 : 1;
+    const float inf = std::numeric_limits<float>::infinity();
+    Buffer<float> s(1500, 2);
+    s.fill(-inf);
+    s(700, 0) = 3.0f;  // one finite score among -inf: the rest is (-inf, -1)
+    s(1400, 0) = std::nanf("");
+    for (int n = 0; n < 1500; n++) s(n, 1) = n % 3 == 0 ? std::nanf("") : (float)n;
+    Buffer<float> vals(K, 2);
+    Buffer<int32_t> ids(K, 2);
+    HF_CALL(GetParam().fn(s, vals, ids));
+    EXPECT_EQ(ids(0, 0), 700);
+    EXPECT_EQ(vals(0, 0), 3.0f);
+    for (int j = 1; j < K; j++) EXPECT_EQ(ids(j, 0), -1) << j;
+    int expect = 1500;
+    for (int j = 0; j < K; j++) {
+        do expect--; while (expect % 3 == 0);  // ids holding NaN are skipped
+        EXPECT_FALSE(std::isnan(vals(j, 1))) << "NaN is never selected";
+        EXPECT_EQ(ids(j, 1), expect) << j;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, TopKTest,

@@ -27,6 +27,7 @@
 #include "hf_linear_dot_relu.h"
 #include "hf_linear_dot_residual.h"
 #include "hf_linear_residual.h"
+#include "hf_log_softmax.h"
 #include "hf_output_head.h"
 
 #include <cmath>
@@ -232,7 +233,14 @@ void Model::Impl::project(const float *x, int M, int row_stride, float *out, boo
     const int D = cfg.d_model, V = gen_rows;
     View vx(x, {{D, 1}, {M, row_stride}}), vw(gen_w, {{D, 1}, {V, D}}), vb(gen_b, {{V, 1}}),
         vy(out, {{V, 1}, {M, V}});
-    if (log_softmax) {
+    if (log_softmax && M <= kDotRows) {
+        // Decode shape: the one-pass dot projection, then log_softmax (the
+        // fused head's panels would transpose all of W on every call).
+        float *raw = head_tmp.need((size_t)M * V);
+        View vr(raw, {{V, 1}, {M, V}});
+        run("output_head", [&] { return hf_linear_dot(vx.get(), vw.get(), vb.get(), vr.get()); });
+        run("output_head", [&] { return hf_log_softmax(vr.get(), vy.get()); });
+    } else if (log_softmax) {
         run("output_head", [&] { return hf_output_head(vx.get(), vw.get(), vb.get(), vy.get()); });
     } else {
         auto fn = M <= kDotRows ? hf_linear_dot : hf_linear;

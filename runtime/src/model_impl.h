@@ -99,7 +99,7 @@ struct Model::Impl {
     std::vector<double> step_seconds;
 
     // Activations and caches (grow-only).
-    Scratch x0, x1, h, q, a, y, ffn_hidden, kv_tmp, tokens_f, enc_out, logits, topv, topi, kvlen_buf,
+    Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, tokens_f, enc_out, logits, topv, topi, kvlen_buf,
         memlen_buf;
     std::vector<Scratch> self_kv, self_kv_alt, cross_kv;
 
