@@ -50,7 +50,9 @@
 #include "hf_linear_adams2019.h"
 #include "hf_linear_dot.h"
 #include "hf_linear_mullapudi2016.h"
+#include "hf_argmax.h"
 #include "hf_softmax.h"
+#include "hf_topk8.h"
 #include "hf_softmax_adams2019.h"
 #include "hf_softmax_mullapudi2016.h"
 
@@ -365,6 +367,16 @@ void embedding(int T) {
         [=] { return hf_embedding_mullapudi2016(*tok, *table, 0, sc, *out); });
 }
 
+// Beam search's candidate selection: top-8 (and argmax) over the vocabulary.
+void topk(int M) {
+    const int V = 37000;
+    auto x = keep(rnd({V, M}, 26, 5.0f)), vals = keep(Buffer<float>(8, M)), v1 = keep(Buffer<float>(1, M));
+    auto ids = keep(Buffer<int32_t>(8, M)), i1 = keep(Buffer<int32_t>(1, M));
+    const std::string s = "/" + std::to_string(M) + "x37000/hand";
+    add("topk8" + s, 4.0 * M * V, false, [=] { return hf_topk8(*x, *vals, *ids); });
+    add("argmax" + s, 4.0 * M * V, false, [=] { return hf_argmax(*x, *v1, *i1); });
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -396,6 +408,8 @@ int main(int argc, char **argv) {
     ffn(128);
     ffn(1024);
     embedding(128);
+    topk(4);
+    topk(128);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;

@@ -21,7 +21,6 @@ using namespace halformer;
 class TopK : public Generator<TopK> {
 public:
     GeneratorParam<int> k{"k", 1};
-    GeneratorParam<int> chunk{"chunk", 512};  // scores per first-stage list
 
     Input<Buffer<float, 2>> scores{"scores"};
     Output<Buffer<float, 2>> values{"values"};
@@ -29,54 +28,40 @@ public:
 
     void generate() {
         /* THE ALGORITHM */
-        // Two stages: the k best of each chunk of `chunk` scores, then the k
-        // best of those candidates. Candidates are merged in increasing id
-        // order (chunk by chunk, each chunk's list best first with equal
-        // values in id order), so the tie rule holds across chunks too.
-        const int K = k, C = chunk;
+        const int K = k;
         Expr N = scores.dim(0).extent();
-        Expr chunks = (N + C - 1) / C;
+        RDom r(0, N, "r");
         const Expr neg_inf = Expr(-std::numeric_limits<float>::infinity());
         std::vector<Expr> init;
         for (int e = 0; e < K; e++) init.push_back(neg_inf);
         for (int e = 0; e < K; e++) init.push_back(-1);
-        // Inserts (x, id) into the sorted list held by f(args): only a
-        // strictly larger score displaces an entry (-inf never enters).
-        auto insert = [&](Func f, std::vector<Expr> args, Expr x, Expr id) {
-            std::vector<Expr> vals(K), idx(K), next(2 * K);
-            for (int e = 0; e < K; e++) {
-                vals[e] = f(args)[e];
-                idx[e] = f(args)[K + e];
-            }
-            for (int e = 0; e < K; e++) {
-                Expr above = x > vals[e];
-                if (e == 0) {
-                    next[e] = select(above, x, vals[e]);
-                    next[K + e] = select(above, id, idx[e]);
-                } else {
-                    Expr above_prev = x > vals[e - 1];
-                    next[e] = select(above_prev, vals[e - 1], select(above, x, vals[e]));
-                    next[K + e] = select(above_prev, idx[e - 1], select(above, id, idx[e]));
-                }
-            }
-            f(args) = Tuple(next);
-        };
-        RDom r(0, C, "r");
-        Expr n = c * C + r;
-        part(c, m) = Tuple(init);
+        best(m) = Tuple(init);
+        // Insertion of (x, r) into the sorted list v_0 ≥ v_1 ≥ … ≥ v_{K−1}.
         // NaN becomes -inf before any comparison: Halide compiles without
         // strict floats, so a comparison with NaN is not guaranteed false
-        // (is_nan is always evaluated strictly).
-        Expr x = scores(min(n, N - 1), m);
-        insert(part, {c, m}, select(n < N && !is_nan(x), x, neg_inf), n);
-        RDom rc(0, K, 0, chunks, "rc");
-        best(m) = Tuple(init);
-        std::vector<Expr> pv, pi;
+        // (is_nan is always evaluated strictly). A test caught NaN entering.
+        Expr s = scores(r, m);
+        Expr x = select(is_nan(s), neg_inf, s);
+        std::vector<Expr> vals(K), idx(K), next;
         for (int e = 0; e < K; e++) {
-            pv.push_back(part(rc.y, m)[e]);
-            pi.push_back(part(rc.y, m)[K + e]);
+            vals[e] = best(m)[e];
+            idx[e] = best(m)[K + e];
         }
-        insert(best, {m}, K == 1 ? pv[0] : mux(rc.x, pv), K == 1 ? pi[0] : mux(rc.x, pi));
+        std::vector<Expr> nv(K), ni(K);
+        for (int e = 0; e < K; e++) {
+            Expr above = x > vals[e];
+            if (e == 0) {
+                nv[e] = select(above, x, vals[e]);
+                ni[e] = select(above, r, idx[e]);
+            } else {
+                Expr above_prev = x > vals[e - 1];
+                nv[e] = select(above_prev, vals[e - 1], select(above, x, vals[e]));
+                ni[e] = select(above_prev, idx[e - 1], select(above, r, idx[e]));
+            }
+        }
+        for (int e = 0; e < K; e++) next.push_back(nv[e]);
+        for (int e = 0; e < K; e++) next.push_back(ni[e]);
+        best(m) = Tuple(next);
 
         std::vector<Expr> vs, is;
         for (int e = 0; e < K; e++) {
@@ -94,12 +79,12 @@ public:
 
     void schedule() {
         if (auto_schedule) return;
-        schedule_topk_cpu({values, ids, best, part, j, m, c}, get_target());
+        schedule_topk_cpu({values, ids, best, j, m}, get_target());
     }
 
 private:
-    Var j{"j"}, m{"m"}, c{"c"};
-    Func best{"best"}, part{"part"};
+    Var j{"j"}, m{"m"};
+    Func best{"best"};
 };
 
 }  // namespace

@@ -6,31 +6,23 @@
 namespace halformer {
 
 struct TopKStages {
-    Halide::Func values, ids, best, part;
-    Halide::Var j, m, c;
+    Halide::Func values, ids, best;
+    Halide::Var j, m;
 };
 
-// Each scan is serial, so both stages vectorize across independent lists:
-// the first stage across chunks of a row (one lane per chunk, the k-entry
-// lists in registers), rows and groups of chunks over threads; the merge
-// across rows. Measured 2026-11-22 (sapphirerapids, 2 threads, top-8 of
-// 4 × 37000): 5.1 ms as one serial scan per row vectorized across rows.
+// The scan over a row is serial, so it is vectorized across rows instead: one
+// lane per row, the k-entry sorted lists in registers, groups of rows over
+// threads. (Serial per row it ran 4.7x slower than the autoschedulers at
+// 128 x 37000.) Measured 2026-11-22: top-8 of 128 x 37000 in 1.34 ms, of
+// 4 x 37000 in 4.5 ms (few rows leave the lanes empty; a two-stage
+// chunked version vectorized across chunks needed stride-512 gathers and
+// ran 2-8x slower, so it was dropped).
 inline void schedule_topk_cpu(TopKStages s, const Halide::Target &t) {
     using namespace Halide;
     const int lanes = f32_lanes(t);
-    Var mo("mo"), mi("mi"), co("co"), ci("ci");
+    Var mo("mo"), mi("mi");
     s.values.compute_root().parallel(s.m);
     s.ids.compute_root().parallel(s.m);
-    s.part.compute_root()
-        .split(s.c, co, ci, lanes, TailStrategy::GuardWithIf)
-        .vectorize(ci)
-        .fuse(co, s.m, mo)
-        .parallel(mo);
-    s.part.update()
-        .split(s.c, co, ci, lanes, TailStrategy::GuardWithIf)
-        .vectorize(ci)
-        .fuse(co, s.m, mo)
-        .parallel(mo);
     s.best.compute_root()
         .split(s.m, mo, mi, lanes, TailStrategy::GuardWithIf)
         .vectorize(mi)
