@@ -4,6 +4,8 @@
 // (or GB/s for memory-bound ops) of each, and the compiled x86 variant in use.
 #include <HalideBuffer.h>
 
+#include "bench_common.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -52,13 +54,7 @@ using Halide::Runtime::Buffer;
 
 namespace {
 
-Buffer<float> rnd(std::vector<int> dims, uint32_t seed, float scale = 1.0f) {
-    Buffer<float> b(dims);
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> d(-scale, scale);
-    b.for_each_value([&](float &x) { x = d(rng); });
-    return b;
-}
+using halformer_bench::rnd;
 
 // Median seconds per call: one warm-up call, then samples of enough calls to
 // last ≥ 20 ms each, 7 samples (or fewer if a call is very slow).

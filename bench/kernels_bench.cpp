@@ -9,6 +9,8 @@
 // Run: build/bench/halformer_bench_kernels [--benchmark_filter=linear]
 // (HALFORMER_ISA=avx2 forces our kernels onto a lower compiled variant.)
 #include <HalideBuffer.h>
+
+#include "bench_common.h"
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -142,13 +144,7 @@ double g_peak_flops = 1, g_peak_bytes = 1;
 
 // ---- registration ---------------------------------------------------------
 
-Buffer<float> rnd(std::vector<int> dims, uint32_t seed, float scale = 1.0f) {
-    Buffer<float> b(dims);
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> d(-scale, scale);
-    b.for_each_value([&](float &x) { x = d(rng); });
-    return b;
-}
+using halformer_bench::rnd;
 
 // work: FLOPs (compute = true) or bytes moved per call.
 void add(const std::string &name, double work, bool compute, std::function<int()> call) {
