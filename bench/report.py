@@ -79,8 +79,8 @@ def main():
     date = datetime.date.today().isoformat()
     commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "unknown"
-    dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            ":(exclude)bench/results"], capture_output=True, text=True).stdout.strip()
     slug = re.sub(r"[^a-z0-9]+", "-", cpu_name().lower()).strip("-")[:40]
     outdir = os.path.join(root, "bench", "results", f"{slug}-{date}")
     os.makedirs(outdir, exist_ok=True)
