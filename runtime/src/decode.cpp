@@ -17,6 +17,7 @@
 // then finished as they are). The n_best highest normalised scores are
 // returned.
 #include "model_impl.h"
+#include "splitmix.h"
 
 #include "hf_argmax.h"
 #include "hf_linear.h"
@@ -32,17 +33,6 @@ namespace halformer {
 namespace {
 
 constexpr int kTopK = 8;  // hf_topk8: beam + 1 candidates per beam
-
-struct SplitMix {
-    uint64_t s;
-    uint64_t next() {
-        uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-    double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
-};
 
 // One draw from softmax(logits / T) restricted to the top_k largest logits
 // and then to the smallest prefix holding top_p of the probability.

@@ -2,6 +2,7 @@
 // state_dict names), or deterministic random weights; every tensor the config
 // implies is resolved to a kernel-ready float32 pointer and its shape checked.
 #include "model_impl.h"
+#include "splitmix.h"
 
 #include <cmath>
 #include <cstring>
@@ -69,18 +70,9 @@ public:
         } else {
             range = std::sqrt(6.0f / float(shape[0] + shape[1]));
         }
-        uint64_t s = seed_ ^ std::hash<std::string>{}(name);
+        SplitMix rng{seed_ ^ std::hash<std::string>{}(name)};
         for (size_t k = 0; k < n; k++) {
-            if (range == 0) {
-                v[k] = fill;
-                continue;
-            }
-            s += 0x9E3779B97F4A7C15ull;  // splitmix64
-            uint64_t z = s;
-            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-            z ^= z >> 31;
-            v[k] = range * (float(z >> 40) * (2.0f / 16777216.0f) - 1.0f);
+            v[k] = range == 0 ? fill : range * (float(rng.next() >> 40) * (2.0f / 16777216.0f) - 1.0f);
         }
         return v.data();
     }
