@@ -5,7 +5,8 @@
 # bench/report.py also want python3-torch and python3-matplotlib: optional.)
 # Does nothing when everything is already there.
 set -euo pipefail
-pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev libopenblas-dev libdnnl-dev)
+pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev libopenblas-dev libdnnl-dev
+      ocl-icd-opencl-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
