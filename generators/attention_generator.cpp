@@ -41,6 +41,10 @@ public:
     // Schedule knobs (schedules/attention_schedule.h).
     GeneratorParam<int> query_tile{"query_tile", 8};
     GeneratorParam<int> heads_per_task{"heads_per_task", 1};
+    GeneratorParam<int> score_vectors{"score_vectors", 2};
+    // The kernel name tuned records know this build by (set by the build; see
+    // schedules/tuned.h). Empty: hand values only.
+    GeneratorParam<std::string> tuned_as{"tuned_as", ""};
 
     Input<Buffer<float, 4>> q{"q"};
     Input<Buffer<float, 4>> k{"k"};
@@ -52,7 +56,7 @@ public:
 
     void generate() {
         /* THE ALGORITHM */
-        const int KB = key_block;
+        const int KB = Tuned(tuned_as, get_target()).get("key_block", key_block);
         Expr dk = q.dim(0).extent();
         Expr Tkv = k.dim(1).extent();
         Expr nblocks = (Tkv + KB - 1) / KB;
@@ -110,7 +114,13 @@ public:
         AttentionStages s{o, kt, score, masked, block_max, p, block_sum, block_out,
                           row_max, weight, denom, numer,
                           d, j, i, h, b, kb, rd, rj, rb};
-        schedule_attention_cpu(s, {query_tile, key_block, heads_per_task}, get_target());
+        Tuned rec(tuned_as, get_target());
+        if (rec.apply_schedule(get_pipeline(), get_target())) return;
+        schedule_attention_cpu(s,
+                               {rec.get("query_tile", query_tile), rec.get("key_block", key_block),
+                                rec.get("heads_per_task", heads_per_task),
+                                rec.get("score_vectors", score_vectors)},
+                               get_target());
     }
 
 private:

@@ -39,6 +39,11 @@ public:
                            {"sinusoidal_concat", PE::SinusoidalConcat},
                            {"learned", PE::Learned}}};
 
+    GeneratorParam<int> tokens_per_task{"tokens_per_task", 8};
+    // The kernel name tuned records know this build by (set by the build; see
+    // schedules/tuned.h). Empty: hand values only.
+    GeneratorParam<std::string> tuned_as{"tuned_as", ""};
+
     Input<Buffer<int32_t, 2>> tokens{"tokens"};
     Input<Buffer<float, 2>> table{"table"};
     Input<int32_t> start_pos{"start_pos"};
@@ -88,7 +93,10 @@ public:
 
     void schedule() {
         if (auto_schedule) return;
-        schedule_embedding_cpu({out, token, position, pe == PE::Learned, d, t, b}, get_target());
+        Tuned rec(tuned_as, get_target());
+        if (rec.apply_schedule(get_pipeline(), get_target())) return;
+        schedule_embedding_cpu({out, token, position, pe == PE::Learned, d, t, b},
+                               {rec.get("tokens_per_task", tokens_per_task)}, get_target());
     }
 
 private:

@@ -29,6 +29,9 @@ public:
     GeneratorParam<int> fuse_rows{"fuse_rows", 0};
     GeneratorParam<int> vectors_n{"vectors_n", 0};
     GeneratorParam<int> rows_m{"rows_m", 0};
+    // The kernel name tuned records know this build by (set by the build; see
+    // schedules/tuned.h). Empty: hand values only.
+    GeneratorParam<std::string> tuned_as{"tuned_as", ""};
 
     Input<Buffer<float, 2>> x{"x"};
     Input<Buffer<float, 2>> w1{"w1"};
@@ -64,9 +67,13 @@ public:
 
     void schedule() {
         if (auto_schedule) return;
+        Tuned rec(tuned_as, get_target());
+        if (rec.apply_schedule(get_pipeline(), get_target())) return;
         schedule_ffn_cpu({hidden, mm1.acc, mm1.wt, n, m, mm1.r},
                          {y, mm2.acc, mm2.wt, n, m, mm2.r},
-                         {fuse_rows, {vectors_n, rows_m, false}}, get_target());
+                         {rec.get("fuse_rows", fuse_rows),
+                          {rec.get("vectors_n", vectors_n), rec.get("rows_m", rows_m), false}},
+                         get_target());
     }
 
 private:

@@ -25,6 +25,9 @@ class LayerNorm : public Generator<LayerNorm> {
 public:
     GeneratorParam<bool> residual_add{"residual", false};
     GeneratorParam<int> rows_per_task{"rows_per_task", 4};
+    // The kernel name tuned records know this build by (set by the build; see
+    // schedules/tuned.h). Empty: hand values only.
+    GeneratorParam<std::string> tuned_as{"tuned_as", ""};
 
     Input<Buffer<float, 2>> x{"x"};
     Input<Buffer<float, 1>> gamma{"gamma"};
@@ -68,7 +71,10 @@ public:
 
     void schedule() {
         if (auto_schedule) return;
-        schedule_layer_norm_cpu({y, h, sum, dev, sq, d, r, k}, {rows_per_task}, get_target());
+        Tuned rec(tuned_as, get_target());
+        if (rec.apply_schedule(get_pipeline(), get_target())) return;
+        schedule_layer_norm_cpu({y, h, sum, dev, sq, d, r, k}, {rec.get("rows_per_task", rows_per_task)},
+                                get_target());
     }
 
 private:

@@ -25,6 +25,9 @@ public:
     GeneratorParam<bool> dot{"dot", false};
     GeneratorParam<int> vectors_n{"vectors_n", 0};
     GeneratorParam<int> rows_m{"rows_m", 0};
+    // The kernel name tuned records know this build by (set by the build; see
+    // schedules/tuned.h). Empty: hand values only.
+    GeneratorParam<std::string> tuned_as{"tuned_as", ""};
 
     Input<Buffer<float, 2>> x{"x"};
     Input<Buffer<float, 2>> w{"w"};
@@ -54,8 +57,11 @@ public:
 
     void schedule() {
         if (auto_schedule) return;
-        // (GPU hand schedules: issue 6. Tuned records: schedules/tuned/, issue 5.)
-        schedule_linear_cpu({y, mm.acc, mm.wt, n, m, mm.r}, {vectors_n, rows_m, dot}, get_target());
+        Tuned rec(tuned_as, get_target());
+        if (rec.apply_schedule(get_pipeline(), get_target())) return;
+        schedule_linear_cpu({y, mm.acc, mm.wt, n, m, mm.r},
+                            {rec.get("vectors_n", vectors_n), rec.get("rows_m", rows_m), dot},
+                            get_target());
     }
 
 private:

@@ -22,6 +22,9 @@ public:
     GeneratorParam<bool> dot{"dot", false};
     GeneratorParam<int> vectors_n{"vectors_n", 0};
     GeneratorParam<int> rows_m{"rows_m", 0};
+    // The kernel name tuned records know this build by (set by the build; see
+    // schedules/tuned.h). Empty: hand values only.
+    GeneratorParam<std::string> tuned_as{"tuned_as", ""};
 
     Input<Buffer<float, 2>> x{"x"};
     Input<Buffer<float, 2>> w{"w"};
@@ -49,8 +52,11 @@ public:
 
     void schedule() {
         if (auto_schedule) return;
+        Tuned rec(tuned_as, get_target());
+        if (rec.apply_schedule(get_pipeline(), get_target())) return;
         schedule_output_head_cpu({logits, mm.acc, mm.wt, n, m, mm.r}, y, row_max, row_sum, k,
-                                 {vectors_n, rows_m, dot}, get_target());
+                                 {rec.get("vectors_n", vectors_n), rec.get("rows_m", rows_m), dot},
+                                 get_target());
     }
 
 private:

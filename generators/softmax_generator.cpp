@@ -59,10 +59,16 @@ public:
 
     void schedule() {
         if (auto_schedule) return;
-        schedule_softmax_cpu({y, s, e, row_max, row_sum, n, r, k}, {rows_per_task}, get_target());
+        Tuned rec(tuned_as, get_target());
+        if (rec.apply_schedule(get_pipeline(), get_target())) return;
+        schedule_softmax_cpu({y, s, e, row_max, row_sum, n, r, k},
+                             {rec.get("rows_per_task", rows_per_task)}, get_target());
     }
 
     GeneratorParam<int> rows_per_task{"rows_per_task", 8};
+    // The kernel name tuned records know this build by (set by the build; see
+    // schedules/tuned.h). Empty: hand values only.
+    GeneratorParam<std::string> tuned_as{"tuned_as", ""};
 
 private:
     Var n{"n"}, r{"r"};

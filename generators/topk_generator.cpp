@@ -21,6 +21,9 @@ using namespace halformer;
 class TopK : public Generator<TopK> {
 public:
     GeneratorParam<int> k{"k", 1};
+    // The kernel name tuned records know this build by (set by the build; see
+    // schedules/tuned.h). Empty: hand values only.
+    GeneratorParam<std::string> tuned_as{"tuned_as", ""};
 
     Input<Buffer<float, 2>> scores{"scores"};
     Output<Buffer<float, 2>> values{"values"};

@@ -16,6 +16,7 @@ struct AttentionKnobs {
     int query_tile;  // queries computed together (register block height)
     int key_block;   // keys per block (set in the algorithm; here for sizing)
     int heads_per_task = 1;  // (head, sequence) pairs per parallel task
+    int score_vectors = 2;   // score register block width, in vectors of keys
 };
 
 // Parallel over (batch, head). Per head, K is transposed once into kt(j, d) so
@@ -45,8 +46,9 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
 
     s.kt.compute_at(s.out, hb).vectorize(s.j, lanes, TailStrategy::GuardWithIf);
 
-    // Scores: a register block of 2 vectors of keys × tq queries, reduced over d.
-    const int kv = 2 * lanes;
+    // Scores: a register block of score_vectors vectors of keys × tq queries,
+    // reduced over d.
+    const int kv = std::max(1, knobs.score_vectors) * lanes;
     s.score.compute_at(s.out, io)
         .bound_extent(s.i, tq)
         .vectorize(s.j, lanes, TailStrategy::GuardWithIf);

@@ -11,10 +11,15 @@ struct EmbeddingStages {
     Halide::Var d, t, b;
 };
 
+struct EmbeddingKnobs {
+    int tokens_per_task;  // token rows handed to one thread at a time
+};
+
 // The ids are checked once each, up front (a bad id fails before any row is
 // written); then one row per token, vectorized over d, tokens over threads.
 // The encoding's exp/sin/cos cost more than the copy: still < 1% of a layer.
-inline void schedule_embedding_cpu(EmbeddingStages s, const Halide::Target &t) {
+inline void schedule_embedding_cpu(EmbeddingStages s, const EmbeddingKnobs &knobs,
+                                   const Halide::Target &t) {
     using namespace Halide;
     const int lanes = f32_lanes(t);
     s.token.compute_root();
@@ -22,7 +27,7 @@ inline void schedule_embedding_cpu(EmbeddingStages s, const Halide::Target &t) {
     Var tb("tb");
     s.out.compute_root()
         .fuse(s.t, s.b, tb)
-        .parallel(tb, 8, TailStrategy::GuardWithIf)
+        .parallel(tb, std::max(1, knobs.tokens_per_task), TailStrategy::GuardWithIf)
         .vectorize(s.d, lanes, TailStrategy::GuardWithIf);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "Halide.h"
+#include "tuned.h"
 
 namespace halformer {
 

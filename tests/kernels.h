@@ -2,6 +2,8 @@
 // schedule and its two autoscheduled builds.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 

@@ -7,6 +7,7 @@
 //   halformer demo [--batch B] [--src-len S] [--beam K] [--max-new-tokens N]
 //       [--threads N] [--seed S]
 // Every command takes --threads N and --isa sse41|avx2|avx512|sapphirerapids.
+#include "halformer/build_info.h"
 #include "halformer/isa.h"
 #include "halformer/model.h"
 
@@ -26,6 +27,7 @@
 #include <thread>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace halformer;
 
@@ -35,7 +37,7 @@ int g_threads = 0;  // Halide's default: one per core
 
 const char *kUsage =
     "usage:\n"
-    "  halformer info DIR\n"
+    "  halformer info [DIR]\n"
     "  halformer logits DIR --src IDS [--tgt IDS] --out FILE.npy [--force]\n"
     "  halformer generate DIR --src IDS [--max-new-tokens N]\n"
     "                     [--beam K] [--length-penalty A] [--n-best M]\n"
@@ -43,6 +45,8 @@ const char *kUsage =
     "  halformer demo [--batch B] [--src-len S] [--beam K] [--max-new-tokens N] [--seed S]\n"
     "  halformer bench DIR|--config base [--batch B] [--src-len S] [--beam K]\n"
     "                  [--new-tokens N] [--iters N] [--json]\n"
+    "  halformer tune [--target T] [--config base|DIR] [--ops OPS] [--budget 20m] [--resume]\n"
+    "                 (halformer tune --help: every option)\n"
     "common options: --threads N, --isa sse41|avx2|avx512|sapphirerapids\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n";
 
@@ -159,8 +163,29 @@ void print_ids(const std::vector<int32_t> &ids) {
     for (size_t k = 0; k < ids.size(); k++) std::printf("%s%d", k ? " " : "", ids[k]);
 }
 
+void print_build_info() {
+    std::string compiled;
+    for (Isa i : all_isas()) compiled += std::string(compiled.empty() ? "" : ", ") + isa_name(i);
+    std::printf("kernel variants compiled: %s\n", compiled.c_str());
+    std::printf("kernel variant this CPU runs: %s\n", isa_name(selected_isa()));
+    for (Isa i : all_isas()) {
+        const TunedRecord *r = tuned_record(i);
+        if (!r) {
+            std::printf("schedules, %s: hand (no tuned record for this target)\n", isa_name(i));
+            continue;
+        }
+        std::printf("schedules, %s: tuned record %s (%s, %s), %zu kernels tuned, the rest hand:\n", isa_name(i),
+                    r->path.c_str(), r->machine.c_str(), r->date.c_str(), r->kernels.size());
+        for (const auto &k : r->kernels) std::printf("  %-28s %s\n", k.kernel.c_str(), k.params.c_str());
+    }
+}
+
 int cmd_info(const Args &a) {
     check_known(a, {});
+    if (a.dir.empty()) {
+        print_build_info();
+        return 0;
+    }
     Model m = Model::load(a.dir);
     const Config &c = m.config();
     std::printf("model: %s\n", a.dir.c_str());
@@ -172,11 +197,7 @@ int cmd_info(const Args &a) {
         std::printf("head: %s\n", m.has_head() ? ("generator.weight, " + std::to_string(m.output_rows()) + " rows").c_str()
                                                : "none (logits are hidden states)");
     }
-    std::string compiled;
-    for (Isa i : all_isas()) compiled += std::string(compiled.empty() ? "" : ", ") + isa_name(i);
-    std::printf("kernel variants compiled: %s\n", compiled.c_str());
-    std::printf("kernel variant this CPU runs: %s\n", isa_name(selected_isa()));
-    std::printf("schedules: hand (no tuned record for this target)\n");
+    print_build_info();
     return 0;
 }
 
@@ -420,8 +441,28 @@ int cmd_bench(const Args &a) {
 
 }  // namespace
 
+// `halformer tune ...` runs halformer-tune, built next to this program: the
+// tuner links libHalide to compile candidate schedules, which the runtime
+// (and every application linking it) must not need.
+int run_tuner(int argc, char **argv) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) throw Error("tune: cannot find this program's path");
+    std::string dir(self, (size_t)n);
+    dir = dir.substr(0, dir.rfind('/'));
+    std::string tuner = dir + "/halformer-tune";
+    if (access(tuner.c_str(), X_OK) != 0)
+        throw Error("tune: " + tuner + " is missing (it is built with the project: ./scripts/build.sh)");
+    std::vector<char *> args{const_cast<char *>(tuner.c_str())};
+    for (int i = 2; i < argc; i++) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    execv(tuner.c_str(), args.data());
+    throw Error("tune: cannot run " + tuner + ": " + std::strerror(errno));
+}
+
 int main(int argc, char **argv) {
     try {
+        if (argc >= 2 && std::string(argv[1]) == "tune") return run_tuner(argc, argv);
         Args a = parse_args(argc, argv, {"sample", "force", "json"});
         if (a.flag("isa")) set_isa_limit(parse_isa(a.str("isa")));
         if (a.flag("threads")) {
@@ -430,7 +471,7 @@ int main(int argc, char **argv) {
             halide_set_num_threads((int)n);
             g_threads = (int)n;
         }
-        if (a.command == "info" || a.command == "logits" || a.command == "generate") {
+        if (a.command == "logits" || a.command == "generate") {
             if (a.dir.empty()) throw Error(a.command + ": a model directory is required\n" + kUsage);
         }
         if (a.command == "info") return cmd_info(a);

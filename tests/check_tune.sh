@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `halformer tune`: a short search writes a record, table and curve; it
+# refuses to overwrite a record; it stops on SIGINT and resumes; bad options
+# give errors that name them. And the build applies the checked-in records:
+# `halformer info` lists each one with the kernels it tunes.
+set -euo pipefail
+hf=$1 src=$2 generated=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_error() {  # expect_error "message piece" command...
+    local piece=$1; shift
+    if out=$("$@" 2>&1); then fail "no error from: $*"; fi
+    grep -qF -- "$piece" <<< "$out" || fail "expected '$piece' from: $* — got: $out"
+}
+
+# A short run: the hand space of layer_norm and Adams2019 with retraining.
+"$hf" tune --ops layer_norm --budget 25s --out "$tmp/rec" --work "$tmp/work" > "$tmp/out" 2> "$tmp/err" \
+    || { cat "$tmp/err"; fail "tune run"; }
+rec=$tmp/rec/record.json
+for key in '"target": "' '"machine": ' '"date": ' '"command": "halformer tune --ops layer_norm' \
+           '"op": "layer_norm"' '"class": "prefill"' '"kernels": {' '"schedules": {' '"hand_ms": '; do
+    grep -qF -- "$key" "$rec" || fail "record lacks $key"
+done
+grep -q '"adams2019_samples": [1-9]' "$rec" || fail "no Adams2019 samples"
+grep -q '"retrains": [1-9]' "$rec" || fail "the cost model was never retrained"
+ls "$tmp"/work/cost_model_1.weights > /dev/null || fail "no retrained weights"
+grep -q '^| layer_norm | prefill | ' "$tmp/rec/report.md" || fail "report table"
+grep -q '^| layer_norm | prefill | ' "$tmp/out" || fail "the table is not printed"
+grep -q 'ETA' "$tmp/err" || fail "no progress line"
+[ "$(wc -l < "$tmp/work/curve.csv")" -gt 3 ] || fail "no tuning curve"
+grep -q '"ok":true' "$tmp/work/state.jsonl" || fail "no measured candidate in the state"
+if grep -q '"ok":true,"error":"wrong' "$tmp/work/state.jsonl"; then fail "a wrong result was accepted"; fi
+
+# An existing record is kept unless --force.
+cp "$rec" "$tmp/before.json"
+expect_error "pass --force" "$hf" tune --ops layer_norm --budget 5s --out "$tmp/rec" --work "$tmp/work"
+cmp -s "$rec" "$tmp/before.json" || fail "the record was touched"
+
+# Stop (SIGINT) and resume: the second run starts from the measured state.
+set +e
+timeout --preserve-status -s INT 8 "$hf" tune --ops attention/prefill --budget 60s --no-adams --out "$tmp/r2" --work "$tmp/w2" \
+    > /dev/null 2> "$tmp/err2"
+rc=$?
+set -e
+[ "$rc" = 130 ] || { cat "$tmp/err2"; fail "a stopped run should exit 130, got $rc"; }
+grep -q "Rerun with --resume" "$tmp/err2" || fail "no resume hint"
+[ ! -e "$tmp/r2/record.json" ] || fail "a stopped run wrote a record"
+n1=$(wc -l < "$tmp/w2/state.jsonl")
+[ "$n1" -ge 1 ] || fail "nothing measured before the stop"
+"$hf" tune --ops attention/prefill --budget 12s --no-adams --resume --out "$tmp/r2" --work "$tmp/w2" \
+    > /dev/null 2> "$tmp/err3" || { cat "$tmp/err3"; fail "resume"; }
+grep -q "resuming: $n1 measurements" "$tmp/err3" || fail "resume did not load the state"
+[ -e "$tmp/r2/record.json" ] || fail "resume wrote no record"
+
+# Bad options.
+expect_error "--budget wants a positive duration" "$hf" tune --budget 0
+expect_error "no op 'nope'" "$hf" tune --ops nope
+expect_error "not a build target" "$hf" tune --target bogus
+expect_error "unknown argument" "$hf" tune --frobnicate
+
+# The checked-in records are compiled in: info names each, with its kernels.
+"$hf" info > "$tmp/info"
+for r in "$src"/schedules/tuned/*/record.json; do
+    [ -e "$r" ] || continue
+    t=$(basename "$(dirname "$r")")
+    grep -q "schedules, $t: tuned record schedules/tuned/$t/record.json" "$tmp/info" \
+        || fail "info does not show the $t record"
+    # every kernel the record tunes is in the generated table the generators read
+    for k in $(sed -n '/"kernels": {/,/}$/p' "$r" | grep -o '"hf_[a-z0-9_]*"' | tr -d '"'); do
+        grep -q "{\"$t\", \"$k\"," "$generated/halformer_tuned_records.inc" || fail "$k ($t) not in the build"
+        grep -q "  $k " "$tmp/info" || fail "$k ($t) not listed by info"
+    done
+done
+echo "tune: all checks passed"

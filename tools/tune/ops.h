@@ -1,0 +1,312 @@
+// The ops the tuner runs: for one generator at one shape, the inputs (random,
+// fixed seed), the output buffers, the binding to a JIT-compiled generator
+// instance, and the check against the double-precision references of
+// tests/reference.h.
+#pragma once
+
+#include "Halide.h"
+#include "tests/reference.h"
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tune {
+
+using Halide::Buffer;
+using Dims = std::map<std::string, int>;
+
+// One call shape of an op: named sizes, and generator parameters that differ
+// from the task's representative kernel (e.g. causal=true).
+struct Shape {
+    std::string label;
+    Dims dims;
+    std::map<std::string, std::string> gen;
+};
+
+inline int dim(const Shape &s, const char *name) {
+    auto it = s.dims.find(name);
+    if (it == s.dims.end()) throw std::runtime_error(std::string("shape has no ") + name);
+    return it->second;
+}
+
+// One input value, by the generator's Input<> name: a buffer, or a scalar
+// of the input's type.
+struct InputValue {
+    std::string name;
+    Halide::Buffer<> buf;
+    double scalar = 0;
+    template <typename T>
+    InputValue(const char *n, const Halide::Buffer<T> &b) : name(n), buf(b) {}
+    InputValue(const char *n, double v) : name(n), scalar(v) {}
+};
+
+// A generator instance's data at one shape.
+class OpData {
+public:
+    virtual ~OpData() = default;
+    // The input values.
+    virtual std::vector<InputValue> inputs() = 0;
+    virtual Halide::Realization outputs() = 0;
+    // Output sizes, for the autoschedulers' estimates.
+    virtual std::vector<std::vector<int>> output_extents() = 0;
+    // ‖out − ref‖/‖ref‖ after a run (over the rows the reference covers).
+    virtual double error() = 0;
+};
+
+// Rows checked against the reference: the first, a middle and the last (the
+// reference is plain double loops; the full product at vocabulary size
+// would take seconds per candidate).
+inline ref::Array arr(const Buffer<float> &b) { return ref::to_array(*b.get()); }
+
+inline std::vector<int> check_rows(int M) {
+    std::set<int> rows{0, M / 2, M - 1};
+    return {rows.begin(), rows.end()};
+}
+
+inline ref::Array rows_of(const Buffer<float> &b, const std::vector<int> &rows) {
+    const int W = b.dim(0).extent();
+    ref::Array a({W, (int)rows.size()});
+    for (size_t r = 0; r < rows.size(); r++)
+        for (int i = 0; i < W; i++) a(i, (int)r) = b(i, rows[r]);
+    return a;
+}
+
+inline double rel_error_rows(const Buffer<float> &out, const std::vector<int> &rows,
+                             const ref::Array &r) {
+    return ref::rel_error_arrays(rows_of(out, rows), r);
+}
+
+inline std::string param(const Shape &s, const char *name, const std::string &fallback) {
+    auto it = s.gen.find(name);
+    return it == s.gen.end() ? fallback : it->second;
+}
+
+// linear: x [M, K], w [N, K], bias [N] (+ residual) → y [M, N]
+class LinearData : public OpData {
+public:
+    LinearData(const Shape &s, const std::string &act, bool residual)
+        : M(dim(s, "M")), K(dim(s, "K")), N(dim(s, "N")), act(act), has_res(residual),
+          x(ref::random_buffer({K, M}, 1)), w(ref::random_buffer({K, N}, 2, -0.1f, 0.1f)),
+          b(ref::random_buffer({N}, 3)), res(ref::random_buffer({N, M}, 4)), y(N, M) {}
+    std::vector<InputValue> inputs() override {
+        std::vector<InputValue> in{{"x", x}, {"w", w}, {"bias", b}};
+        if (has_res) in.push_back({"residual", res});
+        return in;
+    }
+    Halide::Realization outputs() override { return Halide::Realization({y}); }
+    std::vector<std::vector<int>> output_extents() override { return {{N, M}}; }
+    double error() override {
+        auto rows = check_rows(M);
+        ref::Array xr = rows_of(x, rows), rr = rows_of(res, rows);
+        ref::Array r = ref::linear(xr, arr(w), arr(b), act, has_res ? &rr : nullptr);
+        return rel_error_rows(y, rows, r);
+    }
+
+private:
+    int M, K, N;
+    std::string act;
+    bool has_res;
+    Buffer<float> x, w, b, res, y;
+};
+
+// ffn: x [M, D] → act(x·W1ᵀ + b1)·W2ᵀ + b2 (+ x) → y [M, D]
+class FFNData : public OpData {
+public:
+    FFNData(const Shape &s, const std::string &act, bool residual)
+        : M(dim(s, "M")), D(dim(s, "D")), F(dim(s, "F")), act(act), has_res(residual),
+          x(ref::random_buffer({D, M}, 1)), w1(ref::random_buffer({D, F}, 2, -0.1f, 0.1f)),
+          b1(ref::random_buffer({F}, 3)), w2(ref::random_buffer({F, D}, 4, -0.05f, 0.05f)),
+          b2(ref::random_buffer({D}, 5)), res(ref::random_buffer({D, M}, 6)), y(D, M) {}
+    std::vector<InputValue> inputs() override {
+        std::vector<InputValue> in{{"x", x}, {"w1", w1}, {"b1", b1}, {"w2", w2}, {"b2", b2}};
+        if (has_res) in.push_back({"residual", res});
+        return in;
+    }
+    Halide::Realization outputs() override { return Halide::Realization({y}); }
+    std::vector<std::vector<int>> output_extents() override { return {{D, M}}; }
+    double error() override {
+        auto rows = check_rows(M);
+        ref::Array xr = rows_of(x, rows), rr = rows_of(res, rows);
+        ref::Array hidden = ref::linear(xr, arr(w1), arr(b1), act, nullptr);
+        ref::Array r = ref::linear(hidden, arr(w2), arr(b2), "none",
+                                   has_res ? &rr : nullptr);
+        return rel_error_rows(y, rows, r);
+    }
+
+private:
+    int M, D, F;
+    std::string act;
+    bool has_res;
+    Buffer<float> x, w1, b1, w2, b2, res, y;
+};
+
+// output_head: log_softmax(x·Wᵀ + b) over the vocabulary
+class HeadData : public OpData {
+public:
+    explicit HeadData(const Shape &s)
+        : M(dim(s, "M")), K(dim(s, "K")), V(dim(s, "V")), x(ref::random_buffer({K, M}, 1)),
+          w(ref::random_buffer({K, V}, 2, -0.1f, 0.1f)), b(ref::random_buffer({V}, 3)), y(V, M) {}
+    std::vector<InputValue> inputs() override { return {{"x", x}, {"w", w}, {"bias", b}}; }
+    Halide::Realization outputs() override { return Halide::Realization({y}); }
+    std::vector<std::vector<int>> output_extents() override { return {{V, M}}; }
+    double error() override {
+        auto rows = check_rows(M);
+        ref::Array logits = ref::linear(rows_of(x, rows), arr(w), arr(b), "none", nullptr);
+        return rel_error_rows(y, rows, ref::softmax(logits, nullptr, true));
+    }
+
+private:
+    int M, K, V;
+    Buffer<float> x, w, b, y;
+};
+
+// softmax / log_softmax over rows of N (+ mask)
+class SoftmaxData : public OpData {
+public:
+    SoftmaxData(const Shape &s, bool log_out, bool mask)
+        : R(dim(s, "R")), N(dim(s, "N")), log_out(log_out), has_mask(mask),
+          x(ref::random_buffer({N, R}, 1, -8.f, 8.f)), m(ref::random_buffer({N, R}, 2, -1.f, 0.f)),
+          y(N, R) {}
+    std::vector<InputValue> inputs() override {
+        std::vector<InputValue> in{{"x", x}};
+        if (has_mask) in.push_back({"mask", m});
+        return in;
+    }
+    Halide::Realization outputs() override { return Halide::Realization({y}); }
+    std::vector<std::vector<int>> output_extents() override { return {{N, R}}; }
+    double error() override {
+        ref::Array ma = arr(m);
+        return ref::rel_error(*y.get(), ref::softmax(arr(x), has_mask ? &ma : nullptr, log_out));
+    }
+
+private:
+    int R, N;
+    bool log_out, has_mask;
+    Buffer<float> x, m, y;
+};
+
+// layer_norm(x (+ residual)) · γ + β
+class LayerNormData : public OpData {
+public:
+    LayerNormData(const Shape &s, bool residual)
+        : M(dim(s, "M")), D(dim(s, "D")), has_res(residual), x(ref::random_buffer({D, M}, 1, -2.f, 3.f)),
+          g(ref::random_buffer({D}, 2, 0.5f, 1.5f)), be(ref::random_buffer({D}, 3)),
+          res(ref::random_buffer({D, M}, 4)), y(D, M) {}
+    std::vector<InputValue> inputs() override {
+        std::vector<InputValue> in{{"x", x}, {"gamma", g}, {"beta", be}, {"eps", eps}};
+        if (has_res) in.push_back({"residual", res});
+        return in;
+    }
+    Halide::Realization outputs() override { return Halide::Realization({y}); }
+    std::vector<std::vector<int>> output_extents() override { return {{D, M}}; }
+    double error() override {
+        ref::Array ra = arr(res);
+        return ref::rel_error(*y.get(), ref::layer_norm(arr(x), has_res ? &ra : nullptr,
+                                                 arr(g), arr(be), eps));
+    }
+
+private:
+    int M, D;
+    bool has_res;
+    float eps = 1e-5f;
+    Buffer<float> x, g, be, res, y;
+};
+
+// attention: q (dk, Tq, H, B), k/v (dk, Tkv, H, B), per-sequence kv_len
+class AttentionData : public OpData {
+public:
+    AttentionData(const Shape &s, bool causal)
+        : B(dim(s, "B")), H(dim(s, "H")), Tq(dim(s, "Tq")), Tkv(dim(s, "Tkv")), dk(dim(s, "dk")),
+          causal(causal), q_offset(Tkv - Tq), scale(1.0f / std::sqrt((float)dk)),
+          q(ref::random_buffer({dk, Tq, H, B}, 1)), k(ref::random_buffer({dk, Tkv, H, B}, 2)),
+          v(ref::random_buffer({dk, Tkv, H, B}, 3)), kv_len(B), o(dk, Tq, H, B) {
+        // Sequences of a batch end at different lengths (the padded case).
+        for (int b = 0; b < B; b++) kv_len(b) = std::max(1, Tkv - 3 * b);
+    }
+    std::vector<InputValue> inputs() override {
+        return {{"q", q}, {"k", k}, {"v", v}, {"kv_len", kv_len}, {"q_offset", (double)q_offset}, {"scale", scale}};
+    }
+    Halide::Realization outputs() override { return Halide::Realization({o}); }
+    std::vector<std::vector<int>> output_extents() override { return {{dk, Tq, H, B}}; }
+    double error() override {
+        std::vector<int> lens(kv_len.data(), kv_len.data() + B);
+        return ref::rel_error(*o.get(), ref::attention(arr(q), arr(k), arr(v),
+                                                lens, q_offset, scale, causal));
+    }
+
+private:
+    int B, H, Tq, Tkv, dk;
+    bool causal;
+    int32_t q_offset;
+    float scale;
+    Buffer<float> q, k, v;
+    Buffer<int32_t> kv_len;
+    Buffer<float> o;
+};
+
+// embedding: table[token]·scale + position encoding → out (D, T, B)
+class EmbeddingData : public OpData {
+public:
+    EmbeddingData(const Shape &s, const std::string &pe)
+        : B(dim(s, "B")), T(dim(s, "T")), D(dim(s, "D")), V(dim(s, "V")), pe(pe),
+          tokens(T, B), table(ref::random_buffer({D, V}, 1)), pos(ref::random_buffer({D, T + start}, 2)),
+          out(D, T, B) {
+        uint32_t h = 12345;
+        tokens.for_each_value([&](int32_t &t) { h = h * 1664525u + 1013904223u; t = (int32_t)(h % (uint32_t)V); });
+    }
+    std::vector<InputValue> inputs() override {
+        std::vector<InputValue> in{{"tokens", tokens}, {"table", table}, {"start_pos", (double)start}, {"scale", scale}};
+        if (pe == "learned") in.push_back({"pos_table", pos});
+        return in;
+    }
+    Halide::Realization outputs() override { return Halide::Realization({out}); }
+    std::vector<std::vector<int>> output_extents() override { return {{D, T, B}}; }
+    double error() override {
+        ref::Array r({D, T, B});
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < D; d++) {
+                    double p = pe == "learned" ? (double)pos(d, start + t)
+                                               : ref::positional(start + t, d, D, pe == "sinusoidal_concat");
+                    r(d, t, b) = (double)table(d, tokens(t, b)) * scale + p;
+                }
+        return ref::rel_error(*out.get(), r);
+    }
+
+private:
+    int B, T, D, V;
+    std::string pe;
+    int32_t start = 3;
+    float scale = 2.0f;
+    Buffer<int32_t> tokens;
+    Buffer<float> table, pos, out;
+};
+
+// The data for `generator` with the given generator parameters at `shape`.
+inline std::unique_ptr<OpData> make_op_data(const std::string &generator,
+                                            const std::map<std::string, std::string> &params,
+                                            const Shape &shape) {
+    auto get = [&](const char *name, const std::string &fallback) {
+        auto it = params.find(name);
+        return param(shape, name, it == params.end() ? fallback : it->second);
+    };
+    if (generator == "linear")
+        return std::make_unique<LinearData>(shape, get("activation", "none"), get("residual", "false") == "true");
+    if (generator == "ffn")
+        return std::make_unique<FFNData>(shape, get("activation", "relu"), get("residual", "false") == "true");
+    if (generator == "output_head") return std::make_unique<HeadData>(shape);
+    if (generator == "softmax")
+        return std::make_unique<SoftmaxData>(shape, get("log", "false") == "true", get("mask", "false") == "true");
+    if (generator == "layer_norm")
+        return std::make_unique<LayerNormData>(shape, get("residual", "false") == "true");
+    if (generator == "attention")
+        return std::make_unique<AttentionData>(shape, get("causal", "false") == "true");
+    if (generator == "embedding") return std::make_unique<EmbeddingData>(shape, get("pe", "sinusoidal"));
+    throw std::runtime_error("the tuner has no op data for generator " + generator);
+}
+
+}  // namespace tune

@@ -1,0 +1,213 @@
+// What `halformer tune` searches: one task per op and shape class, at the
+// model's real shapes. A task tunes one representative kernel; its winner is
+// recorded for every kernel of the task's group (the same generator and hand
+// parameters, differing only in what the algorithm computes: activation,
+// residual, mask, causal).
+#pragma once
+
+#include "ops.h"
+#include "halformer/config.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tune {
+
+// A kernel the build compiles: generators/CMakeLists.txt, via the generated
+// halformer_kernel_list.inc.
+struct KernelInfo {
+    const char *name;
+    const char *generator;
+    const char *params;  // "name=value name=value"
+};
+
+inline const std::vector<KernelInfo> &kernel_list() {
+    static const std::vector<KernelInfo> list = {
+#include "halformer_kernel_list.inc"
+    };
+    return list;
+}
+
+inline const KernelInfo &kernel_info(const std::string &name) {
+    for (const auto &k : kernel_list())
+        if (name == k.name) return k;
+    throw std::runtime_error("no kernel named " + name + " in generators/CMakeLists.txt");
+}
+
+inline std::map<std::string, std::string> parse_params(const std::string &text) {
+    std::map<std::string, std::string> out;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        size_t end = text.find(' ', pos);
+        if (end == std::string::npos) end = text.size();
+        std::string item = text.substr(pos, end - pos);
+        size_t eq = item.find('=');
+        if (eq != std::string::npos) out[item.substr(0, eq)] = item.substr(eq + 1);
+        pos = end + 1;
+    }
+    return out;
+}
+
+using Point = std::map<std::string, int>;  // a candidate: knob → value
+
+// "a=1,b=2" (sorted by name), the key of a candidate in records and state.
+inline std::string point_key(const Point &p) {
+    std::string s;
+    for (const auto &[k, v] : p) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+    return s;
+}
+
+struct Knob {
+    std::string name;
+    std::vector<int> values;  // the first is the hand value
+};
+
+struct Task {
+    std::string op, shape_class;    // e.g. "linear", "prefill"
+    std::string kernel;             // the representative kernel tuned
+    std::vector<std::string> group; // kernels the winner is recorded for
+    std::vector<Knob> knobs;
+    std::vector<Shape> shapes;      // the objective: Σ median time over these
+    std::vector<Shape> edges;       // small and odd shapes every winner must pass too
+    // Register-file feasibility of a point (registers: 32 or 16 vectors).
+    std::function<bool(const Point &, int registers)> feasible = [](const Point &, int) { return true; };
+    std::string id() const { return op + "/" + shape_class; }
+    std::string generator() const { return kernel_info(kernel).generator; }
+    std::map<std::string, std::string> fixed() const { return parse_params(kernel_info(kernel).params); }
+    // The hand values: the kernel's build parameters where it sets a knob,
+    // else the knob's first value (the generator's default).
+    Point hand() const {
+        Point p;
+        auto f = fixed();
+        for (const auto &k : knobs) p[k.name] = f.count(k.name) ? std::stoi(f.at(k.name)) : k.values.front();
+        return p;
+    }
+};
+
+// Sizes the tasks use: prefill rows (tokens per call), the decode cache
+// length, and the rows a decode step has (beam or batch; the runtime takes
+// the decode kernels up to 4 rows).
+struct Workload {
+    int prefill_rows = 128;
+    int cache_len = 128;
+    int decode_rows = 4;
+};
+
+inline std::string shape_label(const char *fmt, std::initializer_list<int> v) {
+    char buf[128];
+    auto it = v.begin();
+    int a = it != v.end() ? *it++ : 0, b = it != v.end() ? *it++ : 0, c = it != v.end() ? *it++ : 0,
+        d = it != v.end() ? *it++ : 0;
+    std::snprintf(buf, sizeof(buf), fmt, a, b, c, d);
+    return buf;
+}
+
+inline Shape linear_shape(int M, int K, int N) {
+    return {shape_label("%dx%d->%d", {M, K, N}), {{"M", M}, {"K", K}, {"N", N}}, {}};
+}
+
+// The panel schedule's register block: vectors_n·lanes × rows_m accumulators
+// (0 means the schedule's per-target default: 3 vectors, rows to fill the file).
+inline bool panel_fits(const Point &p, int regs) {
+    int vn = p.at("vectors_n") > 0 ? p.at("vectors_n") : 3;
+    int rows = p.at("rows_m") > 0 ? p.at("rows_m") : (regs - vn - 2) / vn;
+    return rows >= 1 && vn * rows + vn + 1 <= regs;
+}
+
+inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &w) {
+    using halformer::Act;
+    const int d = c.d_model, F = c.d_ff, H = c.num_heads, dk = c.head_dim(), P = w.prefill_rows,
+              L = w.cache_len, R = w.decode_rows;
+    const int V = c.has_decoder() ? c.tgt_vocab_size : c.src_vocab_size;
+    const char *ffn_kernel = c.activation == Act::ReLU ? "hf_ffn"
+                             : c.activation == Act::GELU ? "hf_ffn_gelu" : "hf_ffn_gelu_tanh";
+    std::vector<Task> tasks;
+
+    Task lin{"linear", "prefill", "hf_linear",
+             {"hf_linear", "hf_linear_relu", "hf_linear_gelu", "hf_linear_gelu_tanh", "hf_linear_residual"},
+             {{"vectors_n", {0, 1, 2, 4}}, {"rows_m", {0, 2, 4, 6, 8, 10, 12, 14, 16, 20, 24}}},
+             {linear_shape(P, d, 3 * d), linear_shape(P, d, d)},
+             {linear_shape(1, d, 3 * d), linear_shape(17, 33, 71)}};
+    if (c.architecture == halformer::Architecture::EncoderDecoder) lin.shapes.push_back(linear_shape(P, d, 2 * d));
+    lin.feasible = panel_fits;
+    tasks.push_back(lin);
+
+    Task dot{"linear", "decode", "hf_linear_dot",
+             {"hf_linear_dot", "hf_linear_dot_residual", "hf_linear_dot_relu", "hf_linear_dot_gelu",
+              "hf_linear_dot_gelu_tanh"},
+             {{"vectors_n", {0, 2, 4, 6, 12, 16}}},
+             {linear_shape(1, d, 3 * d), linear_shape(1, d, F), linear_shape(1, F, d), linear_shape(R, d, 3 * d)},
+             {linear_shape(3, 33, 71)}};
+    tasks.push_back(dot);
+
+    Task ffn{"ffn", "prefill", ffn_kernel,
+             {ffn_kernel, std::string(ffn_kernel) + "_residual"},
+             {{"fuse_rows", {0, 16, 32, 64}}, {"vectors_n", {0, 1, 2, 4}}, {"rows_m", {0, 4, 6, 8, 10, 12, 14}}},
+             {{shape_label("%dx%d->%d->%d", {P, d, F, d}), {{"M", P}, {"D", d}, {"F", F}}, {}}},
+             {{"1x..", {{"M", 1}, {"D", d}, {"F", F}}, {}}, {"17x33->71", {{"M", 17}, {"D", 33}, {"F", 71}}, {}}}};
+    ffn.feasible = panel_fits;
+    tasks.push_back(ffn);
+
+    auto att = [&](int B, int Tq, int Tkv, bool causal) {
+        Shape s{shape_label("%dx%dx%dx%d", {B, H, Tq, Tkv}) + (causal ? " causal" : ""),
+                {{"B", B}, {"H", H}, {"Tq", Tq}, {"Tkv", Tkv}, {"dk", dk}}, {}};
+        if (causal) s.gen["causal"] = "true";
+        return s;
+    };
+    Task attp{"attention", "prefill", "hf_attention", {"hf_attention", "hf_attention_causal"},
+              {{"query_tile", {8, 1, 2, 4, 6, 12, 16}}, {"key_block", {64, 16, 32, 128, 256}},
+               {"heads_per_task", {1, 2, 4}}, {"score_vectors", {2, 1, 3, 4}}},
+              {att(1, P, P, false), att(1, P, P, true)},
+              {att(2, 1, 1, false), att(2, 3, 17, true)}};
+    attp.feasible = [](const Point &p, int regs) { return p.at("query_tile") * (p.at("score_vectors") + 1) <= 2 * regs; };
+    tasks.push_back(attp);
+
+    Task attd{"attention", "decode", "hf_attention_decode", {"hf_attention_decode", "hf_attention_causal_decode"},
+              {{"key_block", {16, 8, 32, 64, 128}}, {"heads_per_task", {16, 1, 2, 4, 8, 32}},
+               {"score_vectors", {2, 1, 3, 4}}},
+              {att(1, 1, L, false), att(R, 1, L, false)},
+              {att(3, 1, 1, false), att(2, 1, 19, true)}};
+    tasks.push_back(attd);
+
+    auto rows = [](int M, int D) {
+        return Shape{shape_label("%dx%d", {M, D}), {{"M", M}, {"D", D}}, {}};
+    };
+    tasks.push_back({"layer_norm", "prefill", "hf_layer_norm_residual", {"hf_layer_norm", "hf_layer_norm_residual"},
+                     {{"rows_per_task", {4, 1, 2, 8, 16, 32}}}, {rows(P, d)}, {rows(1, d), rows(3, 17)}});
+
+    auto srows = [](int Rr, int N) {
+        return Shape{shape_label("%dx%d", {Rr, N}), {{"R", Rr}, {"N", N}}, {}};
+    };
+    tasks.push_back({"log_softmax", "decode", "hf_log_softmax",
+                     {"hf_softmax", "hf_softmax_mask", "hf_log_softmax", "hf_log_softmax_mask"},
+                     {{"rows_per_task", {8, 1, 2, 4, 16}}}, {srows(1, V), srows(R, V)}, {srows(3, 17)}});
+
+    const char *emb = c.positional_encoding == halformer::Positional::Learned ? "hf_embedding_learned"
+                      : c.positional_encoding == halformer::Positional::SinusoidalConcat ? "hf_embedding_concat"
+                                                                                        : "hf_embedding";
+    auto eshape = [&](int B, int T, int D) {
+        return Shape{shape_label("%dx%dx%d", {B, T, D}), {{"B", B}, {"T", T}, {"D", D}, {"V", V}}, {}};
+    };
+    tasks.push_back({"embedding", "prefill", emb, {"hf_embedding", "hf_embedding_concat", "hf_embedding_learned"},
+                     {{"tokens_per_task", {8, 1, 2, 4, 16, 32}}}, {eshape(1, P, d)}, {eshape(2, 3, 18)}});
+
+    auto hshape = [&](int M) {
+        return Shape{shape_label("%dx%d->%d", {M, d, V}), {{"M", M}, {"K", d}, {"V", V}}, {}};
+    };
+    Task head{"output_head", "prefill", "hf_output_head", {"hf_output_head"},
+              {{"vectors_n", {0, 1, 2, 4}}, {"rows_m", {0, 4, 6, 8, 10, 12, 14}}},
+              {hshape(P)},
+              {{"3x33->71", {{"M", 3}, {"K", 33}, {"V", 71}}, {}}}};
+    head.feasible = panel_fits;
+    tasks.push_back(head);
+
+    tasks.push_back({"output_head", "decode", "hf_output_head_dot", {"hf_output_head_dot"},
+                     {{"vectors_n", {0, 2, 4, 6, 12, 16}}},
+                     {hshape(1), hshape(R)},
+                     {{"3x33->71", {{"M", 3}, {"K", 33}, {"V", 71}}, {}}}});
+    return tasks;
+}
+
+}  // namespace tune
