@@ -72,4 +72,7 @@ for r in "$src"/schedules/tuned/*/record.json; do
         grep -q "  $k " "$tmp/info" || fail "$k ($t) not listed by info"
     done
 done
+# ... and the generators apply them: under its kernel name each builds the
+# loop nest of the record's values, not the hand schedule's.
+"$hf" tune --check-records --work "$tmp/check" > "$tmp/check.out" || { cat "$tmp/check.out"; fail "--check-records"; }
 echo "tune: all checks passed"

@@ -28,7 +28,7 @@ def main():
             if best > 0 and hand > 0 and best < float("inf"):
                 adams = row["kind"] == "adams2019"
                 tasks.setdefault((row["task"], adams), []).append((t / 60, hand / best, row["kind"]))
-    fig, ax = plt.subplots(figsize=(10, 5.5))
+    fig, ax = plt.subplots(figsize=(12, 5.5))
     colors = {}
     for (name, adams), pts in tasks.items():
         xs = [p[0] for p in pts]
@@ -42,8 +42,8 @@ def main():
     ax.axhline(1.0, color="gray", lw=0.8, ls="--")
     ax.set_xlabel("tuning time (minutes)")
     ax.set_ylabel("speed-up over the hand schedule (best so far)")
-    ax.set_title(f"halformer tune: {title}\n(solid: hand-schedule space, dots: confirmed by re-timing; dashed: Adams2019 with retraining)")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(f"halformer tune: {title}\nsolid: hand-schedule space (dot: confirmed by re-timing); dashed: Adams2019 with retraining")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(out, dpi=110)

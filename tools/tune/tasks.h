@@ -143,7 +143,9 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
     tasks.push_back(dot);
 
     Task ffn{"ffn", "prefill", ffn_kernel,
-             {ffn_kernel, std::string(ffn_kernel) + "_residual"},
+             // every activation: the schedule is the two products'
+             {"hf_ffn", "hf_ffn_gelu", "hf_ffn_gelu_tanh", "hf_ffn_residual", "hf_ffn_gelu_residual",
+              "hf_ffn_gelu_tanh_residual"},
              {{"fuse_rows", {0, 16, 32, 64}}, {"vectors_n", {0, 1, 2, 4}}, {"rows_m", {0, 4, 6, 8, 10, 12, 14}}},
              {{shape_label("%dx%d->%d->%d", {P, d, F, d}), {{"M", P}, {"D", d}, {"F", F}}, {}}},
              {{"1x..", {{"M", 1}, {"D", d}, {"F", F}}, {}}, {"17x33->71", {{"M", 17}, {"D", 33}, {"F", 71}}, {}}}};

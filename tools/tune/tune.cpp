@@ -24,6 +24,7 @@
 #include "tasks.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -51,7 +52,7 @@ struct Options {
     std::string config = "base";      // base | model directory
     std::vector<std::string> ops;     // empty: all
     double budget_s = 20 * 60;
-    bool resume = false, force = false, adams = true;
+    bool resume = false, force = false, adams = true, check_records = false;
     std::string out_dir;              // record directory (default: the source tree's)
     std::string work_dir;             // state, samples, weights
     int threads = 0;
@@ -71,6 +72,7 @@ struct Options {
         "                      [--budget 20m] [--resume] [--force] [--no-adams]\n"
         "                      [--rows 128] [--cache-len 128] [--decode-rows 4]\n"
         "                      [--out DIR] [--work DIR] [--threads N]\n"
+        "       halformer tune --check-records   (the build applies its records?)\n"
         "Searches each op's schedule on this machine at the model's shapes and\n"
         "writes DIR/record.json (default: schedules/tuned/<target>/ in the source\n"
         "tree), report.md and tuning.png. Rebuild to apply the record.\n");
@@ -114,6 +116,7 @@ Options parse_options(int argc, char **argv) {
         else if (a == "--resume") o.resume = true;
         else if (a == "--force") o.force = true;
         else if (a == "--no-adams") o.adams = false;
+        else if (a == "--check-records") o.check_records = true;
         else if (a == "--out") o.out_dir = next();
         else if (a == "--work") o.work_dir = next();
         else if (a == "--threads") o.threads = parse_int(a, next(), 1);
@@ -617,6 +620,89 @@ int run_worker(const Options &o, const std::vector<Task> &tasks, const Halide::T
     return 0;
 }
 
+// ---------------------------------------------------------------- records
+
+// The lowered loop nest of a generator instance, with Halide's per-process
+// unique-name counters removed so that two builds compare as text.
+std::string lowered(const std::string &generator, const std::map<std::string, std::string> &params,
+                    const Halide::Target &target, const std::string &path) {
+    auto gen = Halide::Internal::GeneratorRegistry::create(generator, Halide::GeneratorContext(target));
+    Halide::Internal::GeneratorParamsMap gp;
+    for (const auto &[k, v] : params) gp[k] = v;
+    gen->set_generator_param_values(gp);
+    Halide::Pipeline pipe = Access::build(gen.get());
+    pipe.compile_to_lowered_stmt(path, pipe.infer_arguments(), Halide::StmtOutputFormat::Text, target);
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    // Identifiers lose their digits, '$' and '_' (unique-name counters come
+    // as y_18, t18319, logits$3); numbers standing alone (extents, split
+    // factors) stay.
+    std::string text = ss.str(), out;
+    for (size_t i = 0; i < text.size(); i++) {
+        char c = text[i];
+        if (std::isalpha((unsigned char)c) || c == '_') {
+            while (i < text.size() && (std::isalnum((unsigned char)text[i]) || text[i] == '_' || text[i] == '.' ||
+                                       text[i] == '$')) {
+                if (!std::isdigit((unsigned char)text[i]) && text[i] != '$' && text[i] != '_') out += text[i];
+                i++;
+            }
+            i--;
+            continue;
+        }
+        out += c;
+    }
+    // Closure packing follows name order, which the counters change: drop
+    // those lines, and compare the rest as a sorted multiset of lines.
+    std::vector<std::string> lines;
+    std::stringstream ls(out);
+    for (std::string line; std::getline(ls, line);)
+        if (line.find("closure") == std::string::npos) lines.push_back(line);
+    std::sort(lines.begin(), lines.end());
+    out.clear();
+    for (const auto &line : lines) out += line + "\n";
+    std::ofstream(path + ".normalized") << out;
+    return out;
+}
+
+// Checks that the generators apply the records compiled into this build:
+// for one kernel of each record row's op, the loop nest built under its
+// name (tuned_as) must equal the one built from the record's values given
+// explicitly, and differ from the hand schedule's.
+int check_records(const std::string &work) {
+    int n = 0, bad = 0;
+    const halformer::TunedRow *rows = halformer::tuned_rows(&n);
+    auto targets = build_targets();
+    std::set<std::string> seen;
+    make_dirs(work);
+    for (int i = 0; i < n; i++) {
+        const KernelInfo &k = kernel_info(rows[i].kernel);
+        std::string op = std::string(rows[i].target) + "/" + k.generator;
+        if (seen.count(op) || !targets.count(rows[i].target)) continue;
+        seen.insert(op);
+        Halide::Target t(targets.at(rows[i].target));
+        auto hand = parse_params(k.params);
+        auto explicit_params = hand;
+        for (const auto &[name, v] : halformer::parse_tuned_params(rows[i].params)) explicit_params[name] = std::to_string(v);
+        auto named = hand;
+        named["tuned_as"] = rows[i].kernel;
+        std::string a = lowered(k.generator, named, t, work + "/a.stmt");
+        std::string b = lowered(k.generator, explicit_params, t, work + "/b.stmt");
+        std::string c = lowered(k.generator, hand, t, work + "/c.stmt");
+        bool ok = a == b && a != c;
+        if (!ok) {  // keep the loop nests for a look
+            for (const char *f : {"a", "b", "c"})
+                std::rename((work + "/" + f + ".stmt.normalized").c_str(),
+                            (work + "/" + rows[i].target + "_" + rows[i].kernel + "_" + f + ".stmt").c_str());
+        }
+        bad += !ok;
+        std::printf("%s %-14s %-24s %s%s\n", ok ? "ok  " : "FAIL", rows[i].target, rows[i].kernel, rows[i].params,
+                    a != b ? "  (the build does not apply the record)" : a == c ? "  (same as the hand schedule)" : "");
+    }
+    std::printf("%zu record rows checked, %d failed\n", seen.size(), bad);
+    return bad ? 1 : 0;
+}
+
 // ---------------------------------------------------------------- the search
 
 struct TaskResult {
@@ -819,7 +905,7 @@ void Tuner::search_adams(const Task &t, TaskResult &r, double until) {
         if (!e.ok) return;
         if (e.score < r.adams_best.score || !r.adams_best.ok) r.adams_best = e;
         if (e.error.empty() && (!r.adams_valid.ok || e.score < r.adams_valid.score)) r.adams_valid = e;
-        if (hand && !hand->ms.empty()) curve(t, r.adams_best.ms.front(), hand->ms.front(), "adams2019");
+        if (hand) curve(t, r.adams_best.score, hand->score, "adams2019");
     };
     // The default search (beam 32, no dropout) with the shipped cost model.
     r.adams = run_adams(t, "adams2019", 0, 32, 100, "", until);
@@ -1175,6 +1261,8 @@ int main(int argc, char **argv) {
         std::string name;
         Halide::Target target = resolve_target(o.target, &name);
         if (o.worker == "adams") return run_worker(o, tasks, target, threads);
+        if (o.check_records)
+            return check_records(o.work_dir.empty() ? std::string(HALFORMER_BINARY_DIR) + "/tune/check" : o.work_dir);
         if (!o.worker.empty()) usage("unknown --worker " + o.worker);
         Tuner tuner(o, tasks, target, name, threads);
         return tuner.run();
