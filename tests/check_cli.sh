@@ -4,12 +4,7 @@ set -euo pipefail
 hf=$1 fx=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_error() {  # expect_error "message piece" command...
-    local piece=$1; shift
-    if out=$("$@" 2>&1); then fail "no error from: $*"; fi
-    grep -qF -- "$piece" <<< "$out" || fail "expected '$piece' from: $* — got: $out"
-}
+source "$(dirname "$0")/check_lib.sh"
 
 "$hf" info "$fx/ed_post_relu" > "$tmp/info"
 grep -q '"architecture": "encoder-decoder"' "$tmp/info" || fail "info: config"

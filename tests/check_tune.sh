@@ -7,12 +7,7 @@ set -euo pipefail
 hf=$1 src=$2 generated=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_error() {  # expect_error "message piece" command...
-    local piece=$1; shift
-    if out=$("$@" 2>&1); then fail "no error from: $*"; fi
-    grep -qF -- "$piece" <<< "$out" || fail "expected '$piece' from: $* — got: $out"
-}
+source "$(dirname "$0")/check_lib.sh"
 
 # A short run: the hand space of layer_norm and Adams2019 with retraining.
 "$hf" tune --ops layer_norm --budget 25s --out "$tmp/rec" --work "$tmp/work" > "$tmp/out" 2> "$tmp/err" \
