@@ -152,17 +152,20 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
     ffn.feasible = panel_fits;
     tasks.push_back(ffn);
 
-    auto att = [&](int B, int Tq, int Tkv, bool causal) {
-        Shape s{shape_label("%dx%dx%dx%d", {B, H, Tq, Tkv}) + (causal ? " causal" : ""),
-                {{"B", B}, {"H", H}, {"Tq", Tq}, {"Tkv", Tkv}, {"dk", dk}}, {}};
+    auto att_hd = [&](int B, int heads, int Tq, int Tkv, int head_dim, bool causal) {
+        Shape s{shape_label("%dx%dx%dx%d", {B, heads, Tq, Tkv}) + (head_dim != dk ? " dk" + std::to_string(head_dim) : "") +
+                    (causal ? " causal" : ""),
+                {{"B", B}, {"H", heads}, {"Tq", Tq}, {"Tkv", Tkv}, {"dk", head_dim}}, {}};
         if (causal) s.gen["causal"] = "true";
         return s;
     };
+    auto att = [&](int B, int Tq, int Tkv, bool causal) { return att_hd(B, H, Tq, Tkv, dk, causal); };
     Task attp{"attention", "prefill", "hf_attention", {"hf_attention", "hf_attention_causal"},
               {{"query_tile", {8, 1, 2, 4, 6, 12, 16}}, {"key_block", {64, 16, 32, 128, 256}},
                {"heads_per_task", {1, 2, 4}}, {"score_vectors", {2, 1, 3, 4}}},
               {att(1, P, P, false), att(1, P, P, true)},
-              {att(2, 1, 1, false), att(2, 3, 17, true)}};
+              // (other models: few heads, a head size that is no multiple of a vector)
+              {att(2, 1, 1, false), att(2, 3, 17, true), att_hd(1, 3, 5, 7, 12, false), att_hd(1, 3, 5, 7, 12, true)}};
     attp.feasible = [](const Point &p, int regs) { return p.at("query_tile") * (p.at("score_vectors") + 1) <= 2 * regs; };
     tasks.push_back(attp);
 
@@ -170,7 +173,7 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
               {{"key_block", {16, 8, 32, 64, 128}}, {"heads_per_task", {16, 1, 2, 4, 8, 32}},
                {"score_vectors", {2, 1, 3, 4}}},
               {att(1, 1, L, false), att(R, 1, L, false)},
-              {att(3, 1, 1, false), att(2, 1, 19, true)}};
+              {att(3, 1, 1, false), att(2, 1, 19, true), att_hd(2, 3, 1, 9, 12, false), att_hd(2, 1, 1, 9, 20, true)}};
     tasks.push_back(attd);
 
     auto rows = [](int M, int D) {

@@ -1159,6 +1159,11 @@ void Tuner::write_outputs(const std::vector<TaskResult> &results, bool complete)
        << "Adams2019 schedules (" << ns << "): `record.json` → `schedules`.\n"
        << "![best time against tuning time](tuning.png)\n";
     make_dirs(out_dir_);
+    // A schedule a replaced record had, and this one has not, goes with it.
+    std::string stale = run_capture("ls " + shell_quote(out_dir_) + " 2>/dev/null | grep '\\.schedule\\.h$' || true");
+    std::stringstream ss(stale);
+    for (std::string f; std::getline(ss, f);)
+        if (schedules.str().find(quote(f)) == std::string::npos) std::remove((out_dir_ + "/" + f).c_str());
     write_file(out_dir_ + "/record.json", js.str());
     write_file(out_dir_ + "/report.md", md.str());
     std::fprintf(stdout, "\n%s\n", md.str().c_str());
