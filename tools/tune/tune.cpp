@@ -196,6 +196,16 @@ struct Access : Halide::Internal::GeneratorBase {
     }
 };
 
+// A generator instance with these GeneratorParams, built for the target.
+Halide::Pipeline build_pipeline(const std::string &generator, const std::map<std::string, std::string> &params,
+                                const Halide::Target &target) {
+    auto gen = Halide::Internal::GeneratorRegistry::create(generator, Halide::GeneratorContext(target));
+    Halide::Internal::GeneratorParamsMap gp;
+    for (const auto &[k, v] : params) gp[k] = v;
+    gen->set_generator_param_values(gp);
+    return Access::build(gen.get());
+}
+
 class ParamFinder : public Halide::Internal::IRGraphVisitor {
 public:
     std::map<std::string, Halide::Internal::Parameter> params;
@@ -279,7 +289,6 @@ struct Measured {
     std::string error;
     std::vector<double> ms;  // per shape
     double score = INFINITY; // Σ ms
-    double compile_s = 0;
     std::vector<uint8_t> featurization;  // autoschedulers: of the first shape's schedule
     std::string schedule_source;         // autoschedulers: the schedule as C++
     std::string edge_error;              // the first small/odd shape that failed ("": all passed)
@@ -350,12 +359,7 @@ Measured measure(const Task &task, const std::vector<Shape> &shapes, const Point
             size_t first = 0;
             while (gen_key(shapes[first]) != group) first++;
             auto params = gen_params(task, shapes[first], p, s);
-            auto gen = Halide::Internal::GeneratorRegistry::create(task.generator(), Halide::GeneratorContext(target));
-            Halide::Internal::GeneratorParamsMap gp;
-            for (const auto &[k, v] : params) gp[k] = v;
-            gen->set_generator_param_values(gp);
-            auto t0 = Clock::now();
-            Halide::Pipeline pipe = Access::build(gen.get());
+            Halide::Pipeline pipe = build_pipeline(task.generator(), params, target);
             if (s != Sched::Hand) {
                 auto data = make_op_data(task.generator(), params, shapes[first]);
                 bind_inputs(pipe, *data, true);
@@ -372,7 +376,6 @@ Measured measure(const Task &task, const std::vector<Shape> &shapes, const Point
                 m.schedule_source = res.schedule_source;
             }
             pipe.compile_jit(target);
-            m.compile_s += seconds_since(t0);
             for (size_t i = 0; i < shapes.size(); i++) {
                 if (gen_key(shapes[i]) != group) continue;
                 std::string err = run_and_check(pipe, task, params, shapes[i], target,
@@ -626,11 +629,7 @@ int run_worker(const Options &o, const std::vector<Task> &tasks, const Halide::T
 // unique-name counters removed so that two builds compare as text.
 std::string lowered(const std::string &generator, const std::map<std::string, std::string> &params,
                     const Halide::Target &target, const std::string &path) {
-    auto gen = Halide::Internal::GeneratorRegistry::create(generator, Halide::GeneratorContext(target));
-    Halide::Internal::GeneratorParamsMap gp;
-    for (const auto &[k, v] : params) gp[k] = v;
-    gen->set_generator_param_values(gp);
-    Halide::Pipeline pipe = Access::build(gen.get());
+    Halide::Pipeline pipe = build_pipeline(generator, params, target);
     pipe.compile_to_lowered_stmt(path, pipe.infer_arguments(), Halide::StmtOutputFormat::Text, target);
     std::ifstream in(path);
     std::stringstream ss;
@@ -710,7 +709,7 @@ struct TaskResult {
     Point hand, best;
     double hand_score = INFINITY, best_score = INFINITY;      // search, Σ over shapes
     double hand_confirm = INFINITY, best_confirm = INFINITY;  // confirmation medians, Σ over shapes
-    std::vector<double> hand_ms, best_ms;                     // confirmation, per shape
+    std::vector<double> hand_ms;                              // confirmation, per shape
     Entry mullapudi, adams;                                   // first shape
     Entry adams_best;    // best Adams2019 schedule (Σ over shapes)
     Entry adams_valid;   // best one that also passed the small shapes: may win
@@ -753,13 +752,10 @@ private:
         state_out_ << entry_json(e) << "\n";
         state_out_.flush();
     }
-    Entry evaluate(const Task &t, const Point &p, bool *fresh) {
+    // A point of the hand space: measured, or from the state (--resume).
+    Entry evaluate(const Task &t, const Point &p) {
         std::string key = point_key(p);
-        if (const Entry *e = find(t.id(), "hand", key)) {
-            *fresh = false;
-            return *e;
-        }
-        *fresh = true;
+        if (const Entry *e = find(t.id(), "hand", key)) return *e;
         Measured m = measure(t, t.shapes, p, Sched::Hand, target_, threads_);
         Entry e{t.id(), "hand", key, m.ok, m.error, m.ms, m.score, progress_.spent()};
         record(e);
@@ -779,9 +775,8 @@ private:
 };
 
 void Tuner::search_hand(const Task &t, TaskResult &r, double until) {
-    bool fresh = false;
     r.hand = t.hand();
-    Entry h = evaluate(t, r.hand, &fresh);
+    Entry h = evaluate(t, r.hand);
     r.candidates++;
     if (!h.ok) throw halformer::Error(t.id() + ": the hand schedule fails: " + h.error);
     r.hand_score = r.best_score = h.score;
@@ -791,8 +786,7 @@ void Tuner::search_hand(const Task &t, TaskResult &r, double until) {
 
     auto consider = [&](const Point &p) {
         if (!t.feasible(p, registers_) || progress_.spent() >= until || g_stop) return false;
-        bool fr = false;
-        Entry e = evaluate(t, p, &fr);
+        Entry e = evaluate(t, p);
         r.candidates++;
         if (!e.ok) r.failed++;
         // A new best must win by 1%: below that it is timing noise.
@@ -998,7 +992,6 @@ void Tuner::confirm(const Task &t, TaskResult &r) {
         double hm = hand[i].empty() ? h->ms[i] : median(hand[i]);
         double bm = best[i].empty() ? hm : median(best[i]);
         r.hand_ms.push_back(hm);
-        r.best_ms.push_back(bm);
         r.hand_confirm += hm;
         r.best_confirm += bm;
     }
