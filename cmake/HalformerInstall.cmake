@@ -2,12 +2,13 @@
 #   P/include/halformer/           the runtime's public headers
 #   P/include/halformer/kernels/   the generated kernels' headers (hf_*.h)
 #   P/lib/libhalformer.a           runtime + every hand-scheduled kernel (all
-#                                  x86 variants) + the shared Halide runtime
+#                                  x86 variants, and the CUDA and OpenCL builds)
+#                                  + the shared Halide runtime
 #   P/lib/cmake/Halformer/         find_package(Halformer) → Halformer::halformer
 #   P/bin/halformer                the command-line tool
 # The single archive is merged from the build's static libraries with ar.
 
-set(merge_libs halformer_runtime ${HALFORMER_KERNELS})
+set(merge_libs halformer_runtime ${HALFORMER_KERNELS} ${HALFORMER_GPU_KERNELS})
 get_property(halide_rt GLOBAL PROPERTY HALFORMER_HALIDE_RUNTIME)
 list(APPEND merge_libs ${halide_rt})
 set(mri "CREATE ${PROJECT_BINARY_DIR}/libhalformer.a\n")
@@ -27,7 +28,7 @@ add_custom_target(halformer_archive ALL DEPENDS ${PROJECT_BINARY_DIR}/libhalform
 include(GNUInstallDirs)
 install(FILES ${PROJECT_BINARY_DIR}/libhalformer.a DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/halformer DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach (k IN LISTS HALFORMER_KERNELS)
+foreach (k IN LISTS HALFORMER_KERNELS HALFORMER_GPU_KERNELS)
   install(FILES ${PROJECT_BINARY_DIR}/generators/${k}.h
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/halformer/kernels)
 endforeach ()

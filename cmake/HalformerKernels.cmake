@@ -1,8 +1,11 @@
-# halformer_kernel(NAME GENERATOR gen [PARAMS k=v ...] [HAND_ONLY])
+# halformer_kernel(NAME GENERATOR gen [PARAMS k=v ...] [GPU_PARAMS k=v ...] [HAND_ONLY])
 #
 # Compiles one kernel variant ahead of time:
 #   NAME                  hand schedule, one object per x86 variant below plus a
 #                         wrapper that picks the best one this CPU can run
+#   NAME_opencl           the GPU schedule for OpenCL (HALFORMER_GPU)
+#   NAME_cuda             the GPU schedule for CUDA, sm_86 and sm_80 PTX with a
+#                         wrapper that picks by the device's compute capability
 #   NAME_adams2019        the same algorithm scheduled by Adams2019 (host target)
 #   NAME_mullapudi2016    ... and by Mullapudi2016
 # All kernels link one shared Halide runtime (the first kernel's NAME.runtime).
@@ -19,13 +22,38 @@ set(HALFORMER_X86_TARGETS
 
 # Machine parameters for the autoschedulers: parallelism, last-level cache
 # bytes, balance. Set from this project's machine (2 cores, 32 MiB L3).
+# GPU variants: the host part is plain x86-64 (it only launches kernels), so
+# the same binary runs on any x86-64 GPU server. No GPU, CUDA toolkit or
+# OpenCL driver is needed to build them: Halide emits PTX and OpenCL C, and the
+# runtime loads libcuda / libOpenCL when a kernel first runs.
+option(HALFORMER_GPU "Compile the CUDA and OpenCL variants of every kernel" ON)
+set(HALFORMER_OPENCL_TARGET x86-64-linux-sse41-opencl-cl_doubles CACHE STRING "OpenCL target")
+set(HALFORMER_CUDA_TARGETS
+    x86-64-linux-sse41-cuda-cuda_capability_86
+    x86-64-linux-sse41-cuda-cuda_capability_80
+    CACHE STRING "CUDA targets (most specific first)")
+set(HALFORMER_GPU_KERNELS "" CACHE INTERNAL "")
+
+# ARM: every hand-scheduled kernel also for 64-bit ARM Linux (NEON), as static
+# libraries with their own ARM runtime; tests/arm builds the op tests against
+# them with Debian's aarch64 cross compiler and runs them under qemu-aarch64.
+find_program(HALFORMER_AARCH64_CXX aarch64-linux-gnu-g++)
+if (HALFORMER_AARCH64_CXX)
+  set(arm_default ON)
+else ()
+  set(arm_default OFF)
+endif ()
+option(HALFORMER_ARM "Cross-compile the kernels and op tests for arm-64-linux" ${arm_default})
+set(HALFORMER_ARM_TARGET arm-64-linux CACHE STRING "ARM target")
+set(HALFORMER_ARM_KERNELS "" CACHE INTERNAL "")
+
 set(HALFORMER_MACHINE_PARAMS "2,33554432,40" CACHE STRING "autoscheduler machine_params")
 
 set(HALFORMER_KERNELS "" CACHE INTERNAL "")                 # hand-scheduled (the runtime's)
 set(HALFORMER_AUTOSCHEDULED_KERNELS "" CACHE INTERNAL "")   # for tests and benchmarks
 
 function(halformer_kernel NAME)
-  cmake_parse_arguments(ARG "HAND_ONLY" "GENERATOR" "PARAMS" ${ARGN})
+  cmake_parse_arguments(ARG "HAND_ONLY" "GENERATOR" "PARAMS;GPU_PARAMS" ${ARGN})
   set(extra "")
   if (HALFORMER_EMIT_STMT)
     list(APPEND extra STMT ${NAME}_stmt ASSEMBLY ${NAME}_asm)
@@ -52,6 +80,39 @@ function(halformer_kernel NAME)
     set_property(GLOBAL PROPERTY HALFORMER_HALIDE_RUNTIME ${runtime})
   endif ()
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${NAME} CACHE INTERNAL "")
+  if (HALFORMER_GPU)
+    add_halide_library(${NAME}_opencl FROM halformer_generators
+                       GENERATOR ${ARG_GENERATOR}
+                       TARGETS ${HALFORMER_OPENCL_TARGET}
+                       USE_RUNTIME ${runtime}
+                       PARAMS ${ARG_PARAMS} ${ARG_GPU_PARAMS} tuned_as=${NAME})
+    add_halide_library(${NAME}_cuda FROM halformer_generators
+                       GENERATOR ${ARG_GENERATOR}
+                       TARGETS ${HALFORMER_CUDA_TARGETS}
+                       USE_RUNTIME ${runtime}
+                       PARAMS ${ARG_PARAMS} ${ARG_GPU_PARAMS} tuned_as=${NAME})
+    set(HALFORMER_GPU_KERNELS ${HALFORMER_GPU_KERNELS} ${NAME}_opencl ${NAME}_cuda CACHE INTERNAL "")
+  endif ()
+  if (HALFORMER_ARM)
+    # Same C function name (hf_x) in hf_x_arm.a; arm_include/hf_x.h forwards.
+    get_property(arm_runtime GLOBAL PROPERTY HALFORMER_ARM_RUNTIME)
+    if (arm_runtime)
+      set(arm_rt USE_RUNTIME ${arm_runtime})
+    else ()
+      set(arm_rt "")
+    endif ()
+    add_halide_library(${NAME}_arm FROM halformer_generators
+                       GENERATOR ${ARG_GENERATOR}
+                       FUNCTION_NAME ${NAME}
+                       TARGETS ${HALFORMER_ARM_TARGET}
+                       ${arm_rt}
+                       PARAMS ${ARG_PARAMS} tuned_as=${NAME})
+    if (NOT arm_runtime)
+      set_property(GLOBAL PROPERTY HALFORMER_ARM_RUNTIME ${NAME}_arm.runtime)
+    endif ()
+    file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/arm_include/${NAME}.h "#include \"${NAME}_arm.h\"\n")
+    set(HALFORMER_ARM_KERNELS ${HALFORMER_ARM_KERNELS} ${NAME}_arm CACHE INTERNAL "")
+  endif ()
   set(all "")
   if (HALFORMER_AUTOSCHEDULED AND NOT ARG_HAND_ONLY)
     foreach (as IN ITEMS Adams2019 Mullapudi2016)

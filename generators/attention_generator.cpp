@@ -42,6 +42,7 @@ public:
     GeneratorParam<int> query_tile{"query_tile", 8};
     GeneratorParam<int> heads_per_task{"heads_per_task", 1};
     GeneratorParam<int> score_vectors{"score_vectors", 2};
+    GeneratorParam<int> gpu_query_tile{"gpu_query_tile", 0};  // GPU: queries per block (0: 8)
     // The kernel name tuned records know this build by (set by the build; see
     // schedules/tuned.h). Empty: hand values only.
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};
@@ -116,6 +117,10 @@ public:
                           d, j, i, h, b, kb, rd, rj, rb};
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
+        if (get_target().has_gpu_feature()) {
+            schedule_attention_gpu(s, rec.get("gpu_query_tile", gpu_query_tile));
+            return;
+        }
         schedule_attention_cpu(s,
                                {rec.get("query_tile", query_tile), rec.get("key_block", key_block),
                                 rec.get("heads_per_task", heads_per_task),

@@ -40,6 +40,7 @@ public:
                            {"learned", PE::Learned}}};
 
     GeneratorParam<int> tokens_per_task{"tokens_per_task", 8};
+    GeneratorParam<int> gpu_threads{"gpu_threads", 0};  // GPU threads per token row (0: 128)
     // The kernel name tuned records know this build by (set by the build; see
     // schedules/tuned.h). Empty: hand values only.
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};
@@ -95,6 +96,11 @@ public:
         if (auto_schedule) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
+        if (get_target().has_gpu_feature()) {
+            schedule_embedding_gpu({out, token, position, pe == PE::Learned, d, t, b},
+                                   rec.get("gpu_threads", gpu_threads));
+            return;
+        }
         schedule_embedding_cpu({out, token, position, pe == PE::Learned, d, t, b},
                                {rec.get("tokens_per_task", tokens_per_task)}, get_target());
     }

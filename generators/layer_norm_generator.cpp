@@ -25,6 +25,7 @@ class LayerNorm : public Generator<LayerNorm> {
 public:
     GeneratorParam<bool> residual_add{"residual", false};
     GeneratorParam<int> rows_per_task{"rows_per_task", 4};
+    GeneratorParam<int> gpu_threads{"gpu_threads", 0};  // GPU threads per row (0: 256)
     // The kernel name tuned records know this build by (set by the build; see
     // schedules/tuned.h). Empty: hand values only.
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};
@@ -73,6 +74,10 @@ public:
         if (auto_schedule) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
+        if (get_target().has_gpu_feature()) {
+            schedule_layer_norm_gpu({y, h, sum, dev, sq, d, r, k}, rec.get("gpu_threads", gpu_threads));
+            return;
+        }
         schedule_layer_norm_cpu({y, h, sum, dev, sq, d, r, k}, {rec.get("rows_per_task", rows_per_task)},
                                 get_target());
     }

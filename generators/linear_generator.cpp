@@ -25,6 +25,11 @@ public:
     GeneratorParam<bool> dot{"dot", false};
     GeneratorParam<int> vectors_n{"vectors_n", 0};
     GeneratorParam<int> rows_m{"rows_m", 0};
+    // GPU schedule knobs (schedules/linear_schedule.h, GpuMatmulKnobs).
+    GeneratorParam<int> gpu_tile_n{"gpu_tile_n", 0};
+    GeneratorParam<int> gpu_tile_m{"gpu_tile_m", 0};
+    GeneratorParam<int> gpu_reg_n{"gpu_reg_n", 0};
+    GeneratorParam<int> gpu_reg_m{"gpu_reg_m", 0};
     // The kernel name tuned records know this build by (set by the build; see
     // schedules/tuned.h). Empty: hand values only.
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};
@@ -59,6 +64,11 @@ public:
         if (auto_schedule) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
+        if (get_target().has_gpu_feature()) {
+            schedule_linear_gpu({y, mm.acc, mm.wt, n, m, mm.r}, GpuMatmulKnobs{rec.get("gpu_tile_n", gpu_tile_n), rec.get("gpu_tile_m", gpu_tile_m),
+                           rec.get("gpu_reg_n", gpu_reg_n), rec.get("gpu_reg_m", gpu_reg_m)}, dot);
+            return;
+        }
         schedule_linear_cpu({y, mm.acc, mm.wt, n, m, mm.r},
                             {rec.get("vectors_n", vectors_n), rec.get("rows_m", rows_m), dot},
                             get_target());

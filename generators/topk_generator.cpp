@@ -82,6 +82,10 @@ public:
 
     void schedule() {
         if (auto_schedule) return;
+        if (get_target().has_gpu_feature()) {
+            schedule_topk_gpu({values, ids, best, j, m});
+            return;
+        }
         schedule_topk_cpu({values, ids, best, j, m}, get_target());
     }
 

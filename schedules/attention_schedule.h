@@ -75,4 +75,69 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
     s.numer.update().reorder(s.d, s.rb, s.i).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
 }
 
+// GPU: one block per (tile of query_tile queries, head, sequence), a thread
+// grid of 32 × query_tile (x over keys or head dims, y over queries). In the
+// block, in order, with a barrier between stages:
+//   scores of the tile against all keys (each thread a strided set of keys,
+//   the d loop in registers), the per-key-block max, p = exp(s − max), the
+//   per-block sums and partial P·V (threads over d × queries), then the
+//   combination over blocks.
+// The tile's scores and p (query_tile × Tkv floats each) and the partial
+// outputs live in global scratch per block (MemoryType::Heap: they outgrow
+// shared memory at long T); the per-block statistics and the query tile's
+// accumulators are in shared memory. All stages read K and V straight from
+// global memory, coalesced along d.
+inline void schedule_attention_gpu(AttentionStages s, int query_tile_knob) {
+    using namespace Halide;
+    const int tq = or_default(query_tile_knob, 8), tx = 32;
+    Var io("io"), ii("ii"), xo("xo"), xi("xi");
+    s.out.compute_root()
+        .split(s.i, io, ii, tq, TailStrategy::GuardWithIf)
+        .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
+        .reorder(xo, xi, ii, io, s.h, s.b)
+        .gpu_blocks(io, s.h, s.b)
+        .gpu_threads(xi, ii);
+    // A Func over (x, i, ...) computed per block with threads (x % 32, i).
+    auto per_block = [&](Func f, Var x, MemoryType mem) {
+        f.compute_at(s.out, io).store_in(mem)
+            .split(x, xo, xi, tx, TailStrategy::GuardWithIf)
+            .reorder(xo, xi, s.i)
+            .gpu_threads(xi, s.i);
+    };
+    per_block(s.score, s.j, MemoryType::Heap);
+    s.score.update()
+        .split(s.j, xo, xi, tx, TailStrategy::GuardWithIf)
+        .reorder(s.rd, xo, xi, s.i)
+        .gpu_threads(xi, s.i);
+    per_block(s.block_max, s.kb, MemoryType::GPUShared);
+    s.block_max.update()
+        .split(s.kb, xo, xi, tx, TailStrategy::GuardWithIf)
+        .reorder(s.rj, xo, xi, s.i)
+        .gpu_threads(xi, s.i);
+    per_block(s.p, s.j, MemoryType::Heap);
+    per_block(s.block_sum, s.kb, MemoryType::GPUShared);
+    s.block_sum.update()
+        .split(s.kb, xo, xi, tx, TailStrategy::GuardWithIf)
+        .reorder(s.rj, xo, xi, s.i)
+        .gpu_threads(xi, s.i);
+    s.block_out.compute_at(s.out, io).store_in(MemoryType::Heap)
+        .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
+        .reorder(xo, s.kb, xi, s.i)
+        .gpu_threads(xi, s.i);
+    s.block_out.update()
+        .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
+        .reorder(s.rj, xo, s.kb, xi, s.i)
+        .gpu_threads(xi, s.i);
+    s.row_max.compute_at(s.out, io).gpu_threads(s.i);
+    s.row_max.update().gpu_threads(s.i);
+    per_block(s.weight, s.kb, MemoryType::GPUShared);
+    s.denom.compute_at(s.out, io).gpu_threads(s.i);
+    s.denom.update().gpu_threads(s.i);
+    per_block(s.numer, s.d, MemoryType::GPUShared);
+    s.numer.update()
+        .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
+        .reorder(s.rb, xo, xi, s.i)
+        .gpu_threads(xi, s.i);
+}
+
 }  // namespace halformer

@@ -31,4 +31,21 @@ inline void schedule_embedding_cpu(EmbeddingStages s, const EmbeddingKnobs &knob
         .vectorize(s.d, lanes, TailStrategy::GuardWithIf);
 }
 
+// GPU: one block per token row, threads over d. The id and position checks
+// (a few ints) run on the host before the kernel, so a bad id still fails
+// before anything is written.
+inline void schedule_embedding_gpu(EmbeddingStages s, int threads_knob) {
+    using namespace Halide;
+    const int threads = or_default(threads_knob, 128);
+    s.token.compute_root();
+    if (s.has_position) s.position.compute_root();
+    Var tb("tb"), dout("dout"), din("din");
+    s.out.compute_root()
+        .fuse(s.t, s.b, tb)
+        .split(s.d, dout, din, threads, TailStrategy::GuardWithIf)
+        .reorder(dout, din, tb)
+        .gpu_blocks(tb)
+        .gpu_threads(din);
+}
+
 }  // namespace halformer

@@ -36,4 +36,14 @@ inline void schedule_ffn_cpu(LinearStages first, LinearStages second, const FFNK
     schedule_panel_matmul(inner, knobs.matmul, t, false, true);
 }
 
+// GPU: both products with the register-blocked GPU matmul; the hidden [M, F] goes
+// through global memory (a fused block would need F floats per row in shared
+// memory).
+inline void schedule_ffn_gpu(LinearStages first, LinearStages second, const GpuMatmulKnobs &kn) {
+    first.out.compute_root();
+    second.out.compute_root();
+    schedule_matmul_gpu(first, kn);
+    schedule_matmul_gpu(second, kn);
+}
+
 }  // namespace halformer

@@ -109,4 +109,75 @@ inline void schedule_linear_cpu(LinearStages s, const LinearKnobs &knobs,
     }
 }
 
+// GPU tunables (GeneratorParams gpu_tile_n, gpu_tile_m, gpu_reg_n, gpu_reg_m;
+// 0 picks the default).
+struct GpuMatmulKnobs {
+    int tile_n = 0, tile_m = 0;  // outputs per block
+    int reg_n = 0, reg_m = 0;    // outputs per thread (register block)
+};
+
+// GPU matmul, prefill shapes (the structure of Halide's apps/cuda_mat_mul).
+// A block computes a tile_n × tile_m tile of outputs with
+// (tile_n/reg_n) × (tile_m/reg_m) threads; each thread keeps its
+// reg_n × reg_m accumulators in registers (computed inside the thread loops,
+// constant-size, fully unrolled) and runs the k loop over them: per k,
+// reg_n + reg_m loads (from L1: the block's threads share the rows) feed
+// reg_n·reg_m FMAs. Edge tiles compute whole register blocks on clamped rows
+// and store only what is inside.
+//
+// Tried and dropped (2026-11-22, Halide 14): staging the W and X panels per
+// k chunk in shared memory needs the accumulators at block level; v14 then
+// gave every thread a private copy of the whole tile (a 2048-float local
+// array: spilled) and the k tail was wrong on PoCL.
+inline void schedule_matmul_gpu(LinearStages s, const GpuMatmulKnobs &kn) {
+    using namespace Halide;
+    const int rn = or_default(kn.reg_n, 4), rm = or_default(kn.reg_m, 4);
+    const int tn = or_default(kn.tile_n, 64), tm = or_default(kn.tile_m, 32);
+    Var om = s.out_rows.empty() ? s.m : Var(s.out_rows);
+    Var nb("nb"), mb("mb"), ni("ni"), mi("mi"), nt("nt"), mt("mt"), nr("nr"), mr("mr");
+    s.out.tile(s.n, om, nb, mb, ni, mi, tn, tm, TailStrategy::GuardWithIf)
+        .tile(ni, mi, nt, mt, nr, mr, rn, rm, TailStrategy::GuardWithIf)
+        .reorder(nr, mr, nt, mt, nb, mb)
+        .gpu_blocks(nb, mb)
+        .gpu_threads(nt, mt)
+        .unroll(nr)
+        .unroll(mr);
+    s.acc.compute_at(s.out, nt)
+        .store_in(MemoryType::Register)
+        .bound_extent(s.n, rn)
+        .bound_extent(s.m, rm)
+        .unroll(s.n)
+        .unroll(s.m);
+    s.acc.update().reorder(s.n, s.m, s.r.x).unroll(s.n).unroll(s.m);
+}
+
+// GPU matmul, decode shapes (a few rows): one warp-sized group of threads per
+// output column cooperates over k (thread u sums k = u, u + 32, …: a warp
+// reads one contiguous stretch of the W row), then one thread combines the
+// 32 partials; `cols` columns per block.
+inline void schedule_dot_matmul_gpu(LinearStages s, const GpuMatmulKnobs &kn) {
+    using namespace Halide;
+    const int lanes = 32, cols = or_default(kn.tile_n, 8);
+    Var nb("nb"), nc("nc"), u("u");
+    RVar ko("ko"), ki("ki");
+    s.out.split(s.n, nb, nc, cols, TailStrategy::GuardWithIf)
+        .reorder(nc, s.m, nb)
+        .gpu_blocks(nb)
+        .gpu_threads(nc);
+    Func part = s.acc.update().split(s.r.x, ko, ki, lanes, TailStrategy::GuardWithIf).rfactor(ki, u);
+    s.acc.compute_at(s.out, nb).gpu_threads(s.n);
+    s.acc.update().gpu_threads(s.n);
+    part.compute_at(s.out, nb).gpu_threads(u, s.n);
+    part.update().reorder(ko, u, s.n).gpu_threads(u, s.n);
+}
+
+inline void schedule_linear_gpu(LinearStages s, const GpuMatmulKnobs &kn, bool dot) {
+    s.out.compute_root();
+    if (dot) {
+        schedule_dot_matmul_gpu(s, kn);
+    } else {
+        schedule_matmul_gpu(s, kn);
+    }
+}
+
 }  // namespace halformer

@@ -22,4 +22,22 @@ inline void schedule_output_head_cpu(LinearStages logits, Halide::Func out, Hali
     row_sum.update().atomic().vectorize(k.x, lanes);
 }
 
+// GPU: the logits by the GPU matmul (or the decode-shape dot schedule), then
+// one block per row for the max, the sum of exponentials and the output.
+inline void schedule_output_head_gpu(LinearStages logits, Halide::Func out,
+                                     Halide::Func row_max, Halide::Func row_sum, Halide::RDom k,
+                                     const GpuMatmulKnobs &kn, bool dot, int threads_knob) {
+    using namespace Halide;
+    const int threads = gpu_row_threads(threads_knob);
+    schedule_linear_gpu(logits, kn, dot);
+    Var no("no"), ni("ni");
+    out.compute_root()
+        .split(logits.n, no, ni, threads, TailStrategy::GuardWithIf)
+        .reorder(no, ni, logits.m)
+        .gpu_blocks(logits.m)
+        .gpu_threads(ni);
+    gpu_block_reduce(row_max, k.x, out, logits.m, threads);
+    gpu_block_reduce(row_sum, k.x, out, logits.m, threads);
+}
+
 }  // namespace halformer

@@ -1,4 +1,4 @@
-// Helpers shared by the hand schedules in schedules/.
+// Helpers shared by the hand schedules in schedules/ (CPU and GPU).
 #pragma once
 
 #include "Halide.h"
@@ -23,6 +23,30 @@ inline int vector_registers(const Halide::Target &t) {
 // A tunable integer GeneratorParam that means "pick per target" when 0.
 inline int or_default(int value, int fallback) {
     return value > 0 ? value : fallback;
+}
+
+// ---- GPU helpers (CUDA, OpenCL) ----
+
+// Threads per block for the row-wise ops (softmax, layer_norm, the output
+// head's normalisation): one block per row, `threads` threads striding the row.
+inline int gpu_row_threads(int knob) {
+    return or_default(knob, 256);
+}
+
+// A cooperative reduction of red(row) over kx inside one GPU block: each of
+// `threads` threads folds a strided slice of the row into its own partial
+// (rfactor; thread u reads elements u, u + threads, … so a warp's loads are
+// contiguous), then one thread combines the `threads` partials from shared
+// memory. `red` is computed per block of `out` (at `block`).
+inline void gpu_block_reduce(Halide::Func red, Halide::RVar kx, Halide::Func out,
+                             Halide::Var block, int threads) {
+    using namespace Halide;
+    Var u("u");
+    RVar ko("ko"), ki("ki");
+    Func part = red.update().split(kx, ko, ki, threads, TailStrategy::GuardWithIf).rfactor(ki, u);
+    red.compute_at(out, block);
+    part.compute_at(out, block).gpu_threads(u);
+    part.update().reorder(ko, u).gpu_threads(u);
 }
 
 }  // namespace halformer

@@ -35,4 +35,22 @@ inline void schedule_softmax_cpu(SoftmaxStages s, const SoftmaxKnobs &knobs,
     s.row_sum.update().atomic().vectorize(s.k.x, lanes);
 }
 
+// GPU: one block per row. Each thread handles the elements u, u + threads, …
+// of the row; the max and the sum are cooperative reductions (per-thread
+// partials, then one combine in shared memory). The masked scores and the
+// exponentials are recomputed where used rather than stored: a 37000-word row
+// would not fit in shared memory, and the kernel is bound by reading x.
+inline void schedule_softmax_gpu(SoftmaxStages s, int threads_knob) {
+    using namespace Halide;
+    const int threads = gpu_row_threads(threads_knob);
+    Var no("no"), ni("ni");
+    s.out.compute_root()
+        .split(s.n, no, ni, threads, TailStrategy::GuardWithIf)
+        .reorder(no, ni, s.r)
+        .gpu_blocks(s.r)
+        .gpu_threads(ni);
+    gpu_block_reduce(s.row_max, s.k.x, s.out, s.r, threads);
+    gpu_block_reduce(s.row_sum, s.k.x, s.out, s.r, threads);
+}
+
 }  // namespace halformer

@@ -33,4 +33,17 @@ inline void schedule_topk_cpu(TopKStages s, const Halide::Target &t) {
         .parallel(mo);
 }
 
+// GPU: one thread per row scans the row (the sorted k-list lives in its
+// registers); rows over blocks of 32 threads. Decoding calls this with a few
+// rows of a vocabulary, so it is a latency path, not a throughput one.
+inline void schedule_topk_gpu(TopKStages s) {
+    using namespace Halide;
+    Var mo("mo"), mi("mi");
+    for (Func f : {s.values, s.ids}) {
+        f.compute_root().split(s.m, mo, mi, 32, TailStrategy::GuardWithIf).gpu_blocks(mo).gpu_threads(mi);
+    }
+    s.best.compute_root().split(s.m, mo, mi, 32, TailStrategy::GuardWithIf).gpu_blocks(mo).gpu_threads(mi);
+    s.best.update().split(s.m, mo, mi, 32, TailStrategy::GuardWithIf).gpu_blocks(mo).gpu_threads(mi);
+}
+
 }  // namespace halformer

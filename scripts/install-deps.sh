@@ -2,13 +2,15 @@
 # Installs what Halformer builds with, from Debian 12's own packages only:
 # Halide 14 (brings LLVM 14), CMake, g++, GoogleTest, Google Benchmark, and the
 # benchmark baselines OpenBLAS and oneDNN; the OpenCL headers Debian's oneDNN
-# CMake package asks for; matplotlib for the plots of `halformer tune` and
-# bench/report.py. (bench/torch_baseline.py and report.py also want
+# CMake package asks for; PoCL (an OpenCL driver on the CPU) so the GPU builds
+# of every kernel are tested without a GPU; the aarch64 cross compiler and
+# qemu-user for the ARM build and its tests; matplotlib for the plots of
+# `halformer tune` and bench/report.py. (bench/torch_baseline.py and report.py also want
 # python3-torch: optional.)
 # Does nothing when everything is already there.
 set -euo pipefail
 pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev libopenblas-dev libdnnl-dev
-      ocl-icd-opencl-dev python3-matplotlib)
+      ocl-icd-opencl-dev pocl-opencl-icd g++-aarch64-linux-gnu qemu-user python3-matplotlib)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -45,6 +45,33 @@ expect_error "max_positions = 24" "$hf" bench "$fx/ed_pre_gelu" --src-len 30 --i
 
 # Errors name the problem; nothing crashes.
 expect_error "not a model directory" "$hf" info "$tmp/missing"
+# --device: an unknown name, and a GPU whose driver is missing, are errors
+# that say so; OpenCL (PoCL in CI) gives the CPU's tokens and logits.
+expect_error "unknown device 'tpu' (expected cpu, cuda or opencl)" "$hf" generate "$fx/ed_post_relu" --src 5 --device tpu
+"$hf" info > "$tmp/info_dev"
+grep -q "^device opencl: " "$tmp/info_dev" || fail "info: device lines"
+if grep -q "^device cuda: CUDA: no NVIDIA driver" "$tmp/info_dev"; then
+  expect_error "CUDA: no NVIDIA driver" "$hf" generate "$fx/ed_post_relu" --src 5 --device cuda
+fi
+if grep -q "^device opencl: OpenCL: " "$tmp/info_dev" && ! grep -q "^device opencl: OpenCL: no" "$tmp/info_dev"; then
+  for m in ed_post_relu ed_pre_gelu dec_pre_gelu; do
+    for opts in "--max-new-tokens 8" "--beam 3 --n-best 3 --max-new-tokens 8" "--sample --top-k 5 --seed 4"; do
+      # Tokens must match; beam scores (6 decimals) may differ in the last digit.
+      # shellcheck disable=SC2086
+      a=$("$hf" generate "$fx/$m" --src 5,6,7,9 $opts | cut -f1)
+      # shellcheck disable=SC2086
+      b=$("$hf" generate "$fx/$m" --src 5,6,7,9 $opts --device opencl | cut -f1)
+      [ "$a" = "$b" ] || fail "generate --device opencl ($m $opts): '$b', CPU gives '$a'"
+    done
+  done
+  "$hf" logits "$fx/ed_post_relu" --src 5,6,7 --tgt 1,9,4 --out "$tmp/c.npy"
+  "$hf" logits "$fx/ed_post_relu" --src 5,6,7 --tgt 1,9,4 --out "$tmp/g.npy" --device opencl
+  [ "$(stat -c %s "$tmp/g.npy")" = "$(stat -c %s "$tmp/c.npy")" ] || fail "logits --device opencl: size"
+  echo "generate --device opencl: the CPU's tokens (greedy, beam, sampling)"
+else
+  echo "no OpenCL device here: --device opencl not compared"
+fi
+
 expect_error "token id 99 at position 1" "$hf" generate "$fx/ed_post_relu" --src 5,99
 expect_error "max_positions = 24" "$hf" generate "$fx/ed_post_relu" --src 5 --max-new-tokens 40
 expect_error "needs --tgt" "$hf" logits "$fx/ed_post_relu" --src 5 --out "$tmp/x.npy"

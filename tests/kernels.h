@@ -7,18 +7,108 @@
 #include <string>
 #include <vector>
 
-#define HF_IMPL3(base) {#base, base}, {#base "_adams2019", base##_adams2019}, \
-    {#base "_mullapudi2016", base##_mullapudi2016}
+#include <HalideBuffer.h>
+
+#include <cstdlib>
+#include <utility>
+
+// The device the op tests run the kernels on: HALFORMER_DEVICE=cpu (the
+// default), opencl or cuda. On a device each call gets its inputs copied to
+// the device and its outputs copied back, so every assertion compares the
+// device's results with the same double-precision references as the CPU's.
+enum class TestDevice { CPU, OpenCL, CUDA };
+inline TestDevice test_device() {
+    static const TestDevice d = [] {
+        const char *e = std::getenv("HALFORMER_DEVICE");
+        std::string s = e ? e : "cpu";
+        if (s == "opencl") return TestDevice::OpenCL;
+        if (s == "cuda") return TestDevice::CUDA;
+        return TestDevice::CPU;
+    }();
+    return d;
+}
+
+// One kernel's builds: the x86 one (multi-variant) and, for the hand
+// schedules, the GPU ones. Called like the kernel itself.
+template <typename Fn>
+struct Kernel {
+    Fn cpu = nullptr, opencl = nullptr, cuda = nullptr;
+    Fn pick() const {
+        switch (test_device()) {
+        case TestDevice::OpenCL: return opencl;
+        case TestDevice::CUDA: return cuda;
+        default: return cpu;
+        }
+    }
+    template <typename... A>
+    int operator()(A &&...args) const {
+        (drop_device(args), ...);
+        int rc = pick()(raw(args)...);
+        int sync = 0;
+        ((sync = sync ? sync : to_host(args)), ...);
+        (drop_device(args), ...);
+        return rc ? rc : sync;
+    }
+
+private:
+    template <typename T, int D, int S>
+    static halide_buffer_t *raw(Halide::Runtime::Buffer<T, D, S> &b) { return b.raw_buffer(); }
+    template <typename T>
+    static T raw(T v) { return v; }
+    template <typename T, int D, int S>
+    static int to_host(Halide::Runtime::Buffer<T, D, S> &b) { return b.copy_to_host(); }
+    template <typename T>
+    static int to_host(const T &) { return 0; }
+    template <typename T, int D, int S>
+    static void drop_device(Halide::Runtime::Buffer<T, D, S> &b) {
+        b.device_free();
+        b.set_host_dirty(true);  // the host copy is the one to upload next time
+    }
+    template <typename T>
+    static void drop_device(const T &) {}
+};
+
+// HF_KERNEL(hf_x): the hand-scheduled kernel on the device under test.
+#ifdef HALFORMER_TEST_GPU
+#define HF_DECLARE_GPU(base) extern "C" decltype(base) base##_opencl, base##_cuda;
+#define HF_KERNEL(base) Kernel<decltype(&base)>{base, base##_opencl, base##_cuda}
+#else
+#define HF_DECLARE_GPU(base)
+#define HF_KERNEL(base) Kernel<decltype(&base)>{base, nullptr, nullptr}
+#endif
+#define HF_CPU_ONLY(fn) Kernel<decltype(&fn)>{fn, nullptr, nullptr}
+
+// The hand schedule and, where built, its two autoscheduled builds.
+#ifdef HALFORMER_TEST_AUTOSCHEDULED
+#define HF_IMPL3(base) {#base, HF_KERNEL(base)}, {#base "_adams2019", HF_CPU_ONLY(base##_adams2019)}, \
+    {#base "_mullapudi2016", HF_CPU_ONLY(base##_mullapudi2016)}
+#define HF_DECLARE(base) HF_DECLARE_GPU(base) \
+    extern "C" decltype(base) base##_adams2019, base##_mullapudi2016;
+#else
+#define HF_IMPL3(base) {#base, HF_KERNEL(base)}
+#define HF_DECLARE(base) HF_DECLARE_GPU(base)
+#endif
 
 template <typename Fn>
 struct Impl {
     std::string name;
-    Fn fn;
+    Kernel<Fn> fn;
 };
 
 template <typename Fn>
 inline std::string impl_name(const testing::TestParamInfo<Impl<Fn>> &info) {
     return info.param.name;
+}
+
+// The implementations a suite runs on the device under test: on a GPU, the
+// hand schedules only (the autoschedulers used here make CPU schedules).
+template <typename Fn>
+inline std::vector<Impl<Fn>> on_device(std::vector<Impl<Fn>> all) {
+    std::vector<Impl<Fn>> out;
+    for (auto &i : all) {
+        if (i.fn.pick()) out.push_back(i);
+    }
+    return out;
 }
 
 #include "halformer/kernel_error.h"

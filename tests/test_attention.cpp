@@ -2,13 +2,14 @@
 #include "kernels.h"
 
 #include "hf_attention.h"
-#include "hf_attention_adams2019.h"
-#include "hf_attention_mullapudi2016.h"
 #include "hf_attention_causal.h"
 #include "hf_attention_causal_decode.h"
 #include "hf_attention_decode.h"
-#include "hf_attention_causal_adams2019.h"
-#include "hf_attention_causal_mullapudi2016.h"
+
+HF_DECLARE(hf_attention)
+HF_DECLARE(hf_attention_causal)
+HF_DECLARE(hf_attention_causal_decode)
+HF_DECLARE(hf_attention_decode)
 
 using ref::Buffer;
 using AttnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
@@ -23,7 +24,7 @@ struct Case {
 
 bool is_causal(const std::string &name) { return name.find("causal") != std::string::npos; }
 
-void run_case(AttnFn fn, bool causal, const Case &c, uint32_t seed, double tol = ref::kTolerance) {
+void run_case(const Kernel<AttnFn> &fn, bool causal, const Case &c, uint32_t seed, double tol = ref::kTolerance) {
     Buffer<float> q = ref::random_buffer({c.dk, c.Tq, c.H, c.B}, seed, -c.range, c.range);
     Buffer<float> k = ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 1, -c.range, c.range);
     Buffer<float> v = ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 2);
@@ -77,6 +78,18 @@ TEST_P(AttentionTest, IncrementalDecoding) {
     }
 }
 
+// Small heads (dk = 8, 12: the test models' sizes) against short caches, one
+// and several new queries, as the runtime's decoding steps call it.
+TEST_P(AttentionTest, SmallHeadsShortCaches) {
+    const bool causal = is_causal(GetParam().name);
+    for (int dk : {8, 12}) {
+        for (int L : {1, 5, 17}) {
+            run_case(GetParam().fn, causal, {1, 4, 1, L, dk, {}, L - 1, 1.f}, 150 + L + dk);
+            run_case(GetParam().fn, causal, {3, 2, 1, L, dk, {L, 1, L}, L - 1, 1.f}, 160 + L + dk);
+        }
+    }
+}
+
 // Scores of about ±1e4 (inputs ±100·√(dk)/…): max subtraction keeps exp in range.
 TEST_P(AttentionTest, HugeScoresDoNotOverflow) {
     const bool causal = is_causal(GetParam().name);
@@ -107,10 +120,10 @@ TEST_P(AttentionTest, StridedViewsIntoFusedQKV) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, AttentionTest,
-                         testing::ValuesIn(std::vector<Impl<AttnFn>>{
+                         testing::ValuesIn(on_device(std::vector<Impl<AttnFn>>{
                              HF_IMPL3(hf_attention), HF_IMPL3(hf_attention_causal),
-                             {"hf_attention_decode", hf_attention_decode},
-                             {"hf_attention_causal_decode", hf_attention_causal_decode}}),
+                             {"hf_attention_decode", HF_KERNEL(hf_attention_decode)},
+                             {"hf_attention_causal_decode", HF_KERNEL(hf_attention_causal_decode)}})),
                          impl_name<AttnFn>);
 
 // The seeds' worked example: 3 tokens, d_k = 4, scale 1/√4. The seed's
@@ -133,7 +146,7 @@ TEST(AttentionSeedExample, ThreeTokens) {
         }
     Buffer<int32_t> len(1);
     len(0) = 3;
-    HF_CALL(hf_attention(q, k, v, len, 0, 0.5f, o));
+    HF_CALL(HF_KERNEL(hf_attention)(q, k, v, len, 0, 0.5f, o));
     const double expected[3] = {5.7112, 4.3962, 4.2029};
     for (int t = 0; t < 3; t++)
         for (int d = 0; d < 4; d++) EXPECT_NEAR(o(d, t, 0, 0), expected[t] + d, 1e-4) << t << "," << d;
@@ -143,7 +156,7 @@ TEST(AttentionSeedExample, ThreeTokens) {
     Buffer<float> eye(4, 3, 1, 1), w(4, 3, 1, 1);
     eye.fill(0.0f);
     for (int t = 0; t < 3; t++) eye(t, t, 0, 0) = 1.0f;
-    HF_CALL(hf_attention(q, k, eye, len, 0, 0.5f, w));
+    HF_CALL(HF_KERNEL(hf_attention)(q, k, eye, len, 0, 0.5f, w));
     // (exactly 0.2741, 0.2741, 0.4519: the seed rounds the last up to 0.46 so
     // that its row sums to 1)
     EXPECT_NEAR(w(0, 0, 0, 0), 0.27, 0.005);

@@ -3,14 +3,12 @@
 #include "halformer/kernel_error.h"
 
 #include "hf_embedding.h"
-#include "hf_embedding_adams2019.h"
-#include "hf_embedding_mullapudi2016.h"
 #include "hf_embedding_concat.h"
-#include "hf_embedding_concat_adams2019.h"
-#include "hf_embedding_concat_mullapudi2016.h"
 #include "hf_embedding_learned.h"
-#include "hf_embedding_learned_adams2019.h"
-#include "hf_embedding_learned_mullapudi2016.h"
+
+HF_DECLARE(hf_embedding)
+HF_DECLARE(hf_embedding_concat)
+HF_DECLARE(hf_embedding_learned)
 
 using ref::Buffer;
 using EmbFn = int (*)(halide_buffer_t *, halide_buffer_t *, int32_t, float, halide_buffer_t *);
@@ -64,8 +62,8 @@ TEST_P(EmbeddingTest, OutOfRangeTokenIsAnErrorAndWritesNothingWild) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, EmbeddingTest,
-                         testing::ValuesIn(std::vector<Impl<EmbFn>>{
-                             HF_IMPL3(hf_embedding), HF_IMPL3(hf_embedding_concat)}),
+                         testing::ValuesIn(on_device(std::vector<Impl<EmbFn>>{
+                             HF_IMPL3(hf_embedding), HF_IMPL3(hf_embedding_concat)})),
                          impl_name<EmbFn>);
 
 // The seeds' worked example: d_model = 4, positions 0 and 1, with a zero
@@ -75,7 +73,7 @@ TEST(EmbeddingSeedExample, PositionalEncodingDModel4) {
     table.fill(0.0f);
     Buffer<int32_t> tok(2, 1);
     tok.fill(0);
-    HF_CALL(hf_embedding(tok, table, 0, 1.0f, out));
+    HF_CALL(HF_KERNEL(hf_embedding)(tok, table, 0, 1.0f, out));
     const float pe0[4] = {0, 1, 0, 1};
     const float pe1[4] = {0.841f, 0.540f, 0.010f, 0.999f};
     for (int d = 0; d < 4; d++) {
@@ -111,6 +109,6 @@ TEST_P(LearnedEmbeddingTest, PositionPastTheTableIsAnError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, LearnedEmbeddingTest,
-                         testing::ValuesIn(std::vector<Impl<LearnedFn>>{
-                             HF_IMPL3(hf_embedding_learned)}),
+                         testing::ValuesIn(on_device(std::vector<Impl<LearnedFn>>{
+                             HF_IMPL3(hf_embedding_learned)})),
                          impl_name<LearnedFn>);

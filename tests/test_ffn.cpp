@@ -2,20 +2,16 @@
 #include "kernels.h"
 
 #include "hf_ffn.h"
-#include "hf_ffn_adams2019.h"
-#include "hf_ffn_mullapudi2016.h"
 #include "hf_ffn_gelu.h"
-#include "hf_ffn_gelu_adams2019.h"
-#include "hf_ffn_gelu_mullapudi2016.h"
 #include "hf_ffn_gelu_tanh.h"
-#include "hf_ffn_gelu_tanh_adams2019.h"
-#include "hf_ffn_gelu_tanh_mullapudi2016.h"
 #include "hf_ffn_fused.h"
-#include "hf_ffn_fused_adams2019.h"
-#include "hf_ffn_fused_mullapudi2016.h"
 #include "hf_ffn_residual.h"
-#include "hf_ffn_residual_adams2019.h"
-#include "hf_ffn_residual_mullapudi2016.h"
+
+HF_DECLARE(hf_ffn)
+HF_DECLARE(hf_ffn_gelu)
+HF_DECLARE(hf_ffn_gelu_tanh)
+HF_DECLARE(hf_ffn_fused)
+HF_DECLARE(hf_ffn_residual)
 
 using ref::Buffer;
 using FfnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
@@ -57,9 +53,9 @@ TEST_P(FfnTest, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, FfnTest,
-                         testing::ValuesIn(std::vector<Impl<FfnFn>>{
+                         testing::ValuesIn(on_device(std::vector<Impl<FfnFn>>{
                              HF_IMPL3(hf_ffn), HF_IMPL3(hf_ffn_gelu), HF_IMPL3(hf_ffn_gelu_tanh),
-                             HF_IMPL3(hf_ffn_fused)}),
+                             HF_IMPL3(hf_ffn_fused)})),
                          impl_name<FfnFn>);
 
 class FfnResidualTest : public testing::TestWithParam<Impl<FfnResFn>> {};
@@ -80,5 +76,5 @@ TEST_P(FfnResidualTest, AddsResidual) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, FfnResidualTest,
-                         testing::ValuesIn(std::vector<Impl<FfnResFn>>{HF_IMPL3(hf_ffn_residual)}),
+                         testing::ValuesIn(on_device(std::vector<Impl<FfnResFn>>{HF_IMPL3(hf_ffn_residual)})),
                          impl_name<FfnResFn>);

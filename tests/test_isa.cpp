@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include "halformer/device.h"
 #include "halformer/isa.h"
+
+#include <cstdlib>
 
 // The variant the kernels run in this process: what HALFORMER_ISA asked for
 // (ctest runs the whole suite once per variant), capped by the CPU.
@@ -19,13 +22,22 @@ TEST(Isa, ParsesNamesAndRejectsOthers) {
 }
 
 // Exit code 77 (ctest: skipped) when HALFORMER_ISA names a variant this CPU
-// cannot run.
+// cannot run, or HALFORMER_DEVICE a GPU API with no driver or device here.
 int main(int argc, char **argv) {
     testing::InitGoogleTest(&argc, argv);
     const halformer::Isa limit = halformer::isa_limit();
     if (!halformer::cpu_supports(limit)) {
         std::printf("this CPU cannot run the %s variant: skipped\n", halformer::isa_name(limit));
         return 77;
+    }
+    if (const char *dev = std::getenv("HALFORMER_DEVICE")) {
+        const halformer::Device d = halformer::parse_device(dev);
+        const std::string problem = halformer::device_problem(d);
+        if (!problem.empty()) {
+            std::printf("%s: skipped\n", problem.c_str());
+            return 77;
+        }
+        std::printf("kernels run on %s\n", halformer::device_description(d).c_str());
     }
     return RUN_ALL_TESTS();
 }

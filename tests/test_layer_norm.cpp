@@ -2,11 +2,10 @@
 #include "kernels.h"
 
 #include "hf_layer_norm.h"
-#include "hf_layer_norm_adams2019.h"
-#include "hf_layer_norm_mullapudi2016.h"
 #include "hf_layer_norm_residual.h"
-#include "hf_layer_norm_residual_adams2019.h"
-#include "hf_layer_norm_residual_mullapudi2016.h"
+
+HF_DECLARE(hf_layer_norm)
+HF_DECLARE(hf_layer_norm_residual)
 
 using ref::Buffer;
 using LnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float,
@@ -58,7 +57,7 @@ TEST_P(LayerNormTest, ConstantRowGivesBeta) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, LayerNormTest,
-                         testing::ValuesIn(std::vector<Impl<LnFn>>{HF_IMPL3(hf_layer_norm)}),
+                         testing::ValuesIn(on_device(std::vector<Impl<LnFn>>{HF_IMPL3(hf_layer_norm)})),
                          impl_name<LnFn>);
 
 class LayerNormResidualTest : public testing::TestWithParam<Impl<LnResFn>> {};
@@ -78,6 +77,6 @@ TEST_P(LayerNormResidualTest, AddThenNorm) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, LayerNormResidualTest,
-                         testing::ValuesIn(std::vector<Impl<LnResFn>>{
-                             HF_IMPL3(hf_layer_norm_residual)}),
+                         testing::ValuesIn(on_device(std::vector<Impl<LnResFn>>{
+                             HF_IMPL3(hf_layer_norm_residual)})),
                          impl_name<LnResFn>);

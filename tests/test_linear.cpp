@@ -9,20 +9,14 @@
 #include "hf_linear_dot.h"
 #include "hf_linear_residual.h"
 #include "hf_linear_dot_residual.h"
-#include "hf_linear_adams2019.h"
-#include "hf_linear_relu_adams2019.h"
-#include "hf_linear_gelu_adams2019.h"
-#include "hf_linear_gelu_tanh_adams2019.h"
-#include "hf_linear_dot_adams2019.h"
-#include "hf_linear_residual_adams2019.h"
-#include "hf_linear_dot_residual_adams2019.h"
-#include "hf_linear_mullapudi2016.h"
-#include "hf_linear_relu_mullapudi2016.h"
-#include "hf_linear_gelu_mullapudi2016.h"
-#include "hf_linear_gelu_tanh_mullapudi2016.h"
-#include "hf_linear_dot_mullapudi2016.h"
-#include "hf_linear_residual_mullapudi2016.h"
-#include "hf_linear_dot_residual_mullapudi2016.h"
+
+HF_DECLARE(hf_linear)
+HF_DECLARE(hf_linear_relu)
+HF_DECLARE(hf_linear_gelu)
+HF_DECLARE(hf_linear_gelu_tanh)
+HF_DECLARE(hf_linear_dot)
+HF_DECLARE(hf_linear_residual)
+HF_DECLARE(hf_linear_dot_residual)
 
 using ref::Buffer;
 using LinearFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
@@ -59,9 +53,9 @@ TEST_P(LinearTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     All, LinearTest,
-    testing::ValuesIn(std::vector<Impl<LinearFn>>{
+    testing::ValuesIn(on_device(std::vector<Impl<LinearFn>>{
         HF_IMPL3(hf_linear), HF_IMPL3(hf_linear_relu), HF_IMPL3(hf_linear_gelu),
-        HF_IMPL3(hf_linear_gelu_tanh), HF_IMPL3(hf_linear_dot)}),
+        HF_IMPL3(hf_linear_gelu_tanh), HF_IMPL3(hf_linear_dot)})),
     impl_name<LinearFn>);
 
 class LinearResidualTest : public testing::TestWithParam<Impl<LinearResFn>> {};
@@ -82,8 +76,8 @@ TEST_P(LinearResidualTest, AddsResidualAfterBias) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, LinearResidualTest,
-                         testing::ValuesIn(std::vector<Impl<LinearResFn>>{
-                             HF_IMPL3(hf_linear_residual), HF_IMPL3(hf_linear_dot_residual)}),
+                         testing::ValuesIn(on_device(std::vector<Impl<LinearResFn>>{
+                             HF_IMPL3(hf_linear_residual), HF_IMPL3(hf_linear_dot_residual)})),
                          impl_name<LinearResFn>);
 
 // GELU's erf is our own polynomial: check it across the range where it matters
@@ -94,10 +88,14 @@ TEST(LinearActivation, GeluMatchesErfOverWideRange) {
     for (int m = 0; m < M; m++) x(0, m) = -10.0f + 0.01f * m;
     w(0, 0) = 1.0f;
     b(0) = 0.0f;
-    HF_CALL(hf_linear_gelu(x, w, b, y));
+    HF_CALL(HF_KERNEL(hf_linear_gelu)(x, w, b, y));
     for (int m = 0; m < M; m++) {
         double ref = ref::gelu(x(0, m));
-        EXPECT_NEAR(y(0, m), ref, 1e-6 + 1e-6 * std::abs(ref)) << "x=" << x(0, m);
+        // On PoCL the erf tail below x ≈ -4.9 comes out as exactly 0 where the
+        // CPU gives -2e-6 (OpenCL's exp/fast-math differ): a GPU gets 3e-5
+        // absolute slack, still far below anything a model would notice.
+        const double slack = test_device() == TestDevice::CPU ? 0.0 : 3e-5;
+        EXPECT_NEAR(y(0, m), ref, 1e-6 + slack + 1e-6 * std::abs(ref)) << "x=" << x(0, m);
     }
 }
 
@@ -105,7 +103,8 @@ TEST(LinearActivation, GeluMatchesErfOverWideRange) {
 TEST(LinearErrors, ShortWeightRowsAreAnError) {
     Buffer<float> x = ref::random_buffer({64, 4}, 1), w = ref::random_buffer({32, 16}, 2);
     Buffer<float> b(16), y(16, 4);
-    EXPECT_NE(hf_linear(x, w, b, y), 0);
+    const auto linear = HF_KERNEL(hf_linear);
+    EXPECT_NE(linear(x, w, b, y), 0);
     EXPECT_NE(halformer::last_kernel_error().find("Input buffer w"), std::string::npos)
         << halformer::last_kernel_error();
 }

@@ -5,17 +5,14 @@
 #include "kernels.h"
 
 #include "hf_output_head.h"
-#include "hf_output_head_adams2019.h"
-#include "hf_output_head_mullapudi2016.h"
 #include "hf_output_head_dot.h"
-#include "hf_output_head_dot_adams2019.h"
-#include "hf_output_head_dot_mullapudi2016.h"
 #include "hf_argmax.h"
-#include "hf_argmax_adams2019.h"
-#include "hf_argmax_mullapudi2016.h"
 #include "hf_topk8.h"
-#include "hf_topk8_adams2019.h"
-#include "hf_topk8_mullapudi2016.h"
+
+HF_DECLARE(hf_output_head)
+HF_DECLARE(hf_output_head_dot)
+HF_DECLARE(hf_argmax)
+HF_DECLARE(hf_topk8)
 
 using ref::Buffer;
 using HeadFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
@@ -49,14 +46,14 @@ TEST_P(OutputHeadTest, HugeLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, OutputHeadTest,
-                         testing::ValuesIn(std::vector<Impl<HeadFn>>{
-                             HF_IMPL3(hf_output_head), HF_IMPL3(hf_output_head_dot)}),
+                         testing::ValuesIn(on_device(std::vector<Impl<HeadFn>>{
+                             HF_IMPL3(hf_output_head), HF_IMPL3(hf_output_head_dot)})),
                          impl_name<HeadFn>);
 
 class TopKTest : public testing::TestWithParam<Impl<TopKFn>> {};
 
 // Reference: stable sort by descending score (ties: lower id first).
-void check_topk(TopKFn fn, int K, Buffer<float> s) {
+void check_topk(const Kernel<TopKFn> &fn, int K, Buffer<float> s) {
     const int N = s.dim(0).extent(), M = s.dim(1).extent();
     Buffer<float> vals(K, M);
     Buffer<int32_t> ids(K, M);
@@ -117,6 +114,6 @@ TEST_P(TopKTest, NaNAndTooFewScores) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, TopKTest,
-                         testing::ValuesIn(std::vector<Impl<TopKFn>>{
-                             HF_IMPL3(hf_argmax), HF_IMPL3(hf_topk8)}),
+                         testing::ValuesIn(on_device(std::vector<Impl<TopKFn>>{
+                             HF_IMPL3(hf_argmax), HF_IMPL3(hf_topk8)})),
                          impl_name<TopKFn>);

@@ -2,17 +2,14 @@
 #include "kernels.h"
 
 #include "hf_softmax.h"
-#include "hf_softmax_adams2019.h"
-#include "hf_softmax_mullapudi2016.h"
 #include "hf_log_softmax.h"
-#include "hf_log_softmax_adams2019.h"
-#include "hf_log_softmax_mullapudi2016.h"
 #include "hf_softmax_mask.h"
-#include "hf_softmax_mask_adams2019.h"
-#include "hf_softmax_mask_mullapudi2016.h"
 #include "hf_log_softmax_mask.h"
-#include "hf_log_softmax_mask_adams2019.h"
-#include "hf_log_softmax_mask_mullapudi2016.h"
+
+HF_DECLARE(hf_softmax)
+HF_DECLARE(hf_log_softmax)
+HF_DECLARE(hf_softmax_mask)
+HF_DECLARE(hf_log_softmax_mask)
 
 using ref::Buffer;
 using SoftmaxFn = int (*)(halide_buffer_t *, halide_buffer_t *);
@@ -48,8 +45,8 @@ TEST_P(SoftmaxTest, HugeLogitsDoNotOverflow) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, SoftmaxTest,
-                         testing::ValuesIn(std::vector<Impl<SoftmaxFn>>{
-                             HF_IMPL3(hf_softmax), HF_IMPL3(hf_log_softmax)}),
+                         testing::ValuesIn(on_device(std::vector<Impl<SoftmaxFn>>{
+                             HF_IMPL3(hf_softmax), HF_IMPL3(hf_log_softmax)})),
                          impl_name<SoftmaxFn>);
 
 class MaskedSoftmaxTest : public testing::TestWithParam<Impl<MaskedFn>> {};
@@ -80,6 +77,6 @@ TEST_P(MaskedSoftmaxTest, MaskedEntriesAndFullyMaskedRows) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, MaskedSoftmaxTest,
-                         testing::ValuesIn(std::vector<Impl<MaskedFn>>{
-                             HF_IMPL3(hf_softmax_mask), HF_IMPL3(hf_log_softmax_mask)}),
+                         testing::ValuesIn(on_device(std::vector<Impl<MaskedFn>>{
+                             HF_IMPL3(hf_softmax_mask), HF_IMPL3(hf_log_softmax_mask)})),
                          impl_name<MaskedFn>);

@@ -6,7 +6,8 @@
 //       --top-p P --seed S]
 //   halformer demo [--batch B] [--src-len S] [--beam K] [--max-new-tokens N]
 //       [--threads N] [--seed S]
-// Every command takes --threads N and --isa sse41|avx2|avx512|sapphirerapids.
+// Every command takes --threads N, --isa sse41|avx2|avx512|sapphirerapids and
+// --device cpu|cuda|opencl.
 #include "halformer/build_info.h"
 #include "halformer/isa.h"
 #include "halformer/model.h"
@@ -34,6 +35,7 @@ using namespace halformer;
 namespace {
 
 int g_threads = 0;  // Halide's default: one per core
+Device g_device = Device::CPU;
 
 const char *kUsage =
     "usage:\n"
@@ -47,7 +49,7 @@ const char *kUsage =
     "                  [--new-tokens N] [--iters N] [--json]\n"
     "  halformer tune [--target T] [--config base|DIR] [--ops OPS] [--budget 20m] [--resume]\n"
     "                 (halformer tune --help: every option)\n"
-    "common options: --threads N, --isa sse41|avx2|avx512|sapphirerapids\n"
+    "common options: --threads N, --isa sse41|avx2|avx512|sapphirerapids, --device cpu|cuda|opencl\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n";
 
 struct Args {
@@ -102,7 +104,7 @@ Args parse_args(int argc, char **argv, const std::vector<std::string> &flags_wit
 void check_known(const Args &a, const std::vector<std::string> &known) {
     for (auto &kv : a.opts) {
         if (std::find(known.begin(), known.end(), kv.first) == known.end() && kv.first != "threads" &&
-            kv.first != "isa") {
+            kv.first != "isa" && kv.first != "device") {
             throw Error("unknown option --" + kv.first + " for '" + a.command + "'\n" + kUsage);
         }
     }
@@ -163,11 +165,24 @@ void print_ids(const std::vector<int32_t> &ids) {
     for (size_t k = 0; k < ids.size(); k++) std::printf("%s%d", k ? " " : "", ids[k]);
 }
 
+// What runs the kernels: the x86 variant, or the GPU device.
+std::string kernels_label() {
+    return g_device == Device::CPU ? std::string(isa_name(selected_isa())) : device_description(g_device);
+}
+
 void print_build_info() {
     std::string compiled;
     for (Isa i : all_isas()) compiled += std::string(compiled.empty() ? "" : ", ") + isa_name(i);
     std::printf("kernel variants compiled: %s\n", compiled.c_str());
     std::printf("kernel variant this CPU runs: %s\n", isa_name(selected_isa()));
+#ifdef HALFORMER_HAS_GPU
+    std::printf("GPU builds: cuda (PTX for sm_86 and sm_80), opencl\n");
+#else
+    std::printf("GPU builds: none (configured with HALFORMER_GPU=OFF)\n");
+#endif
+    for (Device d : {Device::CUDA, Device::OpenCL}) {
+        std::printf("device %s: %s\n", device_name(d), device_description(d).c_str());
+    }
     for (Isa i : all_isas()) {
         const TunedRecord *r = tuned_record(i);
         if (!r) {
@@ -186,7 +201,7 @@ int cmd_info(const Args &a) {
         print_build_info();
         return 0;
     }
-    Model m = Model::load(a.dir);
+    Model m = Model::load(a.dir, g_device);
     const Config &c = m.config();
     std::printf("model: %s\n", a.dir.c_str());
     std::printf("config:\n%s", c.to_json().c_str());
@@ -205,7 +220,7 @@ int cmd_logits(const Args &a) {
     check_known(a, {"src", "tgt", "out", "force"});
     if (!a.flag("src")) throw Error("logits: --src is required");
     if (!a.flag("out")) throw Error("logits: --out FILE.npy is required");
-    Model m = Model::load(a.dir);
+    Model m = Model::load(a.dir, g_device);
     Sequence src = parse_ids(a.str("src"), "src");
     std::vector<Sequence> tgt;
     if (a.flag("tgt")) tgt.push_back(parse_ids(a.str("tgt"), "tgt"));
@@ -237,7 +252,7 @@ int cmd_generate(const Args &a) {
     check_known(a, {"src", "max-new-tokens", "beam", "length-penalty", "n-best", "sample", "temperature",
                     "top-k", "top-p", "seed"});
     if (!a.flag("src")) throw Error("generate: --src is required");
-    Model m = Model::load(a.dir);
+    Model m = Model::load(a.dir, g_device);
     GenerateOptions o = generate_options(a);
     if (o.max_new_tokens == -1) {
         const int P = m.config().architecture == Architecture::Decoder ? (int)parse_ids(a.str("src"), "src").size() : 1;
@@ -284,9 +299,9 @@ int cmd_demo(const Args &a) {
                 c.d_model, c.num_heads, c.d_ff, c.num_encoder_layers, c.num_decoder_layers, c.tgt_vocab_size,
                 (unsigned long long)seed);
     auto t0 = clock::now();
-    Model m = Model::random(c, seed);
+    Model m = Model::random(c, seed, g_device);
     std::printf("built %.1f M parameters in %.2f s; kernels: %s variant, %d threads\n", m.parameter_count() / 1e6,
-                secs(t0), isa_name(selected_isa()), g_threads);
+                secs(t0), kernels_label().c_str(), g_threads);
     // Random sources: lengths in [src_len/2, src_len], ids in [3, vocab).
     std::vector<Sequence> src(batch);
     uint64_t s = seed * 7919 + 17;
@@ -360,11 +375,11 @@ int cmd_bench(const Args &a) {
     if (a.flag("config")) {
         if (!a.dir.empty()) throw Error("bench: give a model directory or --config base, not both");
         if (a.str("config") != "base") throw Error("bench: --config knows only 'base' (the paper's base model)");
-        m = std::make_unique<Model>(Model::random(Config::base(), 1));
+        m = std::make_unique<Model>(Model::random(Config::base(), 1, g_device));
         source = "config base (random weights)";
     } else {
         if (a.dir.empty()) throw Error("bench: a model directory or --config base is required");
-        m = std::make_unique<Model>(Model::load(a.dir));
+        m = std::make_unique<Model>(Model::load(a.dir, g_device));
         source = a.dir;
     }
     const Config &c = m->config();
@@ -424,10 +439,10 @@ int cmd_bench(const Args &a) {
                     "\"greedy_tokens_per_s\": %.2f, \"beam_tokens_per_s\": %.2f, \"peak_rss_mb\": %.1f}\n",
                     source.c_str(), architecture_name(c.architecture), (long long)m->parameter_count(), B, S, K, N,
                     g_threads ? g_threads : (int)std::thread::hardware_concurrency(), iters,
-                    isa_name(selected_isa()), median(enc), median(steps), median(g_tps), median(b_tps), rss);
+                    kernels_label().c_str(), median(enc), median(steps), median(g_tps), median(b_tps), rss);
     } else {
         std::printf("model: %s (%s, %.1f M parameters), kernels: %s variant\n", source.c_str(),
-                    architecture_name(c.architecture), m->parameter_count() / 1e6, isa_name(selected_isa()));
+                    architecture_name(c.architecture), m->parameter_count() / 1e6, kernels_label().c_str());
         std::printf("workload: batch %d, source length %d, %d new tokens, beam %d; medians of %d runs\n", B, S, N,
                     K, iters);
         std::printf("  encoder_ms            %10.3f\n", median(enc));
@@ -465,6 +480,10 @@ int main(int argc, char **argv) {
         if (argc >= 2 && std::string(argv[1]) == "tune") return run_tuner(argc, argv);
         Args a = parse_args(argc, argv, {"sample", "force", "json"});
         if (a.flag("isa")) set_isa_limit(parse_isa(a.str("isa")));
+        if (a.flag("device")) {
+            g_device = parse_device(a.str("device"));
+            require_device(g_device);
+        }
         if (a.flag("threads")) {
             long n = a.integer("threads", 0);
             if (n < 1) throw Error("--threads must be >= 1");

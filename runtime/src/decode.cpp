@@ -23,6 +23,10 @@
 #include "hf_linear.h"
 #include "hf_topk8.h"
 
+HF_DEVICE_KERNELS(hf_argmax)
+HF_DEVICE_KERNELS(hf_linear)
+HF_DEVICE_KERNELS(hf_topk8)
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -91,6 +95,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     // Cross-attention K|V once per source, repeated for each beam.
     std::vector<int32_t> cross_len(R);
     cross_kv.resize(layers);
+    attach(cross_kv);
     if (memory) {
         float *kvb = kv_tmp.need((size_t)S * B * 2 * D);
         for (int r = 0; r < R; r++) cross_len[r] = src_lens[r / K];
@@ -98,11 +103,11 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
             const auto &w = dec.layers[l].cross;
             View vx(memory, {{D, 1}, {S * B, D}}), vw(w.in_w + (size_t)D * D, {{D, 1}, {2 * D, D}}),
                 vb(w.in_b + D, {{2 * D, 1}}), vy(kvb, {{2 * D, 1}, {S * B, 2 * D}});
-            run("linear", [&] { return hf_linear(vx.get(), vw.get(), vb.get(), vy.get()); });
+            run("linear", [&] { return HF_PICK(device(), hf_linear)(vx.get(), vw.get(), vb.get(), vy.get()); });
             float *dst = cross_kv[l].need((size_t)S * R * 2 * D);
             for (int s = 0; s < S; s++) {
                 for (int r = 0; r < R; r++) {
-                    std::memcpy(dst + ((size_t)s * R + r) * 2 * D, kvb + ((size_t)s * B + r / K) * 2 * D,
+                    dev->copy(dst + ((size_t)s * R + r) * 2 * D, kvb + ((size_t)s * B + r / K) * 2 * D,
                                 2 * D * sizeof(float));
                 }
             }
@@ -110,6 +115,8 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     }
     self_kv.resize(layers);
     self_kv_alt.resize(layers);
+    attach(self_kv);
+    attach(self_kv_alt);
     for (size_t l = 0; l < layers; l++) {
         self_kv[l].need((size_t)cap * R * 2 * D);
         if (beam) self_kv_alt[l].need((size_t)cap * R * 2 * D);
@@ -160,12 +167,17 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
             project(last, R, D, out, true);
             View vs(out, {{V, 1}, {R, V}}), vv(topv, {{kTopK, 1}, {R, kTopK}}),
                 vi(topi, {{kTopK, 1}, {R, kTopK}}, true);
-            run("topk", [&] { return hf_topk8(vs.get(), vv.get(), vi.get()); });
+            run("topk", [&] { return HF_PICK(device(), hf_topk8)(vs.get(), vv.get(), vi.get()); });
+            dev->to_host(topv, (size_t)R * kTopK * sizeof(float));
+            dev->to_host(topi, (size_t)R * kTopK * sizeof(int32_t));
         } else {
             project(last, R, D, out, false);
             if (!opt.sample) {
                 View vs(out, {{V, 1}, {R, V}}), vv(topv, {{1, 1}, {R, 1}}), vi(topi, {{1, 1}, {R, 1}}, true);
-                run("argmax", [&] { return hf_argmax(vs.get(), vv.get(), vi.get()); });
+                run("argmax", [&] { return HF_PICK(device(), hf_argmax)(vs.get(), vv.get(), vi.get()); });
+                dev->to_host(topi, (size_t)R * sizeof(int32_t));
+            } else {
+                dev->to_host(out, (size_t)R * V * sizeof(float));  // sampling reads the logits
             }
         }
         const bool last_step = step == max_new - 1;
@@ -250,7 +262,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
                     float *dst = self_kv_alt[l].get();
                     for (int t = 0; t < len; t++) {
                         for (int r = 0; r < R; r++) {
-                            std::memcpy(dst + ((size_t)t * R + r) * 2 * D,
+                            dev->copy(dst + ((size_t)t * R + r) * 2 * D,
                                         src + ((size_t)t * R + parent[r]) * 2 * D, 2 * D * sizeof(float));
                         }
                     }
@@ -302,6 +314,7 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
     if (!(opt.top_p > 0 && opt.top_p <= 1)) throw Error("generate: top_p must be in (0, 1], not " + std::to_string(opt.top_p));
     if (!std::isfinite(opt.length_penalty)) throw Error("generate: length_penalty must be finite");
     const bool ed = c.architecture == Architecture::EncoderDecoder;
+    DeviceScope scope(m.dev.get());
     auto limit = [&](int P) {
         const int allowed = c.max_positions - P + 1;
         if (opt.max_new_tokens == -1) return std::min(256, allowed);

@@ -30,10 +30,48 @@
 #include "hf_log_softmax.h"
 #include "hf_output_head.h"
 
+HF_DEVICE_KERNELS(hf_attention)
+HF_DEVICE_KERNELS(hf_attention_causal)
+HF_DEVICE_KERNELS(hf_attention_causal_decode)
+HF_DEVICE_KERNELS(hf_attention_decode)
+HF_DEVICE_KERNELS(hf_embedding)
+HF_DEVICE_KERNELS(hf_embedding_concat)
+HF_DEVICE_KERNELS(hf_embedding_learned)
+HF_DEVICE_KERNELS(hf_ffn)
+HF_DEVICE_KERNELS(hf_ffn_gelu)
+HF_DEVICE_KERNELS(hf_ffn_gelu_residual)
+HF_DEVICE_KERNELS(hf_ffn_gelu_tanh)
+HF_DEVICE_KERNELS(hf_ffn_gelu_tanh_residual)
+HF_DEVICE_KERNELS(hf_ffn_residual)
+HF_DEVICE_KERNELS(hf_layer_norm)
+HF_DEVICE_KERNELS(hf_layer_norm_residual)
+HF_DEVICE_KERNELS(hf_linear)
+HF_DEVICE_KERNELS(hf_linear_dot)
+HF_DEVICE_KERNELS(hf_linear_dot_gelu)
+HF_DEVICE_KERNELS(hf_linear_dot_gelu_tanh)
+HF_DEVICE_KERNELS(hf_linear_dot_relu)
+HF_DEVICE_KERNELS(hf_linear_dot_residual)
+HF_DEVICE_KERNELS(hf_linear_residual)
+HF_DEVICE_KERNELS(hf_log_softmax)
+HF_DEVICE_KERNELS(hf_output_head)
+
 #include <cmath>
 #include <cstring>
 
 namespace halformer {
+
+void Model::Impl::set_device(Device d) {
+    if (d == dev->device()) return;
+    dev = std::make_unique<DeviceContext>(d);
+    for (Scratch *s : {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &tokens_f, &enc_out, &logits,
+                       &topv, &topi, &kvlen_buf, &memlen_buf}) {
+        *s = Scratch();
+        s->dev = dev.get();
+    }
+    self_kv.clear();
+    self_kv_alt.clear();
+    cross_kv.clear();
+}
 
 // Up to this many rows a projection uses the decode shape class (one-row
 // register blocks): measured 2026-11-22 (bench/kernels_bench.cpp), 1 × 512 →
@@ -75,15 +113,15 @@ void Model::Impl::embed(const StackW &s, const int32_t *tokens, int T, int R, in
     const float scale = cfg.scale_embeddings ? std::sqrt((float)D) : 1.0f;
     switch (cfg.positional_encoding) {
     case Positional::Sinusoidal:
-        run("embedding", [&] { return hf_embedding(tok.get(), table.get(), start, scale, out.get()); });
+        run("embedding", [&] { return HF_PICK(device(), hf_embedding)(tok.get(), table.get(), start, scale, out.get()); });
         break;
     case Positional::SinusoidalConcat:
-        run("embedding", [&] { return hf_embedding_concat(tok.get(), table.get(), start, scale, out.get()); });
+        run("embedding", [&] { return HF_PICK(device(), hf_embedding_concat)(tok.get(), table.get(), start, scale, out.get()); });
         break;
     case Positional::Learned: {
         View pos(s.pos, {{D, 1}, {cfg.max_positions, D}});
         run("embedding", [&] {
-            return hf_embedding_learned(tok.get(), table.get(), start, scale, pos.get(), out.get());
+            return HF_PICK(device(), hf_embedding_learned)(tok.get(), table.get(), start, scale, pos.get(), out.get());
         });
         break;
     }
@@ -98,15 +136,19 @@ using FFNFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, h
 using FFNResFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                          halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
 
-FFNFn ffn_kernel(Act a) {
-    return a == Act::ReLU ? hf_ffn : a == Act::GELU ? hf_ffn_gelu : hf_ffn_gelu_tanh;
+FFNFn ffn_kernel(Device d, Act a) {
+    return a == Act::ReLU ? HF_PICK(d, hf_ffn) : a == Act::GELU ? HF_PICK(d, hf_ffn_gelu) : HF_PICK(d, hf_ffn_gelu_tanh);
 }
-FFNResFn ffn_residual_kernel(Act a) {
-    return a == Act::ReLU ? hf_ffn_residual : a == Act::GELU ? hf_ffn_gelu_residual : hf_ffn_gelu_tanh_residual;
+FFNResFn ffn_residual_kernel(Device d, Act a) {
+    return a == Act::ReLU   ? HF_PICK(d, hf_ffn_residual)
+           : a == Act::GELU ? HF_PICK(d, hf_ffn_gelu_residual)
+                            : HF_PICK(d, hf_ffn_gelu_tanh_residual);
 }
 
-LinearFn linear_dot_act_kernel(Act a) {
-    return a == Act::ReLU ? hf_linear_dot_relu : a == Act::GELU ? hf_linear_dot_gelu : hf_linear_dot_gelu_tanh;
+LinearFn linear_dot_act_kernel(Device d, Act a) {
+    return a == Act::ReLU   ? HF_PICK(d, hf_linear_dot_relu)
+           : a == Act::GELU ? HF_PICK(d, hf_linear_dot_gelu)
+                            : HF_PICK(d, hf_linear_dot_gelu_tanh);
 }
 
 }  // namespace
@@ -122,19 +164,19 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
     auto act = [&](float *p) { return View(p, {{D, 1}, {M, D}}); };
     auto norm = [&](const NormW &n, float *in, float *out) {
         View vi = act(in), vo = act(out), g(n.g, {{D, 1}}), b(n.b, {{D, 1}});
-        run("layer_norm", [&] { return hf_layer_norm(vi.get(), g.get(), b.get(), eps, vo.get()); });
+        run("layer_norm", [&] { return HF_PICK(device(), hf_layer_norm)(vi.get(), g.get(), b.get(), eps, vo.get()); });
     };
     auto add_norm = [&](const NormW &n, float *in, float *res, float *out) {
         View vi = act(in), vr = act(res), vo = act(out), g(n.g, {{D, 1}}), b(n.b, {{D, 1}});
         run("layer_norm", [&] {
-            return hf_layer_norm_residual(vi.get(), g.get(), b.get(), eps, vr.get(), vo.get());
+            return HF_PICK(device(), hf_layer_norm_residual)(vi.get(), g.get(), b.get(), eps, vr.get(), vo.get());
         });
     };
     auto linear = [&](const char *name, const float *in, const float *w, const float *bias, int N,
                       float *out, int out_stride) {
         View vx(in, {{D, 1}, {M, D}}), vw(w, {{D, 1}, {N, D}}), vb(bias, {{N, 1}}),
             vy(out, {{N, 1}, {M, out_stride}});
-        auto fn = M <= kDotRows ? hf_linear_dot : hf_linear;
+        auto fn = M <= kDotRows ? HF_PICK(device(), hf_linear_dot) : HF_PICK(device(), hf_linear);
         run(name, [&] { return fn(vx.get(), vw.get(), vb.get(), vy.get()); });
     };
     // Output projection + residual + norm (post-LN) or + residual (pre-LN):
@@ -143,11 +185,11 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
         View va = act(ab), vw(w.out_w, {{D, 1}, {D, D}}), vb(w.out_b, {{D, 1}});
         if (pre) {
             View vr = act(x), vo = act(x_alt);
-            auto fn = M <= kDotRows ? hf_linear_dot_residual : hf_linear_residual;
+            auto fn = M <= kDotRows ? HF_PICK(device(), hf_linear_dot_residual) : HF_PICK(device(), hf_linear_residual);
             run("linear", [&] { return fn(va.get(), vw.get(), vb.get(), vr.get(), vo.get()); });
         } else {
             View vo = act(yb);
-            auto fn = M <= kDotRows ? hf_linear_dot : hf_linear;
+            auto fn = M <= kDotRows ? HF_PICK(device(), hf_linear_dot) : HF_PICK(device(), hf_linear);
             run("linear", [&] { return fn(va.get(), vw.get(), vb.get(), vo.get()); });
             add_norm(n, yb, x, x_alt);
         }
@@ -169,8 +211,8 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
     {
         View vq = qview(qb), vk = kvview(kv, start + T), vv = kvview(kv + D, start + T), vo = qview(ab);
         View vl(kv_len, {{R, 1}}, true);
-        auto fn = T == 1 ? (causal ? hf_attention_causal_decode : hf_attention_decode)
-                         : (causal ? hf_attention_causal : hf_attention);
+        auto fn = T == 1 ? (causal ? HF_PICK(device(), hf_attention_causal_decode) : HF_PICK(device(), hf_attention_decode))
+                         : (causal ? HF_PICK(device(), hf_attention_causal) : HF_PICK(device(), hf_attention));
         run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), start, scale, vo.get()); });
     }
     out_proj(L.self, L.self_norm);
@@ -185,7 +227,7 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
         linear("linear", in, L.cross.in_w, L.cross.in_b, D, qb, D);
         View vq = qview(qb), vk = kvview(cross_mem, S), vv = kvview(cross_mem + D, S), vo = qview(ab);
         View vl(cross_len, {{R, 1}}, true);
-        auto fn = T == 1 ? hf_attention_decode : hf_attention;
+        auto fn = T == 1 ? HF_PICK(device(), hf_attention_decode) : HF_PICK(device(), hf_attention);
         run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), 0, scale, vo.get()); });
         out_proj(L.cross, L.cross_norm);
     }
@@ -196,24 +238,24 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
         // Decode shape: two one-row projections through a hidden [M, F].
         float *hidden = ffn_hidden.need((size_t)M * F);
         View vin = act(pre ? (norm(L.ffn_norm, x, hb), hb) : x), vh(hidden, {{F, 1}, {M, F}});
-        auto first = linear_dot_act_kernel(cfg.activation);
+        auto first = linear_dot_act_kernel(device(), cfg.activation);
         run("ffn", [&] { return first(vin.get(), w1.get(), b1.get(), vh.get()); });
         if (pre) {
             View vr = act(x), vo = act(x_alt);
-            run("ffn", [&] { return hf_linear_dot_residual(vh.get(), w2.get(), b2.get(), vr.get(), vo.get()); });
+            run("ffn", [&] { return HF_PICK(device(), hf_linear_dot_residual)(vh.get(), w2.get(), b2.get(), vr.get(), vo.get()); });
         } else {
             View vo = act(yb);
-            run("ffn", [&] { return hf_linear_dot(vh.get(), w2.get(), b2.get(), vo.get()); });
+            run("ffn", [&] { return HF_PICK(device(), hf_linear_dot)(vh.get(), w2.get(), b2.get(), vo.get()); });
             add_norm(L.ffn_norm, yb, x, x_alt);
         }
     } else if (pre) {
         norm(L.ffn_norm, x, hb);
         View vh = act(hb), vr = act(x), vo = act(x_alt);
-        auto fn = ffn_residual_kernel(cfg.activation);
+        auto fn = ffn_residual_kernel(device(), cfg.activation);
         run("ffn", [&] { return fn(vh.get(), w1.get(), b1.get(), w2.get(), b2.get(), vr.get(), vo.get()); });
     } else {
         View vx = act(x), vo = act(yb);
-        auto fn = ffn_kernel(cfg.activation);
+        auto fn = ffn_kernel(device(), cfg.activation);
         run("ffn", [&] { return fn(vx.get(), w1.get(), b1.get(), w2.get(), b2.get(), vo.get()); });
         add_norm(L.ffn_norm, yb, x, x_alt);
     }
@@ -225,8 +267,8 @@ void Model::Impl::final_norm(const NormW &n, float *x, int M) {
     const int D = cfg.d_model;
     float *out = y.need((size_t)M * D);
     View vi(x, {{D, 1}, {M, D}}), vo(out, {{D, 1}, {M, D}}), g(n.g, {{D, 1}}), b(n.b, {{D, 1}});
-    run("layer_norm", [&] { return hf_layer_norm(vi.get(), g.get(), b.get(), cfg.layer_norm_eps, vo.get()); });
-    std::memcpy(x, out, (size_t)M * D * sizeof(float));
+    run("layer_norm", [&] { return HF_PICK(device(), hf_layer_norm)(vi.get(), g.get(), b.get(), cfg.layer_norm_eps, vo.get()); });
+    dev->copy(x, out, (size_t)M * D * sizeof(float));
 }
 
 void Model::Impl::project(const float *x, int M, int row_stride, float *out, bool log_softmax) {
@@ -238,12 +280,12 @@ void Model::Impl::project(const float *x, int M, int row_stride, float *out, boo
         // fused head's panels would transpose all of W on every call).
         float *raw = head_tmp.need((size_t)M * V);
         View vr(raw, {{V, 1}, {M, V}});
-        run("output_head", [&] { return hf_linear_dot(vx.get(), vw.get(), vb.get(), vr.get()); });
-        run("output_head", [&] { return hf_log_softmax(vr.get(), vy.get()); });
+        run("output_head", [&] { return HF_PICK(device(), hf_linear_dot)(vx.get(), vw.get(), vb.get(), vr.get()); });
+        run("output_head", [&] { return HF_PICK(device(), hf_log_softmax)(vr.get(), vy.get()); });
     } else if (log_softmax) {
-        run("output_head", [&] { return hf_output_head(vx.get(), vw.get(), vb.get(), vy.get()); });
+        run("output_head", [&] { return HF_PICK(device(), hf_output_head)(vx.get(), vw.get(), vb.get(), vy.get()); });
     } else {
-        auto fn = M <= kDotRows ? hf_linear_dot : hf_linear;
+        auto fn = M <= kDotRows ? HF_PICK(device(), hf_linear_dot) : HF_PICK(device(), hf_linear);
         run("output_projection", [&] { return fn(vx.get(), vw.get(), vb.get(), vy.get()); });
     }
 }
@@ -278,7 +320,7 @@ float *Model::Impl::encoder(const std::vector<Sequence> &src, int S, std::vector
     for (auto &L : enc.layers) layer(L, false, x, xa, S, R, 0, kv, lens.data(), nullptr, nullptr, 0);
     final_norm(enc.final_norm, x, S * R);
     float *out = enc_out.need(n);
-    std::memcpy(out, x, n * sizeof(float));
+    dev->copy(out, x, n * sizeof(float));
     return out;
 }
 
@@ -306,7 +348,9 @@ std::vector<Tensor> Model::encode(const std::vector<Sequence> &src) {
     int S = 0;
     for (auto &s : src) S = std::max(S, (int)s.size());
     std::vector<int32_t> lens;
+    DeviceScope scope(m.dev.get());
     const float *x = m.encoder(src, S, lens);
+    m.dev->to_host(x, (size_t)S * src.size() * m.cfg.d_model * sizeof(float));
     return split_rows(x, (int)src.size(), m.cfg.d_model, lens);
 }
 
@@ -316,18 +360,18 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
     const int D = c.d_model;
     if (c.architecture == Architecture::Encoder) {
         if (!tgt.empty()) throw Error("logits: an encoder-only model takes no target sequence");
-        auto hidden = encode(src);
-        if (!m.gen_w) return hidden;
-        std::vector<Tensor> out;
-        for (auto &hs : hidden) {
-            const int T = (int)hs.shape[0];
-            Tensor t;
-            t.shape = {T, m.gen_rows};
-            t.data.resize((size_t)T * m.gen_rows);
-            m.project(hs.data.data(), T, D, t.data.data(), false);
-            out.push_back(std::move(t));
-        }
-        return out;
+        if (!m.gen_w) return encode(src);
+        m.check_tokens(src, c.src_vocab_size, "source", 0);
+        int S = 0;
+        for (auto &s : src) S = std::max(S, (int)s.size());
+        std::vector<int32_t> lens;
+        DeviceScope scope(m.dev.get());
+        const float *x = m.encoder(src, S, lens);
+        const int rows = S * (int)src.size();
+        float *out = m.logits.need((size_t)rows * m.gen_rows);
+        m.project(x, rows, D, out, false);
+        m.dev->to_host(out, (size_t)rows * m.gen_rows * sizeof(float));
+        return split_rows(out, (int)src.size(), m.gen_rows, lens);
     }
     const bool ed = c.architecture == Architecture::EncoderDecoder;
     const std::vector<Sequence> &dec_in = ed ? tgt : src;
@@ -338,6 +382,7 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
     if (!ed && !tgt.empty()) throw Error("logits: a decoder-only model takes its tokens as src only");
     m.check_tokens(dec_in, c.tgt_vocab_size, ed ? "target" : "input", 0);
     const int R = (int)dec_in.size();
+    DeviceScope scope(m.dev.get());
     // Encoder memory and its K|V per decoder layer.
     std::vector<int32_t> src_lens;
     int S = 0;
@@ -347,12 +392,13 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
         for (auto &s : src) S = std::max(S, (int)s.size());
         memory = m.encoder(src, S, src_lens);
         m.cross_kv.resize(m.dec.layers.size());
+        m.attach(m.cross_kv);
         for (size_t l = 0; l < m.dec.layers.size(); l++) {
             const auto &w = m.dec.layers[l].cross;
             float *ckv = m.cross_kv[l].need((size_t)S * R * 2 * D);
             View vx(memory, {{D, 1}, {S * R, D}}), vw(w.in_w + (size_t)D * D, {{D, 1}, {2 * D, D}}),
                 vb(w.in_b + D, {{2 * D, 1}}), vy(ckv, {{2 * D, 1}, {S * R, 2 * D}});
-            m.run("linear", [&] { return hf_linear(vx.get(), vw.get(), vb.get(), vy.get()); });
+            m.run("linear", [&] { return HF_PICK(m.device(), hf_linear)(vx.get(), vw.get(), vb.get(), vy.get()); });
         }
     }
     std::vector<int32_t> tokens, lens;
@@ -360,6 +406,7 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
     const size_t n = (size_t)T * R * D;
     float *x = m.x0.need(n), *xa = m.x1.need(n);
     m.self_kv.resize(m.dec.layers.size());
+    m.attach(m.self_kv);
     m.embed(m.dec, tokens.data(), T, R, 0, x);
     for (size_t l = 0; l < m.dec.layers.size(); l++) {
         float *kv = m.self_kv[l].need(2 * n);
@@ -367,12 +414,11 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
                 ed ? m.cross_kv[l].get() : nullptr, ed ? src_lens.data() : nullptr, S);
     }
     m.final_norm(m.dec.final_norm, x, T * R);
-    std::vector<Tensor> out(R);
-    for (int r = 0; r < R; r++) {
-        out[r].shape = {lens[r], m.gen_rows};
-        out[r].data.resize((size_t)lens[r] * m.gen_rows);
-        m.project(x + (size_t)r * D, lens[r], R * D, out[r].data.data(), false);
-    }
+    // All T·R rows in one projection (padding rows included), then per sequence.
+    float *all = m.logits.need((size_t)T * R * m.gen_rows);
+    m.project(x, T * R, D, all, false);
+    m.dev->to_host(all, (size_t)T * R * m.gen_rows * sizeof(float));
+    std::vector<Tensor> out = split_rows(all, R, m.gen_rows, lens);
     return out;
 }
 

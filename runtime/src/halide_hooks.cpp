@@ -44,11 +44,18 @@ int variant_of(halide_target_feature_t f) {
     }
 }
 
+}  // namespace
+
+int cuda_capability();  // device.cpp
+
+namespace {
+
 std::atomic<int> g_limit{-1};  // -1: not yet initialised
 // Each kernel's wrapper asks once, on its first call, and keeps the answer.
 std::atomic<bool> g_asked{false};
 
 int limited_can_use(int count, const uint64_t *features) {
+    if (has(features, halide_target_feature_cuda_capability86) && cuda_capability() < 86) return 0;
     g_asked.store(true);
     const int limit = (int)isa_limit();
     for (int f = 0; f < count * 64 && f < halide_target_feature_end; f++) {

@@ -2,6 +2,7 @@
 // the helpers that call kernels. Not installed.
 #pragma once
 
+#include "device_context.h"
 #include "halformer/model.h"
 #include "halformer/safetensors.h"
 
@@ -11,7 +12,27 @@
 #include <cstdlib>
 #include <functional>
 
+// The kernel to call on the model's device: hf_x, hf_x_cuda or hf_x_opencl.
+// HF_DEVICE_KERNELS(hf_x) declares the GPU builds (same signature).
+#ifdef HALFORMER_HAS_GPU
+#define HF_DEVICE_KERNELS(base) extern "C" decltype(base) base##_opencl, base##_cuda;
+#define HF_PICK(dev, base) \
+    ((dev) == ::halformer::Device::CUDA ? base##_cuda : (dev) == ::halformer::Device::OpenCL ? base##_opencl : base)
+#else
+#define HF_DEVICE_KERNELS(base)
+#define HF_PICK(dev, base) base
+#endif
+
 namespace halformer {
+
+// The device context of the Model being run on this thread (set by
+// DeviceScope in each public entry point); null or CPU: views stay on the host.
+extern thread_local DeviceContext *t_device;
+struct DeviceScope {
+    DeviceContext *saved;
+    explicit DeviceScope(DeviceContext *d) : saved(t_device) { t_device = d; }
+    ~DeviceScope() { t_device = saved; }
+};
 
 // A float32 (or int32) halide_buffer_t over memory the runtime owns, with
 // explicit (extent, stride) per dimension, innermost first.
@@ -25,23 +46,38 @@ struct View {
         for (auto &d : dims) dim[k++] = halide_dimension_t(0, d.first, d.second);
         buf.dimensions = k;
     }
+    // The buffer to pass to a kernel: on a GPU, bound to the device memory
+    // behind its host address until the kernel call returns (Impl::run).
     halide_buffer_t *get() {
         buf.dim = dim;
+        if (t_device && t_device->on_gpu()) t_device->bind(&buf, buf.type.code == halide_type_int);
         return &buf;
     }
 };
 
-// Grow-only 64-byte-aligned scratch: allocated once per shape, reused.
+// Grow-only 64-byte-aligned scratch: allocated once per shape, reused. With
+// a device context on a GPU, the host memory is shadowed by device memory of
+// the same size (its contents live there; the host copy is filled only by
+// DeviceContext::to_host).
 class Scratch {
 public:
+    Scratch() = default;
+    Scratch(Scratch &&) = default;
+    Scratch &operator=(Scratch &&) = default;
+    ~Scratch() {
+        if (dev && ptr_) dev->untrack(ptr_.get());
+    }
+    DeviceContext *dev = nullptr;
     float *need(size_t n) {
         if (n > cap_) {
             void *p = nullptr;
             if (posix_memalign(&p, 64, std::max<size_t>(n, 16) * sizeof(float)) != 0) {
                 throw Error("out of memory allocating " + std::to_string(n * 4) + " bytes");
             }
+            if (dev && ptr_) dev->untrack(ptr_.get());
             ptr_.reset((float *)p);
             cap_ = n;
+            if (dev) dev->track(p, std::max<size_t>(n, 16) * sizeof(float));
         }
         return ptr_.get();
     }
@@ -88,6 +124,15 @@ public:
 
 struct Model::Impl {
     Config cfg;
+    // Declared before every Scratch: destroyed after them.
+    std::unique_ptr<DeviceContext> dev = std::make_unique<DeviceContext>();
+    Device device() const { return dev->device(); }
+    // Moves the activations to `d` (before any forward pass).
+    void set_device(Device d);
+    // Gives vector-held scratches (per-layer caches) the device context.
+    void attach(std::vector<Scratch> &v) {
+        for (auto &s : v) s.dev = dev.get();
+    }
     std::unique_ptr<TensorSource> source;
     StackW enc, dec;
     const float *gen_w = nullptr, *gen_b = nullptr;
@@ -110,6 +155,7 @@ struct Model::Impl {
     void run(const char *name, F &&call) {
         auto t0 = std::chrono::steady_clock::now();
         int rc = call();
+        dev->release_bound();
         auto &k = prof[name];
         k.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         k.calls++;

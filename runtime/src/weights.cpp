@@ -203,7 +203,21 @@ Model::Model(Model &&) noexcept = default;
 Model &Model::operator=(Model &&) noexcept = default;
 Model::~Model() = default;
 
-Model Model::load(const std::string &dir) {
+namespace {
+
+void set_model_device(Model::Impl &m, Device d) {
+#ifndef HALFORMER_HAS_GPU
+    if (d != Device::CPU) {
+        throw Error(std::string("device ") + device_name(d) +
+                    ": this build has no GPU kernels (configured with HALFORMER_GPU=OFF)");
+    }
+#endif
+    m.set_device(d);
+}
+
+}  // namespace
+
+Model Model::load(const std::string &dir, Device device) {
     struct stat st;
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
         throw Error(dir + ": not a model directory (expected config.json and model.safetensors)");
@@ -212,19 +226,22 @@ Model Model::load(const std::string &dir) {
     impl->cfg = Config::from_file(dir + "/config.json");
     impl->source = std::make_unique<FileSource>(dir + "/model.safetensors");
     impl->bind();
+    set_model_device(*impl, device);
     return Model(std::move(impl));
 }
 
-Model Model::random(const Config &config, uint64_t seed) {
+Model Model::random(const Config &config, uint64_t seed, Device device) {
     config.validate();
     auto impl = std::make_unique<Impl>();
     impl->cfg = config;
     impl->source = std::make_unique<RandomSource>(config, seed);
     impl->bind();
+    set_model_device(*impl, device);
     return Model(std::move(impl));
 }
 
 const Config &Model::config() const { return impl_->cfg; }
+Device Model::device() const { return impl_->device(); }
 int64_t Model::parameter_count() const { return impl_->params; }
 bool Model::has_head() const { return impl_->gen_w != nullptr; }
 bool Model::tied_head() const { return impl_->tied; }

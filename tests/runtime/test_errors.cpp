@@ -216,3 +216,19 @@ TEST(BadInput, TokensAndLengths) {
 }
 
 }  // namespace
+
+// A device without its driver or hardware is an Error that says what is
+// missing, not a crash in the middle of a kernel.
+TEST(Devices, MissingDeviceIsAClearError) {
+    EXPECT_THROW(parse_device("tpu"), Error);
+    for (Device d : {Device::CUDA, Device::OpenCL}) {
+        const std::string problem = device_problem(d);
+        if (problem.empty()) continue;  // this machine has it
+        try {
+            Model::load(std::string(HALFORMER_FIXTURES) + "/ed_post_relu", d);
+            ADD_FAILURE() << device_name(d) << ": no error";
+        } catch (const Error &e) {
+            EXPECT_NE(std::string(e.what()).find(problem), std::string::npos) << e.what();
+        }
+    }
+}

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -15,6 +16,14 @@ using namespace halformer;
 namespace {
 
 std::string fixture(const std::string &name) { return std::string(HALFORMER_FIXTURES) + "/" + name; }
+
+// The device under test: HALFORMER_DEVICE=cpu (default), opencl or cuda
+// (ctest runs this suite once per device; see tests/runtime/CMakeLists.txt).
+Device test_device() {
+    const char *e = std::getenv("HALFORMER_DEVICE");
+    return parse_device(e && *e ? e : "cpu");
+}
+Model load_model(const std::string &name) { return Model::load(fixture(name), test_device()); }
 
 json::Value golden(const std::string &name) {
     std::ifstream in(fixture(name) + "/golden.json");
@@ -52,7 +61,7 @@ class Golden : public testing::TestWithParam<const char *> {};
 class GoldenDecode : public testing::TestWithParam<const char *> {};
 
 TEST_P(Golden, BatchedLogitsMatchPyTorch) {
-    Model m = Model::load(fixture(GetParam()));
+    Model m = load_model(GetParam());
     json::Value g = golden(GetParam());
     int cases = 0;
     for (auto &c : g.find("logits")->array) {
@@ -70,7 +79,7 @@ TEST_P(Golden, BatchedLogitsMatchPyTorch) {
 }
 
 TEST_P(GoldenDecode, GreedyMatchesPyTorch) {
-    Model m = Model::load(fixture(GetParam()));
+    Model m = load_model(GetParam());
     json::Value g = golden(GetParam());
     std::vector<Sequence> srcs, expected;
     GenerateOptions o;
@@ -88,7 +97,7 @@ TEST_P(GoldenDecode, GreedyMatchesPyTorch) {
 }
 
 TEST_P(GoldenDecode, BeamMatchesPyTorch) {
-    Model m = Model::load(fixture(GetParam()));
+    Model m = load_model(GetParam());
     json::Value g = golden(GetParam());
     std::vector<Sequence> srcs;
     std::vector<const json::Value *> cases;
@@ -117,7 +126,7 @@ TEST_P(GoldenDecode, BeamMatchesPyTorch) {
 // Incremental decoding (KV cache, one position per step, beams reordered)
 // against the teacher-forced forward pass over the whole prefix.
 TEST_P(GoldenDecode, CacheMatchesRecomputingThePrefix) {
-    Model m = Model::load(fixture(GetParam()));
+    Model m = load_model(GetParam());
     const Config &c = m.config();
     const bool ed = c.architecture == Architecture::EncoderDecoder;
     Sequence src = {5, 9, 11, 3, 7, 20, 4};
@@ -163,7 +172,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Golden, testing::ValuesIn(kModels));
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenDecode, testing::ValuesIn(kGenerators));
 
 TEST(Sampling, SeededAndFiltered) {
-    Model m = Model::load(fixture("ed_pre_gelu"));
+    Model m = load_model("ed_pre_gelu");
     Sequence src = {4, 8, 15, 16, 23};
     GenerateOptions o;
     o.max_new_tokens = 16;
@@ -206,7 +215,7 @@ TEST(Sampling, SeededAndFiltered) {
 }
 
 TEST(Generate, StopsAtTheLengthLimitAndEos) {
-    Model m = Model::load(fixture("ed_post_relu"));
+    Model m = load_model("ed_post_relu");
     GenerateOptions o;
     o.max_new_tokens = m.config().max_positions;  // positions 0..max-1 hold bos + max-1 tokens
     auto h = m.generate({{3, 4, 5}}, o)[0][0].tokens;
@@ -217,3 +226,32 @@ TEST(Generate, StopsAtTheLengthLimitAndEos) {
 }
 
 }  // namespace
+
+// On a GPU: the same tokens as the CPU kernels, for greedy and beam search,
+// and logits within fp32 rounding of them (on the CPU this compares the CPU
+// with itself).
+TEST(DeviceAgreement, SameTokensAndLogitsAsTheCpu) {
+    for (const char *name : kGenerators) {
+        Model dev = load_model(name), cpu = Model::load(fixture(name));
+        EXPECT_EQ(dev.device(), test_device());
+        Sequence src = {5, 9, 11, 3, 7, 20, 4};
+        for (int beam : {1, 3}) {
+            GenerateOptions o;
+            o.max_new_tokens = 10;
+            o.beam = beam;
+            auto a = dev.generate({src, {4, 8}}, o), b = cpu.generate({src, {4, 8}}, o);
+            for (size_t i = 0; i < a.size(); i++) {
+                EXPECT_EQ(a[i][0].tokens, b[i][0].tokens) << name << " beam " << beam << " input " << i;
+            }
+        }
+        const bool ed = dev.config().architecture == Architecture::EncoderDecoder;
+        auto la = ed ? dev.logits({src}, {{1, 6, 2}}) : dev.logits({src});
+        auto lb = ed ? cpu.logits({src}, {{1, 6, 2}}) : cpu.logits({src});
+        double num = 0, den = 0;
+        for (size_t k = 0; k < lb[0].data.size(); k++) {
+            num += std::pow(la[0].data[k] - lb[0].data[k], 2);
+            den += std::pow(lb[0].data[k], 2);
+        }
+        EXPECT_LE(std::sqrt(num / den), 1e-5) << name;
+    }
+}

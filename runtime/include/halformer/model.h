@@ -14,6 +14,7 @@
 #pragma once
 
 #include "halformer/config.h"
+#include "halformer/device.h"
 #include "halformer/error.h"
 #include "halformer/kernel_error.h"
 
@@ -64,15 +65,20 @@ using Profile = std::map<std::string, KernelTime>;
 
 class Model {
 public:
-    // Loads DIR/config.json and DIR/model.safetensors; throws Error.
-    static Model load(const std::string &dir);
+    // Loads DIR/config.json and DIR/model.safetensors; throws Error. With a
+    // GPU device the kernels run there: weights are uploaded once (on first
+    // use), activations and the KV cache stay on the device, and only logits,
+    // top-k candidates or requested hidden states come back. A device whose
+    // driver or hardware is missing is an Error naming what is missing.
+    static Model load(const std::string &dir, Device device = Device::CPU);
     // The same model with deterministic random weights (no files).
-    static Model random(const Config &config, uint64_t seed);
+    static Model random(const Config &config, uint64_t seed, Device device = Device::CPU);
     Model(Model &&) noexcept;
     Model &operator=(Model &&) noexcept;
     ~Model();
 
     const Config &config() const;
+    Device device() const;
     int64_t parameter_count() const;
     bool has_head() const;       // encoder-only: a generator.* projection
     bool tied_head() const;      // output projection is tgt_embed.weight

@@ -1,0 +1,237 @@
+#include "device_context.h"
+
+#include "halformer/error.h"
+#include "halformer/kernel_error.h"
+
+#include <cstring>
+#include <string>
+
+namespace halformer {
+
+thread_local DeviceContext *t_device = nullptr;
+
+namespace {
+
+halide_buffer_t bytes_buffer(uint8_t *host, halide_dimension_t *dim, int64_t min, size_t bytes) {
+    halide_buffer_t b{};
+    b.host = host;
+    b.type = halide_type_t(halide_type_uint, 8);
+    b.dimensions = 1;
+    *dim = halide_dimension_t((int32_t)min, (int32_t)bytes, 1);
+    b.dim = dim;
+    return b;
+}
+
+// Bytes from the first to one past the last element a view addresses.
+size_t span_bytes(const halide_buffer_t &b) {
+    size_t hi = 1;
+    for (int i = 0; i < b.dimensions; i++) {
+        if (b.dim[i].extent > 0) hi += (size_t)(b.dim[i].extent - 1) * (size_t)b.dim[i].stride;
+    }
+    return hi * b.type.bytes();
+}
+
+}  // namespace
+
+DeviceContext::DeviceContext(Device d) : device_(d) {
+    if (d == Device::CPU) return;
+    require_device(d);
+    iface_ = device_interface(d);
+    // OpenCL sub-buffers must start at CL_DEVICE_MEM_BASE_ADDR_ALIGN (1024
+    // bits on PoCL, up to 4096 on GPUs): ranges at other offsets go through
+    // a copy. CUDA pointers can start anywhere.
+    align_ = d == Device::OpenCL ? 512 : 1;
+}
+
+DeviceContext::~DeviceContext() {
+    release_bound();
+    for (auto *m : {&roots_}) {
+        for (auto &kv : *m) halide_device_free(nullptr, &kv.second->buf);
+    }
+    for (auto &kv : weights_) halide_device_free(nullptr, &kv.second->buf);
+}
+
+void DeviceContext::check(int rc, const char *what) const {
+    if (rc == 0) return;
+    std::string msg = std::string(device_name(device_)) + ": " + what + " failed (code " + std::to_string(rc) + ")";
+    std::string detail = last_kernel_error();
+    if (!detail.empty()) msg += ": " + detail;
+    if (rc == halide_error_code_out_of_memory || detail.find("OUT_OF_MEMORY") != std::string::npos ||
+        detail.find("MEM_OBJECT_ALLOCATION_FAILURE") != std::string::npos) {
+        msg += " (out of device memory)";
+    }
+    throw KernelError(msg, rc);
+}
+
+void DeviceContext::track(const void *host, size_t bytes) {
+    if (!on_gpu()) return;
+    auto r = std::make_unique<Root>();
+    r->bytes = bytes;
+    r->buf = bytes_buffer((uint8_t *)host, &r->dim, 0, bytes);
+    check(halide_device_malloc(nullptr, &r->buf, iface_), "allocating an activation buffer");
+    roots_[(uintptr_t)host] = std::move(r);
+}
+
+void DeviceContext::untrack(const void *host) {
+    auto it = roots_.find((uintptr_t)host);
+    if (it == roots_.end()) return;
+    halide_device_free(nullptr, &it->second->buf);
+    roots_.erase(it);
+}
+
+DeviceContext::Root *DeviceContext::find(const void *p, size_t bytes, size_t *offset) {
+    auto it = roots_.upper_bound((uintptr_t)p);
+    if (it == roots_.begin()) return nullptr;
+    --it;
+    const uintptr_t begin = it->first;
+    if ((uintptr_t)p + bytes > begin + it->second->bytes) return nullptr;
+    *offset = (uintptr_t)p - begin;
+    return it->second.get();
+}
+
+void DeviceContext::crop(const Root &r, size_t offset, size_t bytes, halide_buffer_t *out,
+                         halide_dimension_t *dim) {
+    *out = bytes_buffer(nullptr, dim, (int64_t)offset, bytes);
+    check(halide_device_crop(nullptr, &r.buf, out), "making a device view");
+    dim->min = 0;  // the crop's device handle already points at `offset`
+}
+
+void DeviceContext::bind(halide_buffer_t *buf, bool is_int) {
+    if (!on_gpu()) return;
+    Bound &b = bound_.emplace_back();
+    b.view = buf;
+    b.host = buf->host;
+    const size_t span = span_bytes(*buf);
+    size_t offset = 0;
+    if (Root *r = find(buf->host, span, &offset)) {
+        b.root = r;
+        b.offset = offset;
+        b.span = span;
+        if (offset % align_ == 0) {
+            b.kind = Bound::Crop;
+            crop(*r, offset, span, &b.crop, &b.dim);
+        } else {
+            // A misaligned OpenCL range: run the kernel on a copy of it, and
+            // copy the copy back after the call (outputs must land; inputs
+            // come back unchanged).
+            b.kind = Bound::Temp;
+            b.crop = bytes_buffer(nullptr, &b.dim, 0, span);
+            check(halide_device_malloc(nullptr, &b.crop, iface_), "allocating a device copy");
+            halide_buffer_t src{};
+            halide_dimension_t sd{};
+            crop(*r, offset, span, &src, &sd);
+            int rc = halide_buffer_copy(nullptr, &src, iface_, &b.crop);
+            halide_device_release_crop(nullptr, &src);
+            check(rc, "copying a device range");
+        }
+        buf->device = b.crop.device;
+        buf->device_interface = iface_;
+        buf->host = nullptr;
+        buf->flags = 0;
+    } else if (is_int) {
+        b.kind = Bound::Transient;  // the kernel copies it to the device
+        buf->flags = halide_buffer_flag_host_dirty;
+    } else {
+        // A weight: uploaded on first use, then reused.
+        auto key = std::make_pair((uintptr_t)buf->host, span);
+        auto it = weights_.find(key);
+        if (it == weights_.end()) {
+            auto w = std::make_unique<Root>();
+            w->bytes = span;
+            w->buf = bytes_buffer(buf->host, &w->dim, 0, span);
+            check(halide_device_malloc(nullptr, &w->buf, iface_), "uploading weights");
+            w->buf.flags = halide_buffer_flag_host_dirty;
+            check(halide_copy_to_device(nullptr, &w->buf, iface_), "uploading weights");
+            it = weights_.emplace(key, std::move(w)).first;
+        }
+        b.kind = Bound::Crop;
+        crop(*it->second, 0, span, &b.crop, &b.dim);
+        buf->device = b.crop.device;
+        buf->device_interface = iface_;
+        buf->host = nullptr;
+        buf->flags = 0;
+    }
+}
+
+void DeviceContext::release_bound() {
+    int rc = 0;
+    for (Bound &b : bound_) {
+        switch (b.kind) {
+        case Bound::Crop:
+            if (b.crop.device) halide_device_release_crop(nullptr, &b.crop);
+            break;
+        case Bound::Temp: {
+            if (!b.crop.device) break;
+            halide_buffer_t dst{};
+            halide_dimension_t dd{};
+            crop(*b.root, b.offset, b.span, &dst, &dd);
+            b.crop.flags = halide_buffer_flag_device_dirty;
+            if (!rc) rc = halide_buffer_copy(nullptr, &b.crop, iface_, &dst);
+            halide_device_release_crop(nullptr, &dst);
+            halide_device_free(nullptr, &b.crop);
+            break;
+        }
+        case Bound::Transient:
+            if (b.view->device) halide_device_free(nullptr, b.view);
+            break;
+        }
+        b.view->device = 0;
+        b.view->device_interface = nullptr;
+        b.view->host = b.host;
+        b.view->flags = 0;
+    }
+    bound_.clear();
+    check(rc, "copying back a device range");
+}
+
+void DeviceContext::to_host(const void *host, size_t bytes) {
+    if (!on_gpu() || bytes == 0) return;
+    size_t offset = 0;
+    Root *r = find(host, bytes, &offset);
+    if (!r) throw Error("internal: to_host of an untracked range");
+    halide_buffer_t c{};
+    halide_dimension_t d{};
+    crop(*r, offset, bytes, &c, &d);
+    c.host = (uint8_t *)host;
+    c.flags = halide_buffer_flag_device_dirty;
+    int rc = halide_copy_to_host(nullptr, &c);
+    halide_device_release_crop(nullptr, &c);
+    check(rc, "copying results to the host");
+}
+
+void DeviceContext::to_device(const void *host, size_t bytes) {
+    if (!on_gpu() || bytes == 0) return;
+    size_t offset = 0;
+    Root *r = find(host, bytes, &offset);
+    if (!r) throw Error("internal: to_device of an untracked range");
+    halide_buffer_t c{};
+    halide_dimension_t d{};
+    crop(*r, offset, bytes, &c, &d);
+    c.host = (uint8_t *)host;
+    c.flags = halide_buffer_flag_host_dirty;
+    int rc = halide_copy_to_device(nullptr, &c, iface_);
+    halide_device_release_crop(nullptr, &c);
+    check(rc, "copying to the device");
+}
+
+void DeviceContext::copy(void *dst, const void *src, size_t bytes) {
+    if (bytes == 0) return;
+    if (!on_gpu()) {
+        std::memcpy(dst, src, bytes);
+        return;
+    }
+    size_t so = 0, dof = 0;
+    Root *rs = find(src, bytes, &so), *rd = find(dst, bytes, &dof);
+    if (!rs || !rd) throw Error("internal: device copy of an untracked range");
+    halide_buffer_t s{}, d{};
+    halide_dimension_t sd{}, dd{};
+    crop(*rs, so, bytes, &s, &sd);
+    crop(*rd, dof, bytes, &d, &dd);
+    s.flags = halide_buffer_flag_device_dirty;
+    int rc = halide_buffer_copy(nullptr, &s, iface_, &d);
+    halide_device_release_crop(nullptr, &s);
+    halide_device_release_crop(nullptr, &d);
+    check(rc, "copying on the device");
+}
+
+}  // namespace halformer

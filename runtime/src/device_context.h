@@ -1,0 +1,82 @@
+// Internal: the device memory behind a Model's buffers.
+//
+// The runtime lays out its activations as host addresses (Scratch buffers)
+// and views into them (View). On a GPU those host buffers are only an address
+// space: each Scratch is shadowed by one device allocation of the same size,
+// and a View of host address p is bound, for one kernel call, to the device
+// memory at the same offset. Weights (any other float array) are uploaded on
+// their first use and stay on the device. Small int arrays (tokens, lengths)
+// are copied to the device per call. Nothing is copied back to the host
+// unless the runtime asks (to_host): logits, top-k and returned hidden states.
+#pragma once
+
+#include "halformer/device.h"
+
+#include <HalideRuntime.h>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace halformer {
+
+class DeviceContext {
+public:
+    explicit DeviceContext(Device d = Device::CPU);
+    ~DeviceContext();
+    DeviceContext(const DeviceContext &) = delete;
+    DeviceContext &operator=(const DeviceContext &) = delete;
+
+    Device device() const { return device_; }
+    bool on_gpu() const { return iface_ != nullptr; }
+
+    // A Scratch's host range gets (or loses) its device shadow.
+    void track(const void *host, size_t bytes);
+    void untrack(const void *host);
+
+    // Binds a kernel argument (buf.host = a host address, dims set) to device
+    // memory until release_bound(); is_int: a small int array copied per call.
+    void bind(halide_buffer_t *buf, bool is_int);
+    // After a kernel call: copies back fallback copies, releases crops.
+    void release_bound();
+
+    // Host shadow → device (tests; the runtime's data reaches the device
+    // through kernels).
+    void to_device(const void *host, size_t bytes);
+    // Device → host shadow (so host code can read it there).
+    void to_host(const void *host, size_t bytes);
+    // Copies bytes between tracked ranges (memcpy on the CPU).
+    void copy(void *dst, const void *src, size_t bytes);
+
+private:
+    struct Root {
+        size_t bytes;
+        halide_buffer_t buf{};
+        halide_dimension_t dim{};
+    };
+    struct Bound {
+        halide_buffer_t *view;
+        uint8_t *host;
+        enum Kind { Crop, Temp, Transient } kind;
+        halide_buffer_t crop{};  // Crop: the 1-D crop; Temp: the temp buffer
+        halide_dimension_t dim{};
+        const Root *root = nullptr;
+        size_t offset = 0, span = 0;
+    };
+    // The tracked root containing [p, p + bytes), and p's byte offset in it.
+    Root *find(const void *p, size_t bytes, size_t *offset);
+    void crop(const Root &r, size_t offset, size_t bytes, halide_buffer_t *out, halide_dimension_t *dim);
+    void check(int rc, const char *what) const;
+
+    Device device_;
+    const halide_device_interface_t *iface_ = nullptr;
+    size_t align_ = 1;  // byte alignment a device sub-range must have (OpenCL)
+    std::map<uintptr_t, std::unique_ptr<Root>> roots_;
+    std::map<std::pair<uintptr_t, size_t>, std::unique_ptr<Root>> weights_;
+    std::deque<Bound> bound_;  // a deque: its elements never move (their buffers point into them)
+};
+
+}  // namespace halformer
