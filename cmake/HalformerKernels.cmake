@@ -6,6 +6,11 @@
 #   NAME_opencl           the GPU schedule for OpenCL (HALFORMER_GPU)
 #   NAME_cuda             the GPU schedule for CUDA, sm_86 and sm_80 PTX with a
 #                         wrapper that picks by the device's compute capability
+#   NAME_li2018_opencl, NAME_li2018_cuda
+#                         the same algorithm scheduled for the GPU by Halide's
+#                         Li2018 autoscheduler, for comparison (not for
+#                         embedding and topk: Li2018 inlines their id checks
+#                         into GPU code, which v14 cannot emit)
 #   NAME_adams2019        the same algorithm scheduled by Adams2019 (host target)
 #   NAME_mullapudi2016    ... and by Mullapudi2016
 # All kernels link one shared Halide runtime (the first kernel's NAME.runtime).
@@ -80,6 +85,7 @@ function(halformer_kernel NAME)
     set_property(GLOBAL PROPERTY HALFORMER_HALIDE_RUNTIME ${runtime})
   endif ()
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${NAME} CACHE INTERNAL "")
+  set(all "")
   if (HALFORMER_GPU)
     add_halide_library(${NAME}_opencl FROM halformer_generators
                        GENERATOR ${ARG_GENERATOR}
@@ -92,6 +98,22 @@ function(halformer_kernel NAME)
                        USE_RUNTIME ${runtime}
                        PARAMS ${ARG_PARAMS} ${ARG_GPU_PARAMS} tuned_as=${NAME})
     set(HALFORMER_GPU_KERNELS ${HALFORMER_GPU_KERNELS} ${NAME}_opencl ${NAME}_cuda CACHE INTERNAL "")
+    if (HALFORMER_AUTOSCHEDULED AND NOT ARG_HAND_ONLY AND NOT ARG_GENERATOR MATCHES "^(embedding|topk)$")
+      foreach (api IN ITEMS opencl cuda)
+        if (api STREQUAL "opencl")
+          set(t ${HALFORMER_OPENCL_TARGET})
+        else ()
+          list(GET HALFORMER_CUDA_TARGETS -1 t)  # sm_80: runs on every GPU since
+        endif ()
+        add_halide_library(${NAME}_li2018_${api} FROM halformer_generators
+                           GENERATOR ${ARG_GENERATOR}
+                           TARGETS ${t}
+                           USE_RUNTIME ${runtime}
+                           AUTOSCHEDULER Halide::Li2018
+                           PARAMS ${ARG_PARAMS})
+        list(APPEND all ${NAME}_li2018_${api})
+      endforeach ()
+    endif ()
   endif ()
   if (HALFORMER_ARM)
     # Same C function name (hf_x) in hf_x_arm.a; arm_include/hf_x.h forwards.
@@ -113,7 +135,6 @@ function(halformer_kernel NAME)
     file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/arm_include/${NAME}.h "#include \"${NAME}_arm.h\"\n")
     set(HALFORMER_ARM_KERNELS ${HALFORMER_ARM_KERNELS} ${NAME}_arm CACHE INTERNAL "")
   endif ()
-  set(all "")
   if (HALFORMER_AUTOSCHEDULED AND NOT ARG_HAND_ONLY)
     foreach (as IN ITEMS Adams2019 Mullapudi2016)
       string(TOLOWER ${as} suffix)

@@ -78,15 +78,27 @@ private:
 #endif
 #define HF_CPU_ONLY(fn) Kernel<decltype(&fn)>{fn, nullptr, nullptr}
 
-// The hand schedule and, where built, its two autoscheduled builds.
+// The hand schedule and, where built, its autoscheduled builds: Adams2019 and
+// Mullapudi2016 on the CPU, Li2018 on the GPU. HF_IMPL3_NO_LI: ops without a
+// Li2018 build (embedding, topk).
 #ifdef HALFORMER_TEST_AUTOSCHEDULED
-#define HF_IMPL3(base) {#base, HF_KERNEL(base)}, {#base "_adams2019", HF_CPU_ONLY(base##_adams2019)}, \
+#define HF_IMPL3_NO_LI(base) {#base, HF_KERNEL(base)}, {#base "_adams2019", HF_CPU_ONLY(base##_adams2019)}, \
     {#base "_mullapudi2016", HF_CPU_ONLY(base##_mullapudi2016)}
 #define HF_DECLARE(base) HF_DECLARE_GPU(base) \
     extern "C" decltype(base) base##_adams2019, base##_mullapudi2016;
+#ifdef HALFORMER_TEST_GPU
+#define HF_IMPL3(base) HF_IMPL3_NO_LI(base), \
+    {#base "_li2018", Kernel<decltype(&base)>{nullptr, base##_li2018_opencl, base##_li2018_cuda}}
+#define HF_DECLARE_LI(base) HF_DECLARE(base) extern "C" decltype(base) base##_li2018_opencl, base##_li2018_cuda;
+#else
+#define HF_IMPL3(base) HF_IMPL3_NO_LI(base)
+#define HF_DECLARE_LI(base) HF_DECLARE(base)
+#endif
 #else
 #define HF_IMPL3(base) {#base, HF_KERNEL(base)}
+#define HF_IMPL3_NO_LI(base) {#base, HF_KERNEL(base)}
 #define HF_DECLARE(base) HF_DECLARE_GPU(base)
+#define HF_DECLARE_LI(base) HF_DECLARE_GPU(base)
 #endif
 
 template <typename Fn>
@@ -114,8 +126,8 @@ inline std::vector<Impl<Fn>> on_device(std::vector<Impl<Fn>> all) {
 #include "halformer/kernel_error.h"
 
 inline bool is_autoscheduled(const std::string &name) {
-    return name.find("adams2019") != std::string::npos ||
-           name.find("mullapudi2016") != std::string::npos;
+    return name.find("adams2019") != std::string::npos || name.find("mullapudi2016") != std::string::npos ||
+           name.find("li2018") != std::string::npos;
 }
 
 // Calls a kernel and fails the test with Halide's message if it returns

@@ -6,8 +6,8 @@
 #include "hf_attention_causal_decode.h"
 #include "hf_attention_decode.h"
 
-HF_DECLARE(hf_attention)
-HF_DECLARE(hf_attention_causal)
+HF_DECLARE_LI(hf_attention)
+HF_DECLARE_LI(hf_attention_causal)
 HF_DECLARE(hf_attention_causal_decode)
 HF_DECLARE(hf_attention_decode)
 

@@ -63,7 +63,7 @@ TEST_P(EmbeddingTest, OutOfRangeTokenIsAnErrorAndWritesNothingWild) {
 
 INSTANTIATE_TEST_SUITE_P(All, EmbeddingTest,
                          testing::ValuesIn(on_device(std::vector<Impl<EmbFn>>{
-                             HF_IMPL3(hf_embedding), HF_IMPL3(hf_embedding_concat)})),
+                             HF_IMPL3_NO_LI(hf_embedding), HF_IMPL3_NO_LI(hf_embedding_concat)})),
                          impl_name<EmbFn>);
 
 // The seeds' worked example: d_model = 4, positions 0 and 1, with a zero
@@ -110,5 +110,5 @@ TEST_P(LearnedEmbeddingTest, PositionPastTheTableIsAnError) {
 
 INSTANTIATE_TEST_SUITE_P(All, LearnedEmbeddingTest,
                          testing::ValuesIn(on_device(std::vector<Impl<LearnedFn>>{
-                             HF_IMPL3(hf_embedding_learned)})),
+                             HF_IMPL3_NO_LI(hf_embedding_learned)})),
                          impl_name<LearnedFn>);

@@ -7,11 +7,11 @@
 #include "hf_ffn_fused.h"
 #include "hf_ffn_residual.h"
 
-HF_DECLARE(hf_ffn)
-HF_DECLARE(hf_ffn_gelu)
-HF_DECLARE(hf_ffn_gelu_tanh)
-HF_DECLARE(hf_ffn_fused)
-HF_DECLARE(hf_ffn_residual)
+HF_DECLARE_LI(hf_ffn)
+HF_DECLARE_LI(hf_ffn_gelu)
+HF_DECLARE_LI(hf_ffn_gelu_tanh)
+HF_DECLARE_LI(hf_ffn_fused)
+HF_DECLARE_LI(hf_ffn_residual)
 
 using ref::Buffer;
 using FfnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,

@@ -4,8 +4,8 @@
 #include "hf_layer_norm.h"
 #include "hf_layer_norm_residual.h"
 
-HF_DECLARE(hf_layer_norm)
-HF_DECLARE(hf_layer_norm_residual)
+HF_DECLARE_LI(hf_layer_norm)
+HF_DECLARE_LI(hf_layer_norm_residual)
 
 using ref::Buffer;
 using LnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float,

@@ -10,13 +10,13 @@
 #include "hf_linear_residual.h"
 #include "hf_linear_dot_residual.h"
 
-HF_DECLARE(hf_linear)
-HF_DECLARE(hf_linear_relu)
-HF_DECLARE(hf_linear_gelu)
-HF_DECLARE(hf_linear_gelu_tanh)
-HF_DECLARE(hf_linear_dot)
-HF_DECLARE(hf_linear_residual)
-HF_DECLARE(hf_linear_dot_residual)
+HF_DECLARE_LI(hf_linear)
+HF_DECLARE_LI(hf_linear_relu)
+HF_DECLARE_LI(hf_linear_gelu)
+HF_DECLARE_LI(hf_linear_gelu_tanh)
+HF_DECLARE_LI(hf_linear_dot)
+HF_DECLARE_LI(hf_linear_residual)
+HF_DECLARE_LI(hf_linear_dot_residual)
 
 using ref::Buffer;
 using LinearFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);

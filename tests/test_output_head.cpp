@@ -9,8 +9,8 @@
 #include "hf_argmax.h"
 #include "hf_topk8.h"
 
-HF_DECLARE(hf_output_head)
-HF_DECLARE(hf_output_head_dot)
+HF_DECLARE_LI(hf_output_head)
+HF_DECLARE_LI(hf_output_head_dot)
 HF_DECLARE(hf_argmax)
 HF_DECLARE(hf_topk8)
 
@@ -115,5 +115,5 @@ TEST_P(TopKTest, NaNAndTooFewScores) {
 
 INSTANTIATE_TEST_SUITE_P(All, TopKTest,
                          testing::ValuesIn(on_device(std::vector<Impl<TopKFn>>{
-                             HF_IMPL3(hf_argmax), HF_IMPL3(hf_topk8)})),
+                             HF_IMPL3_NO_LI(hf_argmax), HF_IMPL3_NO_LI(hf_topk8)})),
                          impl_name<TopKFn>);

@@ -6,10 +6,10 @@
 #include "hf_softmax_mask.h"
 #include "hf_log_softmax_mask.h"
 
-HF_DECLARE(hf_softmax)
-HF_DECLARE(hf_log_softmax)
-HF_DECLARE(hf_softmax_mask)
-HF_DECLARE(hf_log_softmax_mask)
+HF_DECLARE_LI(hf_softmax)
+HF_DECLARE_LI(hf_log_softmax)
+HF_DECLARE_LI(hf_softmax_mask)
+HF_DECLARE_LI(hf_log_softmax_mask)
 
 using ref::Buffer;
 using SoftmaxFn = int (*)(halide_buffer_t *, halide_buffer_t *);
