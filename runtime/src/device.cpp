@@ -11,6 +11,7 @@
 #include <HalideRuntimeOpenCL.h>
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include <mutex>
 
@@ -38,6 +39,10 @@ using CuDeviceGetName = int (*)(char *, int, int);
 using CuDeviceGetAttribute = int (*)(int *, int, int);
 
 Probe probe_cuda() {
+    // Halide's CUDA runtime caps a kernel at 64 registers per thread unless
+    // told otherwise; the register-blocked matmul needs more (Halide's own
+    // cuda_mat_mul app runs with 256). A value the user set is kept.
+    setenv("HL_CUDA_JIT_MAX_REGISTERS", "256", 0);
     static const char *const names[] = {"libcuda.so.1", "libcuda.so", nullptr};
     void *lib = load_global(names);
     if (!lib) return {"CUDA: no NVIDIA driver (libcuda.so.1 not found)", ""};

@@ -3,6 +3,7 @@
 #include "halformer/error.h"
 #include "halformer/kernel_error.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -41,6 +42,8 @@ DeviceContext::DeviceContext(Device d) : device_(d) {
     // bits on PoCL, up to 4096 on GPUs): ranges at other offsets go through
     // a copy. CUDA pointers can start anywhere.
     align_ = d == Device::OpenCL ? 512 : 1;
+    const char *sync = std::getenv("HALFORMER_PROFILE_SYNC");
+    profile_sync_ = sync && *sync && std::string(sync) != "0";
 }
 
 DeviceContext::~DeviceContext() {
@@ -150,6 +153,15 @@ void DeviceContext::bind(halide_buffer_t *buf, bool is_int) {
         buf->device_interface = iface_;
         buf->host = nullptr;
         buf->flags = 0;
+    }
+}
+
+void DeviceContext::sync_bound() {
+    for (Bound &b : bound_) {
+        if (b.view->device) {
+            check(halide_device_sync(nullptr, b.view), "waiting for the device");
+            return;
+        }
     }
 }
 

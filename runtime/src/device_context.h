@@ -42,6 +42,12 @@ public:
     void bind(halide_buffer_t *buf, bool is_int);
     // After a kernel call: copies back fallback copies, releases crops.
     void release_bound();
+    // Waits for the kernels launched so far (GPU kernels run asynchronously:
+    // without this a kernel's timing is its launch). Call before release_bound.
+    void sync_bound();
+    // HALFORMER_PROFILE_SYNC=1: the runtime syncs after every kernel so that
+    // `halformer demo`/`bench` per-kernel times are real (costs throughput).
+    bool profile_sync() const { return profile_sync_; }
 
     // Host shadow → device (tests; the runtime's data reaches the device
     // through kernels).
@@ -73,6 +79,7 @@ private:
 
     Device device_;
     const halide_device_interface_t *iface_ = nullptr;
+    bool profile_sync_ = false;
     size_t align_ = 1;  // byte alignment a device sub-range must have (OpenCL)
     std::map<uintptr_t, std::unique_ptr<Root>> roots_;
     std::map<std::pair<uintptr_t, size_t>, std::unique_ptr<Root>> weights_;

@@ -155,6 +155,7 @@ struct Model::Impl {
     void run(const char *name, F &&call) {
         auto t0 = std::chrono::steady_clock::now();
         int rc = call();
+        if (rc == 0 && dev->profile_sync()) dev->sync_bound();
         dev->release_bound();
         auto &k = prof[name];
         k.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
