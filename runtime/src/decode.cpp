@@ -21,9 +21,11 @@
 
 #include "hf_argmax.h"
 #include "hf_linear.h"
+#include "hf_gather_rows.h"
 #include "hf_topk8.h"
 
 HF_DEVICE_KERNELS(hf_argmax)
+HF_DEVICE_KERNELS(hf_gather_rows)
 HF_DEVICE_KERNELS(hf_linear)
 HF_DEVICE_KERNELS(hf_topk8)
 
@@ -99,18 +101,17 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     if (memory) {
         float *kvb = kv_tmp.need((size_t)S * B * 2 * D);
         for (int r = 0; r < R; r++) cross_len[r] = src_lens[r / K];
+        std::vector<int32_t> beam_src(R);  // row r of the beams reads sentence r / K
+        for (int r = 0; r < R; r++) beam_src[r] = r / K;
         for (size_t l = 0; l < layers; l++) {
             const auto &w = dec.layers[l].cross;
             View vx(memory, {{D, 1}, {S * B, D}}), vw(w.in_w + (size_t)D * D, {{D, 1}, {2 * D, D}}),
                 vb(w.in_b + D, {{2 * D, 1}}), vy(kvb, {{2 * D, 1}, {S * B, 2 * D}});
             run("linear", [&] { return HF_PICK(device(), hf_linear)(vx.get(), vw.get(), vb.get(), vy.get()); });
             float *dst = cross_kv[l].need((size_t)S * R * 2 * D);
-            for (int s = 0; s < S; s++) {
-                for (int r = 0; r < R; r++) {
-                    dev->copy(dst + ((size_t)s * R + r) * 2 * D, kvb + ((size_t)s * B + r / K) * 2 * D,
-                                2 * D * sizeof(float));
-                }
-            }
+            View src(kvb, {{2 * D, 1}, {B, 2 * D}, {S, B * 2 * D}}), rows(beam_src.data(), {{R, 1}}, true),
+                out(dst, {{2 * D, 1}, {R, 2 * D}, {S, R * 2 * D}});
+            run("gather", [&] { return HF_PICK(device(), hf_gather_rows)(src.get(), rows.get(), out.get()); });
         }
     }
     self_kv.resize(layers);
@@ -257,15 +258,14 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
             bool identity = true;
             for (int r = 0; r < R; r++) identity = identity && parent[r] == r;
             if (!identity) {
+                // Each beam takes its parent's cache: one gather per layer.
                 for (size_t l = 0; l < layers; l++) {
-                    const float *src = self_kv[l].get();
-                    float *dst = self_kv_alt[l].get();
-                    for (int t = 0; t < len; t++) {
-                        for (int r = 0; r < R; r++) {
-                            dev->copy(dst + ((size_t)t * R + r) * 2 * D,
-                                        src + ((size_t)t * R + parent[r]) * 2 * D, 2 * D * sizeof(float));
-                        }
-                    }
+                    View src(self_kv[l].get(), {{2 * D, 1}, {R, 2 * D}, {len, R * 2 * D}}),
+                        rows(parent.data(), {{R, 1}}, true),
+                        out(self_kv_alt[l].get(), {{2 * D, 1}, {R, 2 * D}, {len, R * 2 * D}});
+                    run("gather", [&] {
+                        return HF_PICK(device(), hf_gather_rows)(src.get(), rows.get(), out.get());
+                    });
                     std::swap(self_kv[l], self_kv_alt[l]);
                 }
             }
