@@ -1,4 +1,4 @@
-# halformer_kernel(NAME GENERATOR gen [PARAMS k=v ...] [GPU_PARAMS k=v ...] [HAND_ONLY])
+# halformer_kernel(NAME GENERATOR gen [PARAMS k=v ...] [HAND_ONLY])
 #
 # Compiles one kernel variant ahead of time:
 #   NAME                  hand schedule, one object per x86 variant below plus a
@@ -58,7 +58,7 @@ set(HALFORMER_KERNELS "" CACHE INTERNAL "")                 # hand-scheduled (th
 set(HALFORMER_AUTOSCHEDULED_KERNELS "" CACHE INTERNAL "")   # for tests and benchmarks
 
 function(halformer_kernel NAME)
-  cmake_parse_arguments(ARG "HAND_ONLY" "GENERATOR" "PARAMS;GPU_PARAMS" ${ARGN})
+  cmake_parse_arguments(ARG "HAND_ONLY" "GENERATOR" "PARAMS" ${ARGN})
   set(extra "")
   if (HALFORMER_EMIT_STMT)
     list(APPEND extra STMT ${NAME}_stmt ASSEMBLY ${NAME}_asm)
@@ -87,16 +87,18 @@ function(halformer_kernel NAME)
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${NAME} CACHE INTERNAL "")
   set(all "")
   if (HALFORMER_GPU)
-    add_halide_library(${NAME}_opencl FROM halformer_generators
-                       GENERATOR ${ARG_GENERATOR}
-                       TARGETS ${HALFORMER_OPENCL_TARGET}
-                       USE_RUNTIME ${runtime}
-                       PARAMS ${ARG_PARAMS} ${ARG_GPU_PARAMS} tuned_as=${NAME})
-    add_halide_library(${NAME}_cuda FROM halformer_generators
-                       GENERATOR ${ARG_GENERATOR}
-                       TARGETS ${HALFORMER_CUDA_TARGETS}
-                       USE_RUNTIME ${runtime}
-                       PARAMS ${ARG_PARAMS} ${ARG_GPU_PARAMS} tuned_as=${NAME})
+    foreach (api IN ITEMS opencl cuda)
+      if (api STREQUAL "opencl")
+        set(targets ${HALFORMER_OPENCL_TARGET})
+      else ()
+        set(targets ${HALFORMER_CUDA_TARGETS})
+      endif ()
+      add_halide_library(${NAME}_${api} FROM halformer_generators
+                         GENERATOR ${ARG_GENERATOR}
+                         TARGETS ${targets}
+                         USE_RUNTIME ${runtime}
+                         PARAMS ${ARG_PARAMS} tuned_as=${NAME})
+    endforeach ()
     set(HALFORMER_GPU_KERNELS ${HALFORMER_GPU_KERNELS} ${NAME}_opencl ${NAME}_cuda CACHE INTERNAL "")
     if (HALFORMER_AUTOSCHEDULED AND NOT ARG_HAND_ONLY AND NOT ARG_GENERATOR MATCHES "^(embedding|topk)$")
       foreach (api IN ITEMS opencl cuda)

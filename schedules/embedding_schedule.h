@@ -39,13 +39,9 @@ inline void schedule_embedding_gpu(EmbeddingStages s, int threads_knob) {
     const int threads = or_default(threads_knob, 128);
     s.token.compute_root();
     if (s.has_position) s.position.compute_root();
-    Var tb("tb"), dout("dout"), din("din");
-    s.out.compute_root()
-        .fuse(s.t, s.b, tb)
-        .split(s.d, dout, din, threads, TailStrategy::GuardWithIf)
-        .reorder(dout, din, tb)
-        .gpu_blocks(tb)
-        .gpu_threads(din);
+    Var tb("tb");
+    s.out.compute_root().fuse(s.t, s.b, tb);
+    gpu_row_blocks(s.out, s.d, tb, threads);
 }
 
 }  // namespace halformer

@@ -26,14 +26,10 @@ inline void schedule_gather_cpu(GatherStages s, const Halide::Target &t) {
 inline void schedule_gather_gpu(GatherStages s, int threads_knob) {
     using namespace Halide;
     const int threads = or_default(threads_knob, 128);
-    Var jt("jt"), wo("wo"), wi("wi");
+    Var jt("jt");
     s.row.compute_root();
-    s.out.compute_root()
-        .fuse(s.j, s.t, jt)
-        .split(s.w, wo, wi, threads, TailStrategy::GuardWithIf)
-        .reorder(wo, wi, jt)
-        .gpu_blocks(jt)
-        .gpu_threads(wi);
+    s.out.compute_root().fuse(s.j, s.t, jt);
+    gpu_row_blocks(s.out, s.w, jt, threads);
 }
 
 }  // namespace halformer

@@ -41,12 +41,8 @@ inline void schedule_layer_norm_cpu(LayerNormStages s, const LayerNormKnobs &kno
 inline void schedule_layer_norm_gpu(LayerNormStages s, int threads_knob) {
     using namespace Halide;
     const int threads = gpu_row_threads(threads_knob);
-    Var dout("dout"), din("din");
-    s.out.compute_root()
-        .split(s.d, dout, din, threads, TailStrategy::GuardWithIf)
-        .reorder(dout, din, s.r)
-        .gpu_blocks(s.r)
-        .gpu_threads(din);
+    s.out.compute_root();
+    gpu_row_blocks(s.out, s.d, s.r, threads);
     gpu_block_reduce(s.sum, s.k.x, s.out, s.r, threads);
     gpu_block_reduce(s.dev, s.k.x, s.out, s.r, threads);
     gpu_block_reduce(s.sq, s.k.x, s.out, s.r, threads);

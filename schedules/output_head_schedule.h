@@ -30,12 +30,8 @@ inline void schedule_output_head_gpu(LinearStages logits, Halide::Func out,
     using namespace Halide;
     const int threads = gpu_row_threads(threads_knob);
     schedule_linear_gpu(logits, kn, dot);
-    Var no("no"), ni("ni");
-    out.compute_root()
-        .split(logits.n, no, ni, threads, TailStrategy::GuardWithIf)
-        .reorder(no, ni, logits.m)
-        .gpu_blocks(logits.m)
-        .gpu_threads(ni);
+    out.compute_root();
+    gpu_row_blocks(out, logits.n, logits.m, threads);
     gpu_block_reduce(row_max, k.x, out, logits.m, threads);
     gpu_block_reduce(row_sum, k.x, out, logits.m, threads);
 }

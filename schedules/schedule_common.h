@@ -33,6 +33,15 @@ inline int gpu_row_threads(int knob) {
     return or_default(knob, 256);
 }
 
+// One GPU block per row: `row` becomes the block index and `threads` threads
+// stride along `inner` (thread i handles i, i + threads, …: a warp's loads
+// and stores are contiguous). `out` must be computed at root.
+inline void gpu_row_blocks(Halide::Func out, Halide::Var inner, Halide::Var row, int threads) {
+    using namespace Halide;
+    Var o(inner.name() + "_o"), i(inner.name() + "_i");
+    out.split(inner, o, i, threads, TailStrategy::GuardWithIf).reorder(o, i, row).gpu_blocks(row).gpu_threads(i);
+}
+
 // A cooperative reduction of red(row) over kx inside one GPU block: each of
 // `threads` threads folds a strided slice of the row into its own partial
 // (rfactor; thread u reads elements u, u + threads, … so a warp's loads are

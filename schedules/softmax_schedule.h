@@ -43,12 +43,8 @@ inline void schedule_softmax_cpu(SoftmaxStages s, const SoftmaxKnobs &knobs,
 inline void schedule_softmax_gpu(SoftmaxStages s, int threads_knob) {
     using namespace Halide;
     const int threads = gpu_row_threads(threads_knob);
-    Var no("no"), ni("ni");
-    s.out.compute_root()
-        .split(s.n, no, ni, threads, TailStrategy::GuardWithIf)
-        .reorder(no, ni, s.r)
-        .gpu_blocks(s.r)
-        .gpu_threads(ni);
+    s.out.compute_root();
+    gpu_row_blocks(s.out, s.n, s.r, threads);
     gpu_block_reduce(s.row_max, s.k.x, s.out, s.r, threads);
     gpu_block_reduce(s.row_sum, s.k.x, s.out, s.r, threads);
 }

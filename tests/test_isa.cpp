@@ -1,9 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "halformer/device.h"
+#include "device_skip.h"
 #include "halformer/isa.h"
-
-#include <cstdlib>
 
 // The variant the kernels run in this process: what HALFORMER_ISA asked for
 // (ctest runs the whole suite once per variant), capped by the CPU.
@@ -30,14 +28,6 @@ int main(int argc, char **argv) {
         std::printf("this CPU cannot run the %s variant: skipped\n", halformer::isa_name(limit));
         return 77;
     }
-    if (const char *dev = std::getenv("HALFORMER_DEVICE")) {
-        const halformer::Device d = halformer::parse_device(dev);
-        const std::string problem = halformer::device_problem(d);
-        if (!problem.empty()) {
-            std::printf("%s: skipped\n", problem.c_str());
-            return 77;
-        }
-        std::printf("kernels run on %s\n", halformer::device_description(d).c_str());
-    }
+    if (int skip = skip_without_test_device()) return skip;
     return RUN_ALL_TESTS();
 }

@@ -196,34 +196,19 @@ void DeviceContext::release_bound() {
     check(rc, "copying back a device range");
 }
 
-void DeviceContext::to_host(const void *host, size_t bytes) {
+void DeviceContext::transfer(const void *host, size_t bytes, bool to_device) {
     if (!on_gpu() || bytes == 0) return;
     size_t offset = 0;
     Root *r = find(host, bytes, &offset);
-    if (!r) throw Error("internal: to_host of an untracked range");
+    if (!r) throw Error("internal: host/device transfer of an untracked range");
     halide_buffer_t c{};
     halide_dimension_t d{};
     crop(*r, offset, bytes, &c, &d);
     c.host = (uint8_t *)host;
-    c.flags = halide_buffer_flag_device_dirty;
-    int rc = halide_copy_to_host(nullptr, &c);
+    c.flags = to_device ? halide_buffer_flag_host_dirty : halide_buffer_flag_device_dirty;
+    int rc = to_device ? halide_copy_to_device(nullptr, &c, iface_) : halide_copy_to_host(nullptr, &c);
     halide_device_release_crop(nullptr, &c);
-    check(rc, "copying results to the host");
-}
-
-void DeviceContext::to_device(const void *host, size_t bytes) {
-    if (!on_gpu() || bytes == 0) return;
-    size_t offset = 0;
-    Root *r = find(host, bytes, &offset);
-    if (!r) throw Error("internal: to_device of an untracked range");
-    halide_buffer_t c{};
-    halide_dimension_t d{};
-    crop(*r, offset, bytes, &c, &d);
-    c.host = (uint8_t *)host;
-    c.flags = halide_buffer_flag_host_dirty;
-    int rc = halide_copy_to_device(nullptr, &c, iface_);
-    halide_device_release_crop(nullptr, &c);
-    check(rc, "copying to the device");
+    check(rc, to_device ? "copying to the device" : "copying results to the host");
 }
 
 void DeviceContext::copy(void *dst, const void *src, size_t bytes) {

@@ -49,11 +49,10 @@ public:
     // `halformer demo`/`bench` per-kernel times are real (costs throughput).
     bool profile_sync() const { return profile_sync_; }
 
-    // Host shadow → device (tests; the runtime's data reaches the device
-    // through kernels).
-    void to_device(const void *host, size_t bytes);
-    // Device → host shadow (so host code can read it there).
-    void to_host(const void *host, size_t bytes);
+    // Device → host shadow (so host code can read it there), and back
+    // (tests; the runtime's data reaches the device through kernels).
+    void to_host(const void *host, size_t bytes) { transfer(host, bytes, false); }
+    void to_device(const void *host, size_t bytes) { transfer(host, bytes, true); }
     // Copies bytes between tracked ranges (memcpy on the CPU).
     void copy(void *dst, const void *src, size_t bytes);
 
@@ -76,6 +75,7 @@ private:
     Root *find(const void *p, size_t bytes, size_t *offset);
     void crop(const Root &r, size_t offset, size_t bytes, halide_buffer_t *out, halide_dimension_t *dim);
     void check(int rc, const char *what) const;
+    void transfer(const void *host, size_t bytes, bool to_device);
 
     Device device_;
     const halide_device_interface_t *iface_ = nullptr;
