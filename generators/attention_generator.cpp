@@ -114,7 +114,7 @@ public:
         if (auto_schedule) return;
         AttentionStages s{o, kt, score, masked, block_max, p, block_sum, block_out,
                           row_max, weight, denom, numer,
-                          d, j, i, h, b, kb, rd, rj, rb};
+                          d, j, i, h, b, kb, rd, rj, rb, q};
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         if (get_target().has_gpu_feature()) {

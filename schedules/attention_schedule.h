@@ -10,6 +10,7 @@ struct AttentionStages {
     Halide::Func row_max, weight, denom, numer;
     Halide::Var d, j, i, h, b, kb;
     Halide::RDom rd, rj, rb;
+    Halide::Func q;  // the query input (the GPU schedule stages its tile)
 };
 
 struct AttentionKnobs {
@@ -82,11 +83,12 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
 //   the d loop in registers), the per-key-block max, p = exp(s − max), the
 //   per-block sums and partial P·V (threads over d × queries), then the
 //   combination over blocks.
-// The tile's scores and p (query_tile × Tkv floats each) and the partial
-// outputs live in global scratch per block (MemoryType::Heap: they outgrow
-// shared memory at long T); the per-block statistics and the query tile's
-// accumulators are in shared memory. All stages read K and V straight from
-// global memory, coalesced along d.
+// The query tile (dk × query_tile floats) is staged once per block in
+// shared memory (MemoryType::GPUShared), as are the per-block statistics and
+// the tile's output accumulators; the tile's scores and p (query_tile × Tkv
+// floats each) and the partial outputs live in global scratch per block
+// (MemoryType::Heap: they outgrow shared memory at long T). K and V are read
+// from global memory, coalesced along d.
 inline void schedule_attention_gpu(AttentionStages s, int query_tile_knob) {
     using namespace Halide;
     const int tq = or_default(query_tile_knob, 8), tx = 32;
@@ -104,6 +106,16 @@ inline void schedule_attention_gpu(AttentionStages s, int query_tile_knob) {
             .reorder(xo, xi, s.i)
             .gpu_threads(xi, s.i);
     };
+    Func qs = s.q.in(s.score);
+    Var q0 = qs.args()[0], q1 = qs.args()[1], qo("qo"), qi("qi");
+    // The tile's rows are clamped at the end of the sequence, so their count
+    // varies: a guarded split keeps the thread count constant.
+    qs.compute_at(s.out, io)
+        .store_in(MemoryType::GPUShared)
+        .split(q0, xo, xi, tx, TailStrategy::GuardWithIf)
+        .split(q1, qo, qi, tq, TailStrategy::GuardWithIf)
+        .reorder(xo, qo, xi, qi)
+        .gpu_threads(xi, qi);
     per_block(s.score, s.j, MemoryType::Heap);
     s.score.update()
         .split(s.j, xo, xi, tx, TailStrategy::GuardWithIf)
