@@ -167,7 +167,7 @@ void print_ids(const std::vector<int32_t> &ids) {
 
 // What runs the kernels: the x86 variant, or the GPU device.
 std::string kernels_label() {
-    return g_device == Device::CPU ? std::string(isa_name(selected_isa())) : device_description(g_device);
+    return g_device == Device::CPU ? std::string(isa_name(selected_isa())) + " variant" : device_description(g_device);
 }
 
 void print_build_info() {
@@ -300,7 +300,7 @@ int cmd_demo(const Args &a) {
                 (unsigned long long)seed);
     auto t0 = clock::now();
     Model m = Model::random(c, seed, g_device);
-    std::printf("built %.1f M parameters in %.2f s; kernels: %s variant, %d threads\n", m.parameter_count() / 1e6,
+    std::printf("built %.1f M parameters in %.2f s; kernels: %s, %d threads\n", m.parameter_count() / 1e6,
                 secs(t0), kernels_label().c_str(), g_threads);
     // Random sources: lengths in [src_len/2, src_len], ids in [3, vocab).
     std::vector<Sequence> src(batch);
@@ -334,7 +334,13 @@ int cmd_demo(const Args &a) {
     }
     std::printf("\n%ld tokens in %.3f s: %.1f tokens/s (best hypothesis of each sentence)\n", tokens, elapsed,
                 tokens / elapsed);
-    std::printf("peak memory: %.0f MB\n\ntime per kernel:\n", peak_rss_mb());
+    std::printf("peak memory: %.0f MB\n", peak_rss_mb());
+    if (m.device() != Device::CPU) {
+        const DeviceMemory dm = m.device_memory();
+        std::printf("device memory (%s): weights %.0f MB, activations and caches %.0f MB\n",
+                    device_description(m.device()).c_str(), dm.weights / 1e6, dm.activations / 1e6);
+    }
+    std::printf("\ntime per kernel:\n");
     std::vector<std::pair<std::string, KernelTime>> rows(m.profile().begin(), m.profile().end());
     std::sort(rows.begin(), rows.end(), [](auto &p, auto &q) { return p.second.seconds > q.second.seconds; });
     double total = 0;
@@ -435,13 +441,15 @@ int cmd_bench(const Args &a) {
     if (a.flag("json")) {
         std::printf("{\"model\": \"%s\", \"architecture\": \"%s\", \"parameters\": %lld, \"batch\": %d, "
                     "\"src_len\": %d, \"beam\": %d, \"new_tokens\": %d, \"threads\": %d, \"iters\": %d, "
-                    "\"variant\": \"%s\", \"encoder_ms\": %.4f, \"decoder_step_ms\": %.4f, "
+                    "\"variant\": \"%s\", \"device\": \"%s\", \"encoder_ms\": %.4f, \"decoder_step_ms\": %.4f, "
                     "\"greedy_tokens_per_s\": %.2f, \"beam_tokens_per_s\": %.2f, \"peak_rss_mb\": %.1f}\n",
                     source.c_str(), architecture_name(c.architecture), (long long)m->parameter_count(), B, S, K, N,
                     g_threads ? g_threads : (int)std::thread::hardware_concurrency(), iters,
-                    kernels_label().c_str(), median(enc), median(steps), median(g_tps), median(b_tps), rss);
+                    g_device == Device::CPU ? isa_name(selected_isa()) : device_name(g_device),
+                    device_description(g_device).c_str(), median(enc), median(steps), median(g_tps), median(b_tps),
+                    rss);
     } else {
-        std::printf("model: %s (%s, %.1f M parameters), kernels: %s variant\n", source.c_str(),
+        std::printf("model: %s (%s, %.1f M parameters), kernels: %s\n", source.c_str(),
                     architecture_name(c.architecture), m->parameter_count() / 1e6, kernels_label().c_str());
         std::printf("workload: batch %d, source length %d, %d new tokens, beam %d; medians of %d runs\n", B, S, N,
                     K, iters);

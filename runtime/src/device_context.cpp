@@ -13,12 +13,22 @@ thread_local DeviceContext *t_device = nullptr;
 
 namespace {
 
+// A 1-D buffer of 4-byte words over [min, min + bytes) bytes (every tensor
+// here is float32 or int32, so offsets and sizes are whole words; words let a
+// buffer reach 8 GiB with Halide's 32-bit extents).
+constexpr size_t kWord = 4;
+constexpr size_t kMaxBytes = size_t(0x7fffffff) * kWord;
+
 halide_buffer_t bytes_buffer(uint8_t *host, halide_dimension_t *dim, int64_t min, size_t bytes) {
+    if (bytes > kMaxBytes || (size_t)min > kMaxBytes) {
+        throw Error("a device buffer of " + std::to_string(bytes) + " bytes at offset " + std::to_string(min) +
+                    " is past Halide's 8 GiB per-buffer limit (use a smaller batch or shorter sequences)");
+    }
     halide_buffer_t b{};
     b.host = host;
-    b.type = halide_type_t(halide_type_uint, 8);
+    b.type = halide_type_t(halide_type_uint, 32);
     b.dimensions = 1;
-    *dim = halide_dimension_t((int32_t)min, (int32_t)bytes, 1);
+    *dim = halide_dimension_t((int32_t)(min / (int64_t)kWord), (int32_t)((bytes + kWord - 1) / kWord), 1);
     b.dim = dim;
     return b;
 }
@@ -60,10 +70,23 @@ void DeviceContext::check(int rc, const char *what) const {
     std::string detail = last_kernel_error();
     if (!detail.empty()) msg += ": " + detail;
     if (rc == halide_error_code_out_of_memory || detail.find("OUT_OF_MEMORY") != std::string::npos ||
-        detail.find("MEM_OBJECT_ALLOCATION_FAILURE") != std::string::npos) {
+        detail.find("MEM_OBJECT_ALLOCATION_FAILURE") != std::string::npos ||
+        detail.find("INVALID_BUFFER_SIZE") != std::string::npos) {
         msg += " (out of device memory)";
     }
     throw KernelError(msg, rc);
+}
+
+size_t DeviceContext::weight_bytes() const {
+    size_t n = 0;
+    for (auto &kv : weights_) n += kv.second->bytes;
+    return n;
+}
+
+size_t DeviceContext::activation_bytes() const {
+    size_t n = 0;
+    for (auto &kv : roots_) n += kv.second->bytes;
+    return n;
 }
 
 void DeviceContext::track(const void *host, size_t bytes) {

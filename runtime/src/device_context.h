@@ -49,6 +49,10 @@ public:
     // `halformer demo`/`bench` per-kernel times are real (costs throughput).
     bool profile_sync() const { return profile_sync_; }
 
+    // Device memory held: weights uploaded, activation buffers.
+    size_t weight_bytes() const;
+    size_t activation_bytes() const;
+
     // Device → host shadow (so host code can read it there), and back
     // (tests; the runtime's data reaches the device through kernels).
     void to_host(const void *host, size_t bytes) { transfer(host, bytes, false); }

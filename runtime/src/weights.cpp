@@ -242,6 +242,9 @@ Model Model::random(const Config &config, uint64_t seed, Device device) {
 
 const Config &Model::config() const { return impl_->cfg; }
 Device Model::device() const { return impl_->device(); }
+DeviceMemory Model::device_memory() const {
+    return {impl_->dev->weight_bytes(), impl_->dev->activation_bytes()};
+}
 int64_t Model::parameter_count() const { return impl_->params; }
 bool Model::has_head() const { return impl_->gen_w != nullptr; }
 bool Model::tied_head() const { return impl_->tied; }

@@ -1,4 +1,5 @@
 // Bad model files and bad inputs: each gets an Error naming the problem.
+#include "../../runtime/src/device_context.h"
 #include "halformer/model.h"
 #include "halformer/safetensors.h"
 
@@ -216,6 +217,30 @@ TEST(BadInput, TokensAndLengths) {
 }
 
 }  // namespace
+
+// Device memory that cannot be had is a clear error, not a crash: a buffer
+// past Halide's 8 GiB per-buffer limit is an Error saying so; running out of
+// device memory (6 GiB buffers until the device has no more) is a
+// KernelError that says "out of device memory".
+TEST(Devices, AllocationFailureIsAClearError) {
+    for (Device d : {Device::CUDA, Device::OpenCL}) {
+        if (!device_problem(d).empty()) continue;
+        DeviceContext dc(d);
+        static char host[64];
+        try {
+            dc.track(&host[0], size_t(1) << 44);  // 16 TiB
+            ADD_FAILURE() << device_name(d) << ": no error";
+        } catch (const Error &e) {
+            EXPECT_NE(std::string(e.what()).find("8 GiB per-buffer limit"), std::string::npos) << e.what();
+        }
+        try {
+            for (int i = 0; i < 64; i++) dc.track(&host[i], size_t(6) << 30);
+            ADD_FAILURE() << device_name(d) << ": 384 GiB allocated";
+        } catch (const KernelError &e) {
+            EXPECT_NE(std::string(e.what()).find("out of device memory"), std::string::npos) << e.what();
+        }
+    }
+}
 
 // A device without its driver or hardware is an Error that says what is
 // missing, not a crash in the middle of a kernel.

@@ -255,3 +255,27 @@ TEST(DeviceAgreement, SameTokensAndLogitsAsTheCpu) {
         EXPECT_LE(std::sqrt(num / den), 1e-5) << name;
     }
 }
+
+// Weights go to the device once: a second call uploads nothing more. On the
+// CPU nothing is held on a device.
+TEST(DeviceAgreement, WeightsAreUploadedOnce) {
+    Model m = load_model("ed_pre_gelu");
+    GenerateOptions o;
+    o.max_new_tokens = 6;
+    o.beam = 2;
+    m.generate({{5, 9, 11}}, o);
+    const DeviceMemory first = m.device_memory();
+    m.generate({{5, 9, 11, 3, 7}}, o);
+    m.logits({{5, 9}}, {{1, 6}});
+    const DeviceMemory second = m.device_memory();
+    EXPECT_EQ(second.weights, first.weights);
+    if (test_device() == Device::CPU) {
+        EXPECT_EQ(second.weights, 0u);
+        EXPECT_EQ(second.activations, 0u);
+    } else {
+        // Every parameter once (a tied head shares the embedding's upload).
+        EXPECT_GE(second.weights, (size_t)m.parameter_count() * sizeof(float));
+        EXPECT_LE(second.weights, (size_t)m.parameter_count() * sizeof(float) * 11 / 10);
+        EXPECT_GT(second.activations, 0u);
+    }
+}

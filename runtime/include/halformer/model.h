@@ -63,6 +63,12 @@ struct KernelTime {
 };
 using Profile = std::map<std::string, KernelTime>;
 
+// Device memory a Model holds on its GPU (zero on the CPU).
+struct DeviceMemory {
+    size_t weights = 0;      // uploaded once, on first use
+    size_t activations = 0;  // activations and KV caches (grow-only)
+};
+
 class Model {
 public:
     // Loads DIR/config.json and DIR/model.safetensors; throws Error. With a
@@ -79,6 +85,7 @@ public:
 
     const Config &config() const;
     Device device() const;
+    DeviceMemory device_memory() const;
     int64_t parameter_count() const;
     bool has_head() const;       // encoder-only: a generator.* projection
     bool tied_head() const;      // output projection is tgt_embed.weight
