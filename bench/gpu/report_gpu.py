@@ -41,6 +41,10 @@ def main():
           "| op | shape | halformer ms | PyTorch ms | ratio | halformer rate | err vs CPU | goal |",
           "|---|---|---|---|---|---|---|---|"]
     plot = []
+    li = {}
+    for key, r in list(ours.items()):
+        if r["op"].endswith("_li2018"):
+            li[(r["op"][:-len("_li2018")], r["shape"])] = ours.pop(key)
     for key, r in ours.items():
         t = theirs.get(key)
         ratio = t["ms"] / r["ms"] if t else None
@@ -56,6 +60,14 @@ def main():
                   f"| {r['op']} | {r['shape']} | {r['ms']:.4f} | - | - | {r['rate']:.0f} {r['unit']} | "
                   f"{r['rel_err_vs_cpu']:.1e} | no baseline |")
     md.append("")
+    if li:
+        md += ["## Hand GPU schedules vs Halide's Li2018 autoscheduler", "",
+               "| op | shape | hand ms | Li2018 ms | Li2018 time / hand time |", "|---|---|---|---|---|"]
+        for key, l in li.items():
+            h = ours.get(key)
+            if h:
+                md.append(f"| {key[0]} | {key[1]} | {h['ms']:.4f} | {l['ms']:.4f} | {l['ms'] / h['ms']:.2f} |")
+        md.append("")
     if hmodel and tmodel:
         enc = tmodel["encoder_ms"] / hmodel["encoder_ms"]
         tok = hmodel["greedy_tokens_per_s"] / tmodel["greedy_tokens_per_s"]
