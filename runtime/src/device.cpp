@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <mutex>
 
 namespace halformer {
@@ -29,6 +30,7 @@ void *load_global(const char *const *names) {
 struct Probe {
     std::string problem, description;
     int capability = 0;  // CUDA: major·10 + minor
+    int align = 0;       // OpenCL: the largest CL_DEVICE_MEM_BASE_ADDR_ALIGN, bytes
 };
 
 // CUDA driver API, the few entry points used here.
@@ -89,14 +91,21 @@ Probe probe_opencl() {
         return {"OpenCL: no OpenCL platform (no driver installed in /etc/OpenCL/vendors; "
                 "e.g. pocl-opencl-icd)", ""};
     }
-    void *dev = nullptr;
+    void *devs[16] = {};
     unsigned nd = 0;
     const uint64_t kAll = 0xFFFFFFFF;  // CL_DEVICE_TYPE_ALL
-    if (devices(plat[0], kAll, 1, &dev, &nd) || nd == 0) return {"OpenCL: the platform has no device", ""};
+    if (devices(plat[0], kAll, 16, devs, &nd) || nd == 0) return {"OpenCL: the platform has no device", ""};
+    // Sub-ranges handed to kernels must start at the base-address alignment
+    // of whichever device Halide picks: take the largest.
+    unsigned align_bits = 0;
+    for (unsigned i = 0; i < std::min(nd, 16u); i++) {
+        unsigned a = 0;
+        if (dinfo(devs[i], 0x1019, sizeof(a), &a, nullptr) == 0) align_bits = std::max(align_bits, a);  // CL_DEVICE_MEM_BASE_ADDR_ALIGN
+    }
     char pname[256] = {}, dname[256] = {};
     pinfo(plat[0], 0x0902, sizeof(pname) - 1, pname, nullptr);  // CL_PLATFORM_NAME
-    dinfo(dev, 0x102B, sizeof(dname) - 1, dname, nullptr);       // CL_DEVICE_NAME
-    return {"", std::string("OpenCL: ") + pname + " / " + dname};
+    dinfo(devs[0], 0x102B, sizeof(dname) - 1, dname, nullptr);   // CL_DEVICE_NAME
+    return {"", std::string("OpenCL: ") + pname + " / " + dname, 0, (int)std::max(align_bits / 8, 4u)};
 }
 
 const Probe &probe(Device d) {
@@ -113,6 +122,11 @@ const Probe &probe(Device d) {
 // on a device of compute capability 8.6 or newer, else the sm_80 one.
 int cuda_capability() {
     return probe(Device::CUDA).capability;
+}
+
+// For DeviceContext: the byte alignment an OpenCL sub-buffer must have.
+int opencl_base_alignment() {
+    return probe(Device::OpenCL).align;
 }
 
 const char *device_name(Device d) {

@@ -3,6 +3,7 @@
 #include "halformer/error.h"
 #include "halformer/kernel_error.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -10,6 +11,8 @@
 namespace halformer {
 
 thread_local DeviceContext *t_device = nullptr;
+
+int opencl_base_alignment();  // device.cpp
 
 namespace {
 
@@ -49,9 +52,11 @@ DeviceContext::DeviceContext(Device d) : device_(d) {
     require_device(d);
     iface_ = device_interface(d);
     // OpenCL sub-buffers must start at CL_DEVICE_MEM_BASE_ADDR_ALIGN (1024
-    // bits on PoCL, up to 4096 on GPUs): ranges at other offsets go through
-    // a copy. CUDA pointers can start anywhere.
-    align_ = d == Device::OpenCL ? 512 : 1;
+    // bits on PoCL, 4096 on NVIDIA's): ranges at other offsets go through a
+    // copy. CUDA pointers can start anywhere.
+    align_ = d == Device::OpenCL ? (size_t)opencl_base_alignment() : 1;
+    // Tests force the copy path on every device with a larger alignment.
+    if (const char *a = std::getenv("HALFORMER_DEVICE_ALIGN")) align_ = std::max<size_t>(align_, std::atol(a));
     const char *sync = std::getenv("HALFORMER_PROFILE_SYNC");
     profile_sync_ = sync && *sync && std::string(sync) != "0";
 }
