@@ -132,7 +132,10 @@ Options parse_options(int argc, char **argv) {
         else if (a == "--weights") o.weights = next();
         else if (a == "--sample-out") o.sample_out = next();
         else if (a == "-h" || a == "--help") usage("");
-        else usage("unknown argument '" + a + "'");
+        else if (a == "--device") {
+            usage("--device: halformer tune tunes the CPU kernels (--target); GPU schedules are not "
+                  "searched yet (see --target cuda)");
+        } else usage("unknown argument '" + a + "'");
     }
     return o;
 }
@@ -166,6 +169,13 @@ Halide::Target resolve_target(const std::string &name, std::string *record_name)
             }
         }
         throw halformer::Error("no build target runs on this CPU");
+    }
+    if (name == "cuda" || name == "opencl" || name == "gpu") {
+        throw halformer::Error(
+            "--target " + name + ": GPU schedules are not searched by halformer tune yet (it times on this "
+            "machine's CPU). Their numbers are GeneratorParams (gpu_tile_n, gpu_tile_m, gpu_reg_n, gpu_reg_m, "
+            "gpu_threads, gpu_query_tile): set them in generators/CMakeLists.txt and time with "
+            "bench/gpu/run_gpu.sh on the GPU");
     }
     if (!targets.count(name)) {
         std::string known;
