@@ -91,7 +91,12 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
 // from global memory, coalesced along d.
 inline void schedule_attention_gpu(AttentionStages s, int query_tile_knob) {
     using namespace Halide;
-    const int tq = or_default(query_tile_knob, 8), tx = 32;
+    // At least 2 queries per block: with one, Halide 14 hoists the d-tail
+    // guard of block_out and numer over their pure and update stages and puts
+    // a barrier inside that branch (divergent barrier: wrong results on PoCL
+    // at head sizes below 32, undefined on a GPU). Seen 2026-11-22 in the
+    // kernel's stmt; 2, 4 and 8 have none.
+    const int tq = std::max(2, or_default(query_tile_knob, 8)), tx = 32;
     Var io("io"), ii("ii"), xo("xo"), xi("xi");
     s.out.compute_root()
         .split(s.i, io, ii, tq, TailStrategy::GuardWithIf)
