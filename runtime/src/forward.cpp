@@ -63,8 +63,7 @@ namespace halformer {
 void Model::Impl::set_device(Device d) {
     if (d == dev->device()) return;
     dev = std::make_unique<DeviceContext>(d);
-    for (Scratch *s : {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &tokens_f, &enc_out, &logits,
-                       &topv, &topi, &kvlen_buf, &memlen_buf}) {
+    for (Scratch *s : {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi}) {
         *s = Scratch();
         s->dev = dev.get();
     }

@@ -144,8 +144,10 @@ struct Model::Impl {
     std::vector<double> step_seconds;
 
     // Activations and caches (grow-only).
-    Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, tokens_f, enc_out, logits, topv, topi, kvlen_buf,
-        memlen_buf;
+    // On a GPU each is shadowed on the device, where its contents live:
+    // kernels write them, DeviceContext::to_host reads them back. Data the
+    // host writes for a kernel (token ids, lengths) goes in plain vectors.
+    Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, enc_out, logits, topv, topi;
     std::vector<Scratch> self_kv, self_kv_alt, cross_kv;
 
     void bind();  // resolves every tensor of cfg from `source`, validating shapes
