@@ -57,18 +57,26 @@ set(HALFORMER_MACHINE_PARAMS "2,33554432,40" CACHE STRING "autoscheduler machine
 set(HALFORMER_KERNELS "" CACHE INTERNAL "")                 # hand-scheduled (the runtime's)
 set(HALFORMER_AUTOSCHEDULED_KERNELS "" CACHE INTERNAL "")   # for tests and benchmarks
 
+# The runtime every kernel of a family shares (the global property PROP, set
+# by the family's first kernel): its name in NAME_VAR, and in ARGS_VAR the
+# add_halide_library arguments that use it (empty for the first kernel).
+function(_halformer_shared_runtime prop name_var args_var)
+  get_property(rt GLOBAL PROPERTY ${prop})
+  set(${name_var} "${rt}" PARENT_SCOPE)
+  if (rt)
+    set(${args_var} USE_RUNTIME ${rt} PARENT_SCOPE)
+  else ()
+    set(${args_var} "" PARENT_SCOPE)
+  endif ()
+endfunction()
+
 function(halformer_kernel NAME)
   cmake_parse_arguments(ARG "HAND_ONLY" "GENERATOR" "PARAMS" ${ARGN})
   set(extra "")
   if (HALFORMER_EMIT_STMT)
     list(APPEND extra STMT ${NAME}_stmt ASSEMBLY ${NAME}_asm)
   endif ()
-  get_property(runtime GLOBAL PROPERTY HALFORMER_HALIDE_RUNTIME)
-  if (runtime)
-    set(rt USE_RUNTIME ${runtime})
-  else ()
-    set(rt "")
-  endif ()
+  _halformer_shared_runtime(HALFORMER_HALIDE_RUNTIME runtime rt)
   # tuned_as: the name the tuned records (schedules/tuned/) know this kernel by.
   add_halide_library(${NAME} FROM halformer_generators
                      GENERATOR ${ARG_GENERATOR}
@@ -119,12 +127,7 @@ function(halformer_kernel NAME)
   endif ()
   if (HALFORMER_ARM)
     # Same C function name (hf_x) in hf_x_arm.a; arm_include/hf_x.h forwards.
-    get_property(arm_runtime GLOBAL PROPERTY HALFORMER_ARM_RUNTIME)
-    if (arm_runtime)
-      set(arm_rt USE_RUNTIME ${arm_runtime})
-    else ()
-      set(arm_rt "")
-    endif ()
+    _halformer_shared_runtime(HALFORMER_ARM_RUNTIME arm_runtime arm_rt)
     add_halide_library(${NAME}_arm FROM halformer_generators
                        GENERATOR ${ARG_GENERATOR}
                        FUNCTION_NAME ${NAME}

@@ -32,7 +32,6 @@ HF_DEVICE_KERNELS(hf_topk8)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 namespace halformer {

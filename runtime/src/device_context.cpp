@@ -63,9 +63,7 @@ DeviceContext::DeviceContext(Device d) : device_(d) {
 
 DeviceContext::~DeviceContext() {
     release_bound();
-    for (auto *m : {&roots_}) {
-        for (auto &kv : *m) halide_device_free(nullptr, &kv.second->buf);
-    }
+    for (auto &kv : roots_) halide_device_free(nullptr, &kv.second->buf);
     for (auto &kv : weights_) halide_device_free(nullptr, &kv.second->buf);
 }
 
