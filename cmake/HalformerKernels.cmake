@@ -1,4 +1,4 @@
-# halformer_kernel(NAME GENERATOR gen [PARAMS k=v ...] [HAND_ONLY])
+# halformer_kernel(NAME GENERATOR gen [PARAMS k=v ...] [HAND_ONLY] [NO_ARM])
 #
 # Compiles one kernel variant ahead of time:
 #   NAME                  hand schedule, one object per x86 variant below plus a
@@ -13,6 +13,8 @@
 #                         into GPU code, which v14 cannot emit)
 #   NAME_adams2019        the same algorithm scheduled by Adams2019 (host target)
 #   NAME_mullapudi2016    ... and by Mullapudi2016
+# HAND_ONLY skips the autoscheduled builds; NO_ARM the ARM one (training
+# kernels: x86 and GPUs only).
 # All kernels link one shared Halide runtime (the first kernel's NAME.runtime).
 #
 # The variants are listed most specific first: the wrapper takes the first one
@@ -71,7 +73,7 @@ function(_halformer_shared_runtime prop name_var args_var)
 endfunction()
 
 function(halformer_kernel NAME)
-  cmake_parse_arguments(ARG "HAND_ONLY" "GENERATOR" "PARAMS" ${ARGN})
+  cmake_parse_arguments(ARG "HAND_ONLY;NO_ARM" "GENERATOR" "PARAMS" ${ARGN})
   set(extra "")
   if (HALFORMER_EMIT_STMT)
     list(APPEND extra STMT ${NAME}_stmt ASSEMBLY ${NAME}_asm)
@@ -125,7 +127,7 @@ function(halformer_kernel NAME)
       endforeach ()
     endif ()
   endif ()
-  if (HALFORMER_ARM)
+  if (HALFORMER_ARM AND NOT ARG_NO_ARM)
     # Same C function name (hf_x) in hf_x_arm.a; arm_include/hf_x.h forwards.
     _halformer_shared_runtime(HALFORMER_ARM_RUNTIME arm_runtime arm_rt)
     add_halide_library(${NAME}_arm FROM halformer_generators

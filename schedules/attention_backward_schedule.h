@@ -1,0 +1,201 @@
+// How attention_backward runs (algorithm:
+// generators/attention_backward_generator.cpp).
+#pragma once
+
+#include "schedule_common.h"
+
+namespace halformer {
+
+struct AttentionBackwardStages {
+    Halide::Func dq, dkv;
+    Halide::Func kt, vt, qt, dot;
+    Halide::Func s1, m1, row_max, row_sum, lse, delta;
+    Halide::Func s2, dp2, ds2, dq_acc;
+    Halide::Func s3, dp3, p3, ds3, dk_acc, dv_acc;
+    Halide::Var d, c, i, j, h, b;
+    Halide::RDom rd, rj, ri;
+};
+
+struct AttentionBackwardKnobs {
+    int query_tile;  // queries per tile in passes 1–2
+    int key_tile;    // keys per tile in pass 3
+};
+
+// A score-like stage f(x, y, h, b) += a(rd, y)·bt(x, rd) computed for a tile
+// of y and all x: vectorized over x in register blocks of 2 vectors × the
+// tile (the forward attention's score schedule).
+inline void schedule_tile_scores(Halide::Func f, Halide::Func at, Halide::Var loop, Halide::Var x,
+                                 Halide::Var y, int tile, Halide::RDom rd, int lanes) {
+    using namespace Halide;
+    Var xo("xo"), xi("xi");
+    f.compute_at(at, loop).bound_extent(y, tile).vectorize(x, lanes, TailStrategy::GuardWithIf);
+    f.update()
+        .split(x, xo, xi, 2 * lanes, TailStrategy::GuardWithIf)
+        .reorder(xi, y, rd, xo)
+        .vectorize(xi, lanes)
+        .unroll(y);
+}
+
+// Parallel over (head, sequence) in each pass. Transposed copies of K, V, Q
+// and dO are made once (T·dk floats per head). Pass 1 and 2 work on tiles of
+// query_tile queries against all keys (query_tile × Tkv floats of scores),
+// pass 3 on tiles of key_tile keys against all queries: the working set is
+// linear in T.
+inline void schedule_attention_backward_cpu(AttentionBackwardStages s, const AttentionBackwardKnobs &kn,
+                                            const Halide::Target &t) {
+    using namespace Halide;
+    const int lanes = f32_lanes(t);
+    const int tq = std::max(1, kn.query_tile), tk = std::max(1, kn.key_tile);
+    Var hb("hb"), io("io"), ii("ii"), jo("jo"), ji("ji");
+    for (Func f : {s.kt, s.vt}) {
+        f.compute_root().fuse(s.h, s.b, hb).parallel(hb).vectorize(s.j, lanes, TailStrategy::GuardWithIf);
+    }
+    for (Func f : {s.qt, s.dot}) {
+        f.compute_root().fuse(s.h, s.b, hb).parallel(hb).vectorize(s.i, lanes, TailStrategy::GuardWithIf);
+    }
+    // Pass 1: log-sum-exp and Δ per query.
+    s.lse.compute_root()
+        .split(s.i, io, ii, tq, TailStrategy::GuardWithIf)
+        .reorder(ii, io, s.h, s.b)
+        .fuse(s.h, s.b, hb)
+        .parallel(hb);
+    schedule_tile_scores(s.s1, s.lse, io, s.j, s.i, tq, s.rd, lanes);
+    s.row_max.compute_at(s.lse, io);
+    s.row_max.update().atomic().vectorize(s.rj.x, lanes);
+    s.row_sum.compute_at(s.lse, io);
+    s.row_sum.update().atomic().vectorize(s.rj.x, lanes);
+    s.delta.compute_root().fuse(s.h, s.b, hb).parallel(hb);
+    s.delta.update().atomic().vectorize(s.rd.x, lanes);
+
+    // Pass 2: dQ.
+    s.dq.compute_root()
+        .split(s.i, io, ii, tq, TailStrategy::GuardWithIf)
+        .reorder(s.d, ii, io, s.h, s.b)
+        .fuse(s.h, s.b, hb)
+        .parallel(hb)
+        .vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    schedule_tile_scores(s.s2, s.dq, io, s.j, s.i, tq, s.rd, lanes);
+    schedule_tile_scores(s.dp2, s.dq, io, s.j, s.i, tq, s.rd, lanes);
+    s.ds2.compute_at(s.dq, io).vectorize(s.j, lanes, TailStrategy::GuardWithIf);
+    s.dq_acc.compute_at(s.dq, io).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    s.dq_acc.update().reorder(s.d, s.rj, s.i).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+
+    // Pass 3: dK and dV.
+    s.dkv.compute_root()
+        .split(s.j, jo, ji, tk, TailStrategy::GuardWithIf)
+        .reorder(s.d, s.c, ji, jo, s.h, s.b)
+        .fuse(s.h, s.b, hb)
+        .parallel(hb)
+        .vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    schedule_tile_scores(s.s3, s.dkv, jo, s.i, s.j, tk, s.rd, lanes);
+    schedule_tile_scores(s.dp3, s.dkv, jo, s.i, s.j, tk, s.rd, lanes);
+    s.p3.compute_at(s.dkv, jo).vectorize(s.i, lanes, TailStrategy::GuardWithIf);
+    s.ds3.compute_at(s.dkv, jo).vectorize(s.i, lanes, TailStrategy::GuardWithIf);
+    for (Func f : {s.dk_acc, s.dv_acc}) {
+        f.compute_at(s.dkv, jo).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+        f.update().reorder(s.d, s.ri, s.j).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    }
+}
+
+// GPU: every stage is one kernel over its outputs. The per-tile scores
+// (ds for dQ; p and ds for dK|dV) live in global scratch per block (their
+// tile × T floats outgrow shared memory), computed by the block's threads;
+// each output thread then runs its reduction in a register.
+inline void schedule_attention_backward_gpu(AttentionBackwardStages s, int tile_knob) {
+    using namespace Halide;
+    const int tile = or_default(tile_knob, 8), tx = 32;
+    Var hb("hb"), xo("xo"), xi("xi"), yo("yo"), yi("yi");
+    // f(x, y, h, b) over the whole (x, y) plane, blocks of tx × 8.
+    auto plane = [&](Func f, Var x, Var y) {
+        f.compute_root()
+            .split(x, xo, xi, tx, TailStrategy::GuardWithIf)
+            .split(y, yo, yi, 8, TailStrategy::GuardWithIf)
+            .fuse(s.h, s.b, hb)
+            .reorder(xi, yi, xo, yo, hb)
+            .gpu_blocks(xo, yo, hb)
+            .gpu_threads(xi, yi);
+    };
+    plane(s.kt, s.j, s.d);
+    plane(s.vt, s.j, s.d);
+    plane(s.qt, s.i, s.d);
+    plane(s.dot, s.i, s.d);
+    // Row statistics: a block per tile of queries; the tile's scores in
+    // scratch, then one thread per query folds them. Δ: a thread per query.
+    s.lse.compute_root()
+        .split(s.i, yo, yi, tile, TailStrategy::GuardWithIf)
+        .fuse(s.h, s.b, hb)
+        .reorder(yi, yo, hb)
+        .gpu_blocks(yo, hb)
+        .gpu_threads(yi);
+    s.s1.compute_at(s.lse, yo)
+        .store_in(MemoryType::Heap)
+        .split(s.j, xo, xi, tx, TailStrategy::GuardWithIf)
+        .reorder(xo, xi, s.i)
+        .gpu_threads(xi, s.i);
+    s.s1.update()
+        .split(s.j, xo, xi, tx, TailStrategy::GuardWithIf)
+        .reorder(s.rd, xo, xi, s.i)
+        .gpu_threads(xi, s.i);
+    s.row_max.compute_at(s.lse, yi);
+    s.row_sum.compute_at(s.lse, yi);
+    s.delta.compute_root()
+        .split(s.i, xo, xi, tx, TailStrategy::GuardWithIf)
+        .fuse(s.h, s.b, hb)
+        .reorder(xi, xo, hb)
+        .gpu_blocks(xo, hb)
+        .gpu_threads(xi);
+    s.delta.update()
+        .split(s.i, xo, xi, tx, TailStrategy::GuardWithIf)
+        .fuse(s.h, s.b, hb)
+        .reorder(s.rd, xi, xo, hb)
+        .gpu_blocks(xo, hb)
+        .gpu_threads(xi);
+
+    // dq(d, i): a block per tile of queries; ds2 for the tile in scratch.
+    s.dq.compute_root()
+        .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
+        .split(s.i, yo, yi, tile, TailStrategy::GuardWithIf)
+        .fuse(s.h, s.b, hb)
+        .reorder(xi, yi, xo, yo, hb)
+        .gpu_blocks(yo, hb)
+        .gpu_threads(xi, yi);
+    s.ds2.compute_at(s.dq, yo)
+        .store_in(MemoryType::Heap)
+        .split(s.j, xo, xi, tx, TailStrategy::GuardWithIf)
+        .reorder(xo, xi, s.i)
+        .gpu_threads(xi, s.i);
+    s.s2.compute_at(s.ds2, xi);
+    s.dp2.compute_at(s.ds2, xi);
+    s.dq_acc.compute_at(s.dq, xi);
+
+    // dkv(d, c, j): a block per tile of keys; p3 and ds3 in scratch.
+    s.dkv.compute_root()
+        .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
+        .split(s.j, yo, yi, tile, TailStrategy::GuardWithIf)
+        .fuse(s.h, s.b, hb)
+        .reorder(xi, yi, s.c, xo, yo, hb)
+        .gpu_blocks(yo, hb)
+        .gpu_threads(xi, yi);
+    for (Func f : {s.p3, s.ds3}) {
+        f.compute_at(s.dkv, yo)
+            .store_in(MemoryType::Heap)
+            .split(s.i, xo, xi, tx, TailStrategy::GuardWithIf)
+            .reorder(xo, xi, s.j)
+            .gpu_threads(xi, s.j);
+    }
+    s.s3.compute_at(s.p3, xi);
+    s.dp3.compute_at(s.ds3, xi);
+    for (Func f : {s.dk_acc, s.dv_acc}) {
+        f.compute_at(s.dkv, yo)
+            .store_in(MemoryType::Heap)
+            .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
+            .reorder(xo, xi, s.j)
+            .gpu_threads(xi, s.j);
+        f.update()
+            .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
+            .reorder(s.ri, xo, xi, s.j)
+            .gpu_threads(xi, s.j);
+    }
+}
+
+}  // namespace halformer

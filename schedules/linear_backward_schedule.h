@@ -1,0 +1,31 @@
+// How linear_backward runs (algorithm:
+// generators/linear_backward_generator.cpp). dX and dW are matmuls and use
+// the forward's panel schedules (schedules/linear_schedule.h); this adds the
+// bias gradient's column sum.
+#pragma once
+
+#include "linear_schedule.h"
+
+namespace halformer {
+
+// out(n) = in(n) + sum(n), sum(n) = Σ_m dy(n, m): columns vectorized, rows
+// streamed; the columns split over threads.
+inline void schedule_column_sum_cpu(Halide::Func out, Halide::Func sum, Halide::Var n, Halide::RDom rm,
+                                    const Halide::Target &t) {
+    using namespace Halide;
+    const int lanes = f32_lanes(t);
+    Var no("no"), ni("ni");
+    out.compute_root().split(n, no, ni, 4 * lanes, TailStrategy::GuardWithIf).parallel(no).vectorize(ni, lanes);
+    sum.compute_at(out, no).vectorize(n, lanes, TailStrategy::GuardWithIf);
+    sum.update().reorder(n, rm.x).vectorize(n, lanes, TailStrategy::GuardWithIf);
+}
+
+// GPU: one thread per column, looping over rows (coalesced across threads).
+inline void schedule_column_sum_gpu(Halide::Func out, Halide::Func sum, Halide::Var n) {
+    using namespace Halide;
+    Var no("no"), ni("ni");
+    out.compute_root().gpu_tile(n, no, ni, 64, TailStrategy::GuardWithIf);
+    sum.compute_at(out, ni);
+}
+
+}  // namespace halformer

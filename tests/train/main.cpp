@@ -1,0 +1,19 @@
+// main() of the training tests: the kernel variant (HALFORMER_ISA) and the
+// device (HALFORMER_DEVICE) are chosen as for the op and runtime suites;
+// exit code 77 (ctest: skipped) when either is not available here.
+#include "../device_skip.h"
+
+#include "halformer/isa.h"
+
+#include <gtest/gtest.h>
+
+int main(int argc, char **argv) {
+    testing::InitGoogleTest(&argc, argv);
+    const halformer::Isa limit = halformer::isa_limit();
+    if (!halformer::cpu_supports(limit)) {
+        std::printf("this CPU cannot run the %s variant: skipped\n", halformer::isa_name(limit));
+        return 77;
+    }
+    if (int skip = skip_without_test_device()) return skip;
+    return RUN_ALL_TESTS();
+}
