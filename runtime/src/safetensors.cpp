@@ -218,7 +218,34 @@ const float *SafeTensors::f32(const TensorInfo &t) {
     return dst;
 }
 
-void write_safetensors(const std::string &path, const std::vector<TensorRef> &tensors) {
+uint16_t float_to_half(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t mag = x & 0x7fffffffu;
+    if (mag >= 0x7f800000u) return uint16_t(sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0));  // inf, NaN
+    if (mag >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds past 65504: inf
+    if (mag < 0x38800000u) {
+        // Subnormal half (or zero): shift the 24-bit significand, rounding to nearest even.
+        if (mag < 0x33000000u) return uint16_t(sign);
+        const uint32_t e = mag >> 23, m = (mag & 0x7fffffu) | 0x800000u;
+        const uint32_t shift = 126 - e;  // 14..24
+        uint32_t h = m >> shift;
+        const uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return uint16_t(sign | h);
+    }
+    // Normal: rebias the exponent, round the 13 dropped bits to nearest even.
+    uint32_t h = ((mag - 0x38000000u) >> 13);
+    const uint32_t rem = mag & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
+    return uint16_t(sign | h);
+}
+
+void write_safetensors(const std::string &path, const std::vector<TensorRef> &tensors, DType dtype) {
+    if (dtype == DType::BF16) throw Error(path + ": writing BF16 is not supported");
+    const int64_t esize = dtype == DType::F16 ? 2 : 4;
+    const char *dname = dtype == DType::F16 ? "F16" : "F32";
     std::string header = "{";
     size_t offset = 0;
     for (size_t k = 0; k < tensors.size(); k++) {
@@ -227,10 +254,10 @@ void write_safetensors(const std::string &path, const std::vector<TensorRef> &te
         for (auto d : t.shape) n *= d;
         std::string shape;
         for (size_t i = 0; i < t.shape.size(); i++) shape += (i ? "," : "") + std::to_string(t.shape[i]);
-        header += (k ? "," : "") + json::quote(t.name) + ":{\"dtype\":\"F32\",\"shape\":[" + shape +
+        header += (k ? "," : "") + json::quote(t.name) + ":{\"dtype\":\"" + dname + "\",\"shape\":[" + shape +
                   "],\"data_offsets\":[" + std::to_string(offset) + "," +
-                  std::to_string(offset + n * 4) + "]}";
-        offset += n * 4;
+                  std::to_string(offset + n * esize) + "]}";
+        offset += n * esize;
     }
     header += "}";
     while (header.size() % 8) header += ' ';
@@ -242,7 +269,13 @@ void write_safetensors(const std::string &path, const std::vector<TensorRef> &te
     for (const auto &t : tensors) {
         int64_t n = 1;
         for (auto d : t.shape) n *= d;
-        out.write((const char *)t.data, n * 4);
+        if (dtype == DType::F16) {
+            std::vector<uint16_t> h((size_t)n);
+            for (int64_t i = 0; i < n; i++) h[(size_t)i] = float_to_half(t.data[i]);
+            out.write((const char *)h.data(), n * 2);
+        } else {
+            out.write((const char *)t.data, n * 4);
+        }
     }
     if (!out) throw Error(path + ": write failed");
 }

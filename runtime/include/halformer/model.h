@@ -117,6 +117,7 @@ public:
     struct Impl;
 
 private:
+    friend class Trainer;  // trains the weights a Model runs (train.h)
     explicit Model(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };

@@ -56,12 +56,17 @@ private:
     std::map<std::string, std::unique_ptr<float[]>> converted_;
 };
 
-// Writes float32 tensors as a safetensors file (header padded to 8 bytes).
+// Writes float32 tensors as a safetensors file (header padded to 8 bytes),
+// stored as F32, or as F16 (rounded to nearest even; values past the F16
+// range become ±inf, which the caller should have ruled out).
 struct TensorRef {
     std::string name;
     std::vector<int64_t> shape;
     const float *data;
 };
-void write_safetensors(const std::string &path, const std::vector<TensorRef> &tensors);
+void write_safetensors(const std::string &path, const std::vector<TensorRef> &tensors,
+                       DType dtype = DType::F32);
+// float32 → IEEE half bits, round to nearest even.
+uint16_t float_to_half(float f);
 
 }  // namespace halformer

@@ -1,0 +1,205 @@
+// Internal: the trainer's state (flat parameter, gradient and moment
+// buffers; the parameter table; saved activations) and the kernels it calls.
+#pragma once
+
+#include "../model_impl.h"
+#include "halformer/train.h"
+
+#include "hf_adam.h"
+#include "hf_attention.h"
+#include "hf_attention_backward.h"
+#include "hf_attention_causal.h"
+#include "hf_attention_causal_backward.h"
+#include "hf_axpy.h"
+#include "hf_cross_entropy.h"
+#include "hf_dropout.h"
+#include "hf_dropout_residual.h"
+#include "hf_embedding_backward.h"
+#include "hf_embedding_learned_backward.h"
+#include "hf_gelu.h"
+#include "hf_gelu_tanh.h"
+#include "hf_layer_norm.h"
+#include "hf_layer_norm_backward.h"
+#include "hf_layer_norm_backward_acc.h"
+#include "hf_layer_norm_residual.h"
+#include "hf_layer_norm_residual_backward.h"
+#include "hf_linear.h"
+#include "hf_linear_backward_data.h"
+#include "hf_linear_backward_data_acc.h"
+#include "hf_linear_backward_data_gelu.h"
+#include "hf_linear_backward_data_gelu_tanh.h"
+#include "hf_linear_backward_data_relu.h"
+#include "hf_linear_backward_weight.h"
+#include "hf_relu.h"
+#include "hf_sum_squares.h"
+
+#include <map>
+
+HF_DEVICE_KERNELS(hf_adam)
+HF_DEVICE_KERNELS(hf_attention)
+HF_DEVICE_KERNELS(hf_attention_backward)
+HF_DEVICE_KERNELS(hf_attention_causal)
+HF_DEVICE_KERNELS(hf_attention_causal_backward)
+HF_DEVICE_KERNELS(hf_axpy)
+HF_DEVICE_KERNELS(hf_cross_entropy)
+HF_DEVICE_KERNELS(hf_dropout)
+HF_DEVICE_KERNELS(hf_dropout_residual)
+HF_DEVICE_KERNELS(hf_embedding_backward)
+HF_DEVICE_KERNELS(hf_embedding_learned_backward)
+HF_DEVICE_KERNELS(hf_gelu)
+HF_DEVICE_KERNELS(hf_gelu_tanh)
+HF_DEVICE_KERNELS(hf_layer_norm)
+HF_DEVICE_KERNELS(hf_layer_norm_backward)
+HF_DEVICE_KERNELS(hf_layer_norm_backward_acc)
+HF_DEVICE_KERNELS(hf_layer_norm_residual)
+HF_DEVICE_KERNELS(hf_layer_norm_residual_backward)
+HF_DEVICE_KERNELS(hf_linear)
+HF_DEVICE_KERNELS(hf_linear_backward_data)
+HF_DEVICE_KERNELS(hf_linear_backward_data_acc)
+HF_DEVICE_KERNELS(hf_linear_backward_data_gelu)
+HF_DEVICE_KERNELS(hf_linear_backward_data_gelu_tanh)
+HF_DEVICE_KERNELS(hf_linear_backward_data_relu)
+HF_DEVICE_KERNELS(hf_linear_backward_weight)
+HF_DEVICE_KERNELS(hf_relu)
+HF_DEVICE_KERNELS(hf_sum_squares)
+
+namespace halformer {
+
+// A 0-D kernel output (a loss, a count, a sum) read on the host.
+template <typename T>
+struct ScalarOut {
+    T value{};
+    halide_buffer_t buf{};
+    ScalarOut() {
+        buf.host = (uint8_t *)&value;
+        buf.type = halide_type_of<T>();
+        buf.dimensions = 0;
+    }
+    halide_buffer_t *get() { return &buf; }
+};
+
+using ActFn = int (*)(halide_buffer_t *, halide_buffer_t *);
+using ActBackFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+
+inline ActFn activation_kernel(Device d, Act a) {
+    return a == Act::ReLU ? HF_PICK(d, hf_relu) : a == Act::GELU ? HF_PICK(d, hf_gelu) : HF_PICK(d, hf_gelu_tanh);
+}
+inline ActBackFn activation_backward_kernel(Device d, Act a) {
+    return a == Act::ReLU   ? HF_PICK(d, hf_linear_backward_data_relu)
+           : a == Act::GELU ? HF_PICK(d, hf_linear_backward_data_gelu)
+                            : HF_PICK(d, hf_linear_backward_data_gelu_tanh);
+}
+
+// The pointer into `grads` that holds the gradient of the parameter at `p`
+// (same offset); parameters that are not in the flat buffer (a tied head's
+// zero bias) get the discard buffer.
+struct GradMap {
+    const float *params;
+    size_t n;
+    float *grads;
+    float *discard;
+    float *operator()(const float *p) const {
+        if (p >= params && p < params + n) return grads + (p - params);
+        return discard;
+    }
+};
+
+
+// One tensor of the flat parameter buffer; a tied tensor shares its
+// target's offset.
+struct ParamEntry {
+    std::string name;
+    std::vector<int64_t> shape;
+    size_t offset = 0;
+    size_t numel() const {
+        size_t n = 1;
+        for (auto d : shape) n *= (size_t)d;
+        return n;
+    }
+};
+
+// A padded batch of one stack: tokens time-major [T][R], lengths.
+struct Shape {
+    int T = 0, R = 0, M = 0;
+    const int32_t *tokens = nullptr;
+    const int32_t *lens = nullptr;
+};
+
+// The activations one layer keeps for its backward pass.
+struct LayerActs {
+    const float *x_in = nullptr;
+    float *n1, *qkv, *att, *y1, *x1, *n2, *qc, *attc, *y2, *x2, *n3, *z1, *h1, *y3, *x_out, *kv_mem;
+    // Lays the buffers out from p (layer_floats() floats).
+    void carve(float *p, const Shape &s, const Shape *mem, const Config &c) {
+        const size_t MD = (size_t)s.M * c.d_model, MF = (size_t)s.M * c.d_ff;
+        for (float **b : {&n1, &att, &y1, &x1, &n2, &qc, &attc, &y2, &x2, &n3, &y3, &x_out}) {
+            *b = p;
+            p += MD;
+        }
+        qkv = p;
+        p += 3 * MD;
+        z1 = p;
+        p += MF;
+        h1 = p;
+        p += MF;
+        kv_mem = p;
+        (void)mem;
+    }
+};
+inline size_t layer_floats_for(const Shape &s, const Shape *mem, const Config &c) {
+    const size_t MD = (size_t)s.M * c.d_model, MF = (size_t)s.M * c.d_ff;
+    return 12 * MD + 3 * MD + 2 * MF + (mem ? (size_t)mem->M * 2 * c.d_model : 0);
+}
+
+struct StackActs {
+    Scratch arena;
+    std::vector<LayerActs> layers;
+    float *embedded = nullptr;
+    const float *pre_norm = nullptr, *out = nullptr;
+};
+
+// Scratch of the backward pass ([M, ·] gradients of the current layer).
+struct Backward {
+    Scratch s_dx, s_spare, s_t1, s_t2, s_da, s_dqkv, s_dz, s_dqc, s_dkv_mem, s_dmem, s_dmem_spare, s_dhead;
+    float *t1, *t2, *da, *dqkv, *dz, *dqc, *dkv_mem;
+};
+
+struct Trainer::Impl {
+    Config cfg;
+    TrainOptions opt;
+    std::vector<ParamEntry> table;
+    std::map<std::string, size_t> index;  // name → table row
+    size_t P = 0;                         // floats in each flat buffer
+    Scratch params, grads, m1, m2, discard;
+    std::unique_ptr<Model> model;  // runs on `params`
+    StackW genc, gdec;             // the gradients, laid out as the weights
+    float *ggen_w = nullptr, *ggen_b = nullptr;
+    int64_t steps = 0;        // optimizer steps taken
+    int64_t micro_steps = 0;  // forward_backward calls (the dropout key)
+    double last_norm = 0;
+    StackActs enc_acts, dec_acts;
+    Backward bw;
+    Scratch logits;
+    std::vector<int32_t> src_tok, tgt_tok, src_len, tgt_len, targets;
+
+    Model::Impl &mi() { return *model->impl_; }
+    size_t layer_floats(const Shape &s, const Shape *mem) const { return layer_floats_for(s, mem, cfg); }
+
+    // Builds the table and the Model over `params` (whose contents the
+    // caller fills), then the gradient views.
+    void build(const std::vector<ParamEntry> &entries, Device device);
+    void bind_gradients();
+
+    void dropout(float *y, const float *res, float *out, int M, int N, int tensor, bool train);
+    void layer_forward(const LayerW &L, LayerActs &a, const Shape &s, bool causal, const float *memory,
+                       const Shape *mem, bool train, int tensor);
+    const float *stack_forward(const StackW &w, StackActs &sa, const Shape &s, bool causal, const float *memory,
+                               const Shape *mem, bool train, int tensor);
+    void layer_backward(const LayerW &L, const LayerW &G, LayerActs &a, const Shape &s, bool causal,
+                        const float *memory, const Shape *mem, float *dmem, float *&dx, float *&spare, int tensor);
+    void stack_backward(const StackW &w, const StackW &g, StackActs &sa, const Shape &s, bool causal,
+                        const float *memory, const Shape *mem, float *dmem, float *dx, float *spare, int tensor);
+    StepStats run_batch(const std::vector<Example> &batch, bool train);
+};
+
+}  // namespace halformer
