@@ -49,6 +49,8 @@ const char *kUsage =
     "                  [--new-tokens N] [--iters N] [--json]\n"
     "  halformer tune [--target T] [--config base|DIR] [--ops OPS] [--budget 20m] [--resume]\n"
     "                 (halformer tune --help: every option)\n"
+    "  halformer train OUT --task copy|reverse|sort --steps N | --config F --train F [--valid F] --steps N\n"
+    "                  [--init DIR] [--resume] (halformer train --help: every option)\n"
     "common options: --threads N, --isa sse41|avx2|avx512|sapphirerapids, --device cpu|cuda|opencl\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n";
 
@@ -483,9 +485,14 @@ int run_tuner(int argc, char **argv) {
     throw Error("tune: cannot run " + tuner + ": " + std::strerror(errno));
 }
 
+namespace halformer {
+int cmd_train(int argc, char **argv);  // cli/train.cpp
+}
+
 int main(int argc, char **argv) {
     try {
         if (argc >= 2 && std::string(argv[1]) == "tune") return run_tuner(argc, argv);
+        if (argc >= 2 && std::string(argv[1]) == "train") return halformer::cmd_train(argc - 1, argv + 1);
         Args a = parse_args(argc, argv, {"sample", "force", "json"});
         if (a.flag("isa")) set_isa_limit(parse_isa(a.str("isa")));
         if (a.flag("device")) {

@@ -29,6 +29,7 @@
 #include "hf_relu.h"
 #include "hf_sum_squares.h"
 
+#include <algorithm>
 #include <functional>
 
 HF_DECLARE_GPU(hf_adam)
@@ -277,14 +278,24 @@ TEST(EmbeddingBackward, ScatterAddsRepeatedTokens) {
     Buffer<int32_t> tok(T, B);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) tok(t, b) = (t * 3 + b) % 4 == 0 ? 5 : (t + 2 * b) % V;  // 5 repeats
+    // Slots: the distinct ids in order (what the trainer passes).
+    std::vector<int32_t> ids;
+    tok.for_each_value([&](int32_t v) { ids.push_back(v); });
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    Buffer<int32_t> slots(T, B), rows((int)ids.size());
+    for (size_t u = 0; u < ids.size(); u++) rows((int)u) = ids[u];
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            slots(t, b) = (int32_t)(std::lower_bound(ids.begin(), ids.end(), tok(t, b)) - ids.begin());
     Buffer<float> dout = ref::random_buffer({D, T, B}, 7);
     for (bool learned : {false, true}) {
         Buffer<float> dtab = ref::random_buffer({D, V}, 8), dpos = ref::random_buffer({D, P}, 9);
         Array rt = ref::to_array(dtab), rp = ref::to_array(dpos);
         const float scale = 2.5f;
         const int start = 3;
-        int rc = learned ? K(hf_embedding_learned_backward)(tok, dout, scale, start, dtab, dpos)
-                         : K(hf_embedding_backward)(tok, dout, scale, start, dtab);
+        int rc = learned ? K(hf_embedding_learned_backward)(slots, rows, dout, scale, start, dtab, dpos)
+                         : K(hf_embedding_backward)(slots, rows, dout, scale, start, dtab);
         ASSERT_EQ(rc, 0) << halformer::last_kernel_error();
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++)
@@ -294,6 +305,12 @@ TEST(EmbeddingBackward, ScatterAddsRepeatedTokens) {
                 }
         EXPECT_LE(ref::rel_error(dtab, rt), kGradTol);
         if (learned) EXPECT_LE(ref::rel_error(dpos, rp), kGradTol);
+        // Rows no token uses are untouched, bit for bit.
+        Buffer<float> fresh = ref::random_buffer({D, V}, 8);
+        for (int v = 0; v < V; v++) {
+            if (std::binary_search(ids.begin(), ids.end(), v)) continue;
+            for (int d = 0; d < D; d++) ASSERT_EQ(dtab(d, v), fresh(d, v));
+        }
     }
 }
 

@@ -86,8 +86,10 @@ public:
     // to the gradient buffer (call zero_grad() first; several calls
     // accumulate). Throws Error on bad tokens or lengths, naming the example.
     StepStats forward_backward(const std::vector<Example> &batch);
-    // The loss with dropout off and no gradients (validation).
-    StepStats evaluate(const std::vector<Example> &batch);
+    // The loss with dropout off and no gradients (validation); with
+    // label_smoothing < 0 the options' smoothing, with 0 the plain negative
+    // log-likelihood (whose mean gives the perplexity).
+    StepStats evaluate(const std::vector<Example> &batch, float label_smoothing = -1);
     void zero_grad();
     // One Adam update with the mean gradient over `tokens` target tokens
     // (the sum of every forward_backward since zero_grad, possibly over

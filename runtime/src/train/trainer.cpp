@@ -11,6 +11,7 @@
 #include "trainer_impl.h"
 
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -369,22 +370,30 @@ void Trainer::Impl::stack_backward(const StackW &w, const StackW &g, StackActs &
     // Embedding sums: dropout, then the scatter into the table (and the
     // learned positions).
     dropout(dx, nullptr, dx, s.M, D, tensor, true);
-    std::vector<int32_t> by_row((size_t)s.T * s.R);
+    // Each token as a slot among the batch's distinct ids (the kernel sums
+    // per slot, then adds each slot's sum to its row once).
+    std::vector<int32_t> rows(s.tokens, s.tokens + (size_t)s.T * s.R);
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    std::vector<int32_t> slots((size_t)s.T * s.R);
     for (int t = 0; t < s.T; t++)
-        for (int r = 0; r < s.R; r++) by_row[(size_t)r * s.T + t] = s.tokens[(size_t)t * s.R + r];
-    View tok(by_row.data(), {{s.T, 1}, {s.R, s.T}}, true);
+        for (int r = 0; r < s.R; r++) {
+            const int32_t id = s.tokens[(size_t)t * s.R + r];
+            slots[(size_t)r * s.T + t] = (int32_t)(std::lower_bound(rows.begin(), rows.end(), id) - rows.begin());
+        }
+    View tok(slots.data(), {{s.T, 1}, {s.R, s.T}}, true), vrows(rows.data(), {{(int)rows.size(), 1}}, true);
     View vd(dx, {{D, 1}, {s.T, s.R * D}, {s.R, D}});
     View tab(g.embed, {{D, 1}, {w.vocab, D}});
     const float escale = cfg.scale_embeddings ? std::sqrt((float)D) : 1.0f;
     if (cfg.positional_encoding == Positional::Learned) {
         View pos(g.pos, {{D, 1}, {cfg.max_positions, D}});
         k.run("embedding_backward", [&] {
-            return HF_PICK(k.device(), hf_embedding_learned_backward)(tok.get(), vd.get(), escale, 0, tab.get(),
-                                                                      pos.get());
+            return HF_PICK(k.device(), hf_embedding_learned_backward)(tok.get(), vrows.get(), vd.get(), escale, 0,
+                                                                      tab.get(), pos.get());
         });
     } else {
         k.run("embedding_backward", [&] {
-            return HF_PICK(k.device(), hf_embedding_backward)(tok.get(), vd.get(), escale, 0, tab.get());
+            return HF_PICK(k.device(), hf_embedding_backward)(tok.get(), vrows.get(), vd.get(), escale, 0, tab.get());
         });
     }
 }

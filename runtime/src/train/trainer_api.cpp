@@ -492,7 +492,18 @@ StepStats Trainer::Impl::run_batch(const std::vector<Example> &batch, bool train
     StepStats st{(double)loss.value, (int64_t)count.value};
     if (!train) return st;
 
-    // Backward: the head, then the stacks in reverse.
+    // Backward: the head, then the stacks in reverse. Gradients already
+    // summed since zero_grad() wait aside; this batch's are computed from
+    // zero and added at the end, so every micro-batch (and every rank of a
+    // data-parallel run) contributes the same sum however batches are split.
+    const bool accumulate = grads_dirty;
+    if (accumulate) {
+        float *fresh = grads_spare.need(P);
+        View z(fresh, {{(int)P, 1}});
+        k.run("axpy", [&] { return HF_PICK(k.device(), hf_axpy)(z.get(), z.get(), 0.0f, 0.0f, z.get()); });
+        std::swap(grads, grads_spare);
+        bind_gradients();
+    }
     float *dx = bw.s_dx.need((size_t)M * D), *spare = bw.s_spare.need((size_t)M * D);
     const size_t Mmax = (size_t)std::max(es.M, ds.M);
     bw.t1 = bw.s_t1.need(Mmax * D);
@@ -528,18 +539,35 @@ StepStats Trainer::Impl::run_batch(const std::vector<Example> &batch, bool train
     } else {
         stack_backward(k.enc, genc, enc_acts, es, false, nullptr, nullptr, nullptr, dx, spare, 100000);
     }
+    if (accumulate) {
+        View sum(grads.get(), {{(int)P, 1}}), old(grads_spare.get(), {{(int)P, 1}});
+        k.run("axpy", [&] { return HF_PICK(k.device(), hf_axpy)(sum.get(), old.get(), 1.0f, 1.0f, sum.get()); });
+    }
+    grads_dirty = true;
     micro_steps++;
     return st;
 }
 
 StepStats Trainer::forward_backward(const std::vector<Example> &batch) { return impl_->run_batch(batch, true); }
-StepStats Trainer::evaluate(const std::vector<Example> &batch) { return impl_->run_batch(batch, false); }
+StepStats Trainer::evaluate(const std::vector<Example> &batch, float label_smoothing) {
+    const float keep = impl_->opt.label_smoothing;
+    if (label_smoothing >= 0) impl_->opt.label_smoothing = label_smoothing;
+    try {
+        StepStats s = impl_->run_batch(batch, false);
+        impl_->opt.label_smoothing = keep;
+        return s;
+    } catch (...) {
+        impl_->opt.label_smoothing = keep;
+        throw;
+    }
+}
 
 void Trainer::zero_grad() {
     Impl &t = *impl_;
     Model::Impl &k = t.mi();
     View g(t.grads.get(), {{(int)t.P, 1}});
     k.run("axpy", [&] { return HF_PICK(k.device(), hf_axpy)(g.get(), g.get(), 0.0f, 0.0f, g.get()); });
+    t.grads_dirty = false;
 }
 
 double Trainer::step(int64_t tokens) {

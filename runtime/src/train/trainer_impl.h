@@ -171,6 +171,8 @@ struct Trainer::Impl {
     std::map<std::string, size_t> index;  // name → table row
     size_t P = 0;                         // floats in each flat buffer
     Scratch params, grads, m1, m2, discard;
+    Scratch grads_spare;  // the next micro-batch's gradients while `grads` holds a sum
+    bool grads_dirty = false;
     std::unique_ptr<Model> model;  // runs on `params`
     StackW genc, gdec;             // the gradients, laid out as the weights
     float *ggen_w = nullptr, *ggen_b = nullptr;
