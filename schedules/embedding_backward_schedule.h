@@ -31,6 +31,9 @@ inline void schedule_scatter_rows(ScatterStages s, int threads_knob, const Halid
     s.out.compute_root();
     if (t.has_gpu_feature()) {
         const int threads = or_default(threads_knob, 64);
+        // The output's pure stage is undef (updated in place): placed on the
+        // device too, or v14 treats the output as read on the host.
+        s.out.gpu_single_thread();
         s.sum.split(s.d, dout, din, threads, TailStrategy::GuardWithIf).reorder(din, dout, s.u)
             .gpu_blocks(dout, s.u).gpu_threads(din);
         for (Stage st : {s.sum.update(), s.out.update()}) {

@@ -91,7 +91,26 @@ expect_error "bad.tsv:2" "$hf" train "$tmp/f_bad" --config "$tmp/encoder-decoder
 expect_error "nothing to train on" "$hf" train "$tmp/f_none" --config "$tmp/encoder-decoder.json" --steps 1
 expect_error "needs a head" "$hf" train "$tmp/f_nohead" --config "$tmp/encoder.json" --train "$tmp/enc.tsv" --steps 1
 
-# 6. Data parallel: 2 MPI ranks × 1 thread, 100 steps, against one process
+# 6. The same training on OpenCL (PoCL in CI): the losses of 20 steps equal
+#    the CPU's within 1e-4 relative.
+if "$hf" info 2>&1 | grep -q "^device opencl: OpenCL"; then
+    gp=(--task copy --steps 20 --d-model 32 --d-ff 64 --dropout 0.1 --eval-examples 50)
+    "$hf" train "$tmp/cpu20" "${gp[@]}" --threads 2 > /dev/null 2>&1 || fail "20 steps on the CPU"
+    "$hf" train "$tmp/ocl20" "${gp[@]}" --device opencl > "$tmp/ocl.out" 2>&1 || { cat "$tmp/ocl.out"; fail "OpenCL training"; }
+    /usr/bin/python3 - "$tmp/cpu20/train.log" "$tmp/ocl20/train.log" << 'PY' || fail "OpenCL losses differ from the CPU's"
+import json, sys
+a = [json.loads(l)["loss"] for l in open(sys.argv[1])]
+b = [json.loads(l)["loss"] for l in open(sys.argv[2])]
+assert len(a) == len(b) == 20, (len(a), len(b))
+worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+print("CPU vs OpenCL, 20 steps: worst relative loss difference %.1e" % worst)
+sys.exit(worst > 1e-4)
+PY
+else
+    echo "no OpenCL device: the GPU training check is skipped"
+fi
+
+# 7. Data parallel: 2 MPI ranks × 1 thread, 100 steps, against one process
 #    summing the same two shards in turn: the same losses (to 1e-5; they
 #    are bit-identical when the build is the same).
 if command -v mpirun > /dev/null; then

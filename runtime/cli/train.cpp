@@ -12,6 +12,7 @@
 // step_N/ (model directories with optimizer state), train.log (one JSON
 // object a line), training.png (loss and learning rate against steps).
 // Options are parsed with CLI11 (Debian libcli11-dev).
+#include "halformer/device.h"
 #include "halformer/distributed.h"
 #include "halformer/isa.h"
 #include "halformer/train.h"
@@ -43,7 +44,7 @@ struct Opts {
     int64_t valid_every = 0, save_every = 0, log_every = 10;
     int keep = 5, average = 0, threads = 0, task_length = 10, shards = 1;
     int64_t task_examples = 100000, eval_examples = 1000;
-    std::string isa;
+    std::string isa, device = "cpu";
     TrainOptions t;
     // Task-mode model size.
     int d_model = 128, heads = 4, d_ff = 256, layers = 2;
@@ -161,6 +162,8 @@ int run(const Opts &o) {
     const bool lead = dist.leader();
     if (!o.isa.empty()) set_isa_limit(parse_isa(o.isa));
     if (o.threads > 0) halide_set_num_threads(o.threads);
+    const Device device = parse_device(o.device);
+    if (std::string problem = device_problem(device); !problem.empty()) throw Error(problem);
 
     // What to train on.
     const bool task_mode = !o.task.empty();
@@ -199,17 +202,17 @@ int run(const Opts &o) {
         auto cks = checkpoints(o.out);
         if (cks.empty()) throw Error(o.out + "/checkpoints: no checkpoint to resume from");
         const std::string &last = cks.back().second;
-        tr = std::make_unique<Trainer>(Trainer::resume(last, o.t));
+        tr = std::make_unique<Trainer>(Trainer::resume(last, o.t, device));
         std::string user = Trainer::checkpoint_user_json(last);
         epoch = (int64_t)json_number(user, "epoch", 0);
         batch_index = (int64_t)json_number(user, "batch_index", 0);
         elapsed_before = json_number(user, "elapsed", 0);
         if (lead) std::fprintf(stderr, "resuming from %s (step %lld)\n", last.c_str(), (long long)tr->steps());
     } else if (!o.init.empty()) {
-        tr = std::make_unique<Trainer>(Trainer::from_model(o.init, o.t));
+        tr = std::make_unique<Trainer>(Trainer::from_model(o.init, o.t, device));
     } else {
         Config c = task_mode ? task_config(o) : Config::from_file(o.config);
-        tr = std::make_unique<Trainer>(Trainer::create(c, o.t));
+        tr = std::make_unique<Trainer>(Trainer::create(c, o.t, device));
     }
     Trainer &t = *tr;
     const Config &c = t.config();
@@ -321,7 +324,7 @@ int run(const Opts &o) {
                 sums[1] += (double)s.tokens;
             }
         }
-        dist.sum(t.gradients(), t.size());
+        if (dist.world() > 1) t.reduce_gradients([&](float *g, size_t n) { dist.sum(g, n); });
         dist.sum(sums, 2);
         const double lr = t.step((int64_t)sums[1]);
         const double step_s = now() - ts;
@@ -374,7 +377,7 @@ int run(const Opts &o) {
         average_checkpoints(dirs, o.out, o.half);
         std::fprintf(stderr, "final model: the average of the last %zu checkpoints\n", dirs.size());
         // Evaluate what was written.
-        if (task_mode) tr = std::make_unique<Trainer>(Trainer::from_model(o.out, o.t));
+        if (task_mode) tr = std::make_unique<Trainer>(Trainer::from_model(o.out, o.t, device));
     } else {
         t.save(o.out, /*weights_only=*/true, o.half);
     }
@@ -441,6 +444,7 @@ int cmd_train(int argc, char **argv) {
                    "split every batch in N shards, processed in turn (what N ranks do at once; default: the ranks)")
         ->check(CLI::PositiveNumber);
     app.add_option("--threads", o.threads, "threads per process")->check(CLI::PositiveNumber);
+    app.add_option("--device", o.device, "cpu, opencl or cuda: the same training on a GPU");
     app.add_option("--isa", o.isa, "kernel variant limit: sse41|avx2|avx512|sapphirerapids");
     app.add_option("--task-examples", o.task_examples, "--task: training examples per epoch");
     app.add_option("--eval-examples", o.eval_examples, "--task: held-out examples (validation and accuracy)");

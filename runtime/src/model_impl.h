@@ -48,7 +48,9 @@ struct View {
     }
     // The buffer to pass to a kernel: on a GPU, bound to the device memory
     // behind its host address until the kernel call returns (Impl::run).
+    // A view passed twice to one kernel (an in-place output) is bound once.
     halide_buffer_t *get() {
+        if (buf.device_interface) return &buf;
         buf.dim = dim;
         if (t_device && t_device->on_gpu()) t_device->bind(&buf, buf.type.code == halide_type_int);
         return &buf;

@@ -1,6 +1,7 @@
 // The whole model's gradients against PyTorch autograd, and the optimizer
 // against torch.optim.Adam with the paper's LambdaLR schedule, on fixtures
 // made by tests/make_train_fixtures.py (Debian's python3-torch).
+#include "halformer/device.h"
 #include "halformer/json.h"
 #include "halformer/safetensors.h"
 #include "halformer/train.h"
@@ -21,6 +22,12 @@ using namespace halformer;
 namespace {
 
 const std::string kDir = std::string(HALFORMER_FIXTURES) + "/train/";
+
+// The device the suite trains on (HALFORMER_DEVICE: cpu, opencl, cuda).
+Device test_device() {
+    const char *e = std::getenv("HALFORMER_DEVICE");
+    return e ? parse_device(e) : Device::CPU;
+}
 
 std::string read(const std::string &path) {
     std::ifstream f(path);
@@ -58,7 +65,7 @@ TEST_P(ModelGradients, MatchPyTorchAutograd) {
     const std::string dir = kDir + GetParam();
     TrainOptions opt;
     opt.dropout = 0;
-    Trainer t = Trainer::from_model(dir, opt);
+    Trainer t = Trainer::from_model(dir, opt, test_device());
     json::Value b = json::parse(read(dir + "/batch.json"), "batch.json");
     auto src = sequences(*b.find("src")), tgt = sequences(*b.find("tgt"));
     std::vector<Example> batch(src.size());
@@ -167,7 +174,7 @@ TEST(Trainer, StepsLowerTheLossAndResumeExactly) {
     opt.dropout = 0.1f;
     opt.warmup_steps = 10;
     opt.lr_scale = 2.0f;
-    Trainer t = Trainer::from_model(dir, opt);
+    Trainer t = Trainer::from_model(dir, opt, test_device());
     json::Value b = json::parse(read(dir + "/batch.json"), "batch.json");
     auto src = sequences(*b.find("src")), tgt = sequences(*b.find("tgt"));
     std::vector<Example> batch(src.size());
@@ -191,7 +198,7 @@ TEST(Trainer, StepsLowerTheLossAndResumeExactly) {
     const std::string ckpt = testing::TempDir() + "/halformer_resume_ckpt";
     t.save(ckpt, false, false, "{\"note\": \"test\"}");
     EXPECT_NE(Trainer::checkpoint_user_json(ckpt).find("\"note\""), std::string::npos);
-    Trainer r = Trainer::resume(ckpt, opt);
+    Trainer r = Trainer::resume(ckpt, opt, test_device());
     EXPECT_EQ(r.steps(), 5);
     for (Trainer *x : {&t, &r}) {
         x->zero_grad();
@@ -208,7 +215,7 @@ TEST(Trainer, StepsLowerTheLossAndResumeExactly) {
 
 TEST(Trainer, BadExamplesNameTheProblem) {
     TrainOptions opt;
-    Trainer t = Trainer::from_model(kDir + "ed_post_relu", opt);
+    Trainer t = Trainer::from_model(kDir + "ed_post_relu", opt, test_device());
     std::vector<Example> bad{{{5, 6}, {7, 99}, 12}};
     try {
         t.forward_backward(bad);

@@ -32,6 +32,7 @@
 #include "halformer/train_data.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,9 +100,10 @@ public:
     double step(int64_t tokens);
     double grad_norm() const;
 
-    // The flat gradient buffer (data-parallel training sums it across
-    // processes between forward_backward and step).
-    float *gradients();
+    // Runs f over the flat gradient buffer's host copy (fetched from the
+    // device first and uploaded after, on a GPU): data-parallel training
+    // sums it across processes between forward_backward and step.
+    void reduce_gradients(const std::function<void(float *, size_t)> &f);
     size_t size() const;
     // One tensor's gradient (row-major, its shape), times `scale`; for tests.
     std::vector<float> gradient(const std::string &name, double scale = 1.0) const;

@@ -170,19 +170,34 @@ std::string options_json(const TrainOptions &o) {
 
 // ---------------------------------------------------------------- building
 
-void Trainer::Impl::build(const std::vector<ParamEntry> &entries, Device device) {
+void Trainer::Impl::prepare(const Config &c, Device device) {
+    cfg = c;
+#ifndef HALFORMER_HAS_GPU
+    if (device != Device::CPU) {
+        throw Error(std::string("device ") + device_name(device) +
+                    ": this build has no GPU kernels (configured with HALFORMER_GPU=OFF)");
+    }
+#endif
+    pending = std::make_unique<Model::Impl>();
+    pending->cfg = c;
+    pending->set_device(device);
+    DeviceContext *d = pending->dev.get();
+    for (Scratch *x : {&params, &grads, &m1, &m2, &grads_spare, &discard, &logits, &enc_acts.arena, &dec_acts.arena,
+                       &bw.s_dx, &bw.s_spare, &bw.s_t1, &bw.s_t2, &bw.s_da, &bw.s_dqkv, &bw.s_dz, &bw.s_dqc,
+                       &bw.s_dkv_mem, &bw.s_dmem, &bw.s_dmem_spare, &bw.s_dhead}) {
+        x->dev = d;
+    }
+}
+
+void Trainer::Impl::build(const std::vector<ParamEntry> &entries) {
     table = entries;
     index.clear();
     for (size_t i = 0; i < table.size(); i++) index[table[i].name] = i;
-    auto impl = std::make_unique<Model::Impl>();
-    impl->cfg = cfg;
-    impl->source = std::make_unique<ParamSource>(table, params.get());
-    impl->bind();
-    if (device != Device::CPU) {
-        throw Error(std::string("training on ") + device_name(device) +
-                    " is not available yet: train on the CPU (--device cpu)");
-    }
-    model.reset(new Model(std::move(impl)));
+    std::memset(grads.get(), 0, P * sizeof(float));
+    for (Scratch *x : {&params, &grads, &m1, &m2}) dev().to_device(x->get(), P * sizeof(float));
+    pending->source = std::make_unique<ParamSource>(table, params.get());
+    pending->bind();
+    model.reset(new Model(std::move(pending)));
     bind_gradients();
 }
 
@@ -303,25 +318,25 @@ Trainer Trainer::create(const Config &config, const TrainOptions &opt, Device de
         throw Error("training an encoder-only model needs a head: give head_rows (the label count, --labels)");
     }
     auto t = std::make_unique<Impl>();
-    t->cfg = config;
     t->opt = opt;
+    t->prepare(config, device);
     std::map<std::string, std::string> alias;
     auto specs = fresh_specs(config, opt, alias);
     layout(*t, specs, alias);
     for (auto &e : specs) {
         if (!alias.count(e.name)) init_tensor(e, config, opt.seed, t->params.get() + e.offset);
     }
-    t->build(specs, device);
+    t->build(specs);
     return Trainer(std::move(t));
 }
 
 Trainer Trainer::from_model(const std::string &dir, const TrainOptions &opt, Device device) {
     auto t = std::make_unique<Impl>();
-    t->cfg = Config::from_file(dir + "/config.json");
     t->opt = opt;
+    t->prepare(Config::from_file(dir + "/config.json"), device);
     load_weights(*t, dir + "/model.safetensors", {});
     auto specs = t->table;
-    t->build(specs, device);
+    t->build(specs);
     return Trainer(std::move(t));
 }
 
@@ -341,8 +356,8 @@ Trainer Trainer::resume(const std::string &dir, const TrainOptions &opt, Device 
         for (auto &[k, v] : a->object) alias[k] = v.string;
     }
     auto t = std::make_unique<Impl>();
-    t->cfg = Config::from_file(dir + "/config.json");
     t->opt = opt;
+    t->prepare(Config::from_file(dir + "/config.json"), device);
     load_weights(*t, dir + "/model.safetensors", alias);
     t->steps = (int64_t)num("steps");
     t->micro_steps = (int64_t)num("micro_steps");
@@ -360,7 +375,7 @@ Trainer Trainer::resume(const std::string &dir, const TrainOptions &opt, Device 
         std::memcpy(buf->get(), moments.f32(*ti), t->P * sizeof(float));
     }
     auto specs = t->table;
-    t->build(specs, device);
+    t->build(specs);
     return Trainer(std::move(t));
 }
 
@@ -489,7 +504,7 @@ StepStats Trainer::Impl::run_batch(const std::vector<Example> &batch, bool train
                                                           loss.get(), count.get());
         });
     }
-    StepStats st{(double)loss.value, (int64_t)count.value};
+    StepStats st{(double)loss.read(), (int64_t)count.read()};
     if (!train) return st;
 
     // Backward: the head, then the stacks in reverse. Gradients already
@@ -565,6 +580,7 @@ StepStats Trainer::evaluate(const std::vector<Example> &batch, float label_smoot
 void Trainer::zero_grad() {
     Impl &t = *impl_;
     Model::Impl &k = t.mi();
+    DeviceScope scope(k.dev.get());
     View g(t.grads.get(), {{(int)t.P, 1}});
     k.run("axpy", [&] { return HF_PICK(k.device(), hf_axpy)(g.get(), g.get(), 0.0f, 0.0f, g.get()); });
     t.grads_dirty = false;
@@ -573,13 +589,14 @@ void Trainer::zero_grad() {
 double Trainer::step(int64_t tokens) {
     Impl &t = *impl_;
     Model::Impl &k = t.mi();
+    DeviceScope scope(k.dev.get());
     if (tokens <= 0) throw Error("optimizer step over " + std::to_string(tokens) + " target tokens");
     View g(t.grads.get(), {{(int)t.P, 1}}), p(t.params.get(), {{(int)t.P, 1}}), m(t.m1.get(), {{(int)t.P, 1}}),
         v(t.m2.get(), {{(int)t.P, 1}});
     ScalarOut<double> sq;
     k.run("sum_squares", [&] { return HF_PICK(k.device(), hf_sum_squares)(g.get(), sq.get()); });
     // The mean gradient is grads / tokens; clip its norm as clip_grad_norm_.
-    t.last_norm = std::sqrt(sq.value) / (double)tokens;
+    t.last_norm = std::sqrt(sq.read()) / (double)tokens;
     double clip = 1.0;
     if (t.opt.clip_norm > 0) {
         const double coef = t.opt.clip_norm / (t.last_norm + 1e-6);
@@ -603,7 +620,11 @@ const Config &Trainer::config() const { return impl_->cfg; }
 const TrainOptions &Trainer::options() const { return impl_->opt; }
 int64_t Trainer::parameter_count() const { return impl_->model->parameter_count(); }
 int64_t Trainer::steps() const { return impl_->steps; }
-float *Trainer::gradients() { return impl_->grads.get(); }
+void Trainer::reduce_gradients(const std::function<void(float *, size_t)> &f) {
+    impl_->fetch(impl_->grads);
+    f(impl_->grads.get(), impl_->P);
+    impl_->dev().to_device(impl_->grads.get(), impl_->P * sizeof(float));
+}
 size_t Trainer::size() const { return impl_->P; }
 Model &Trainer::model() { return *impl_->model; }
 
@@ -623,6 +644,7 @@ const ParamEntry &entry(const Trainer::Impl &t, const std::string &name) {
 
 std::vector<float> Trainer::gradient(const std::string &name, double scale) const {
     const ParamEntry &e = entry(*impl_, name);
+    impl_->fetch(impl_->grads);
     std::vector<float> out(e.numel());
     const float *g = impl_->grads.get() + e.offset;
     for (size_t i = 0; i < out.size(); i++) out[i] = (float)(g[i] * scale);
@@ -631,6 +653,7 @@ std::vector<float> Trainer::gradient(const std::string &name, double scale) cons
 
 std::vector<float> Trainer::parameter(const std::string &name) const {
     const ParamEntry &e = entry(*impl_, name);
+    impl_->fetch(impl_->params);
     const float *p = impl_->params.get() + e.offset;
     return std::vector<float>(p, p + e.numel());
 }
@@ -638,7 +661,8 @@ std::vector<float> Trainer::parameter(const std::string &name) const {
 // ---------------------------------------------------------------- checkpoints
 
 void Trainer::save(const std::string &dir, bool weights_only, bool half, const std::string &user_json) const {
-    const Impl &t = *impl_;
+    Impl &t = *impl_;
+    for (Scratch *x : {&t.params, &t.m1, &t.m2}) t.fetch(*x);
     make_dirs(dir);
     json::parse(user_json, "checkpoint user data");  // must be valid JSON
     std::vector<TensorRef> refs;
@@ -693,6 +717,7 @@ void average_checkpoints(const std::vector<std::string> &dirs, const std::string
     Trainer acc = Trainer::from_model(dirs[0], opt);
     Trainer::Impl &a = *acc.impl_;
     Model::Impl &k = a.mi();
+    DeviceScope scope(k.dev.get());
     const float inv = 1.0f / (float)dirs.size();
     View pa(a.params.get(), {{(int)a.P, 1}});
     k.run("axpy", [&] { return HF_PICK(k.device(), hf_axpy)(pa.get(), pa.get(), inv, 0.0f, pa.get()); });

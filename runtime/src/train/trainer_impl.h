@@ -76,6 +76,14 @@ struct ScalarOut {
         buf.dimensions = 0;
     }
     halide_buffer_t *get() { return &buf; }
+    // On a GPU the kernel leaves the value on the device: copy it back, free it.
+    T read() {
+        if (buf.device) {
+            halide_copy_to_host(nullptr, &buf);
+            halide_device_free(nullptr, &buf);
+        }
+        return value;
+    }
 };
 
 using ActFn = int (*)(halide_buffer_t *, halide_buffer_t *);
@@ -165,6 +173,10 @@ struct Backward {
 };
 
 struct Trainer::Impl {
+    // Declared first, destroyed last: it owns the DeviceContext every
+    // Scratch below is shadowed by on a GPU.
+    std::unique_ptr<Model> model;           // runs on `params`
+    std::unique_ptr<Model::Impl> pending;   // the model until build() binds it
     Config cfg;
     TrainOptions opt;
     std::vector<ParamEntry> table;
@@ -173,7 +185,6 @@ struct Trainer::Impl {
     Scratch params, grads, m1, m2, discard;
     Scratch grads_spare;  // the next micro-batch's gradients while `grads` holds a sum
     bool grads_dirty = false;
-    std::unique_ptr<Model> model;  // runs on `params`
     StackW genc, gdec;             // the gradients, laid out as the weights
     float *ggen_w = nullptr, *ggen_b = nullptr;
     int64_t steps = 0;        // optimizer steps taken
@@ -184,12 +195,19 @@ struct Trainer::Impl {
     Scratch logits;
     std::vector<int32_t> src_tok, tgt_tok, src_len, tgt_len, targets;
 
-    Model::Impl &mi() { return *model->impl_; }
+    Model::Impl &mi() { return model ? *model->impl_ : *pending; }
+    DeviceContext &dev() { return *mi().dev; }
     size_t layer_floats(const Shape &s, const Shape *mem) const { return layer_floats_for(s, mem, cfg); }
 
-    // Builds the table and the Model over `params` (whose contents the
-    // caller fills), then the gradient views.
-    void build(const std::vector<ParamEntry> &entries, Device device);
+    // Makes the device context (before any buffer is allocated: each
+    // Scratch is shadowed on a GPU).
+    void prepare(const Config &c, Device device);
+    // Uploads the host copies of params, m1, m2 (filled by the caller) and
+    // zeroes the gradients; builds the table and the Model over `params`,
+    // then the gradient views.
+    void build(const std::vector<ParamEntry> &entries);
+    // Device → host copies of the flat buffers (before the host reads them).
+    void fetch(Scratch &s) { dev().to_host(s.get(), P * sizeof(float)); }
     void bind_gradients();
 
     void dropout(float *y, const float *res, float *out, int M, int N, int tensor, bool train);
