@@ -169,6 +169,7 @@ TEST(LinearBackward, WeightAndBiasAccumulate) {
 // ---- attention ----
 
 struct AttnCase {
+    const char *name;
     int dk, Tq, Tkv, H, B;
     std::vector<int> kv_len;
     int q_offset;
@@ -224,14 +225,15 @@ TEST_P(AttentionBackwardTest, MatchesFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, AttentionBackwardTest,
     testing::Values(
-        AttnCase{8, 5, 5, 2, 2, {5, 3}, 0, false, 1},        // self, key padding
-        AttnCase{8, 6, 6, 2, 2, {6, 4}, 0, true, 1},         // causal + padding
-        AttnCase{12, 3, 7, 1, 2, {7, 2}, 0, false, 1},       // cross (Tq ≠ Tkv), odd head size
-        AttnCase{4, 1, 1, 1, 1, {1}, 0, true, 1},            // length 1
-        AttnCase{8, 4, 4, 2, 2, {4, 0}, 0, false, 1},        // a sequence fully masked
-        AttnCase{16, 3, 9, 2, 1, {9}, 6, true, 1},           // causal queries after a prefix
-        AttnCase{8, 4, 20, 1, 1, {17}, 0, false, 1},         // more keys than a tile
-        AttnCase{8, 4, 4, 1, 1, {4}, 0, false, 30}));        // huge scores
+        AttnCase{"self_padded", 8, 5, 5, 2, 2, {5, 3}, 0, false, 1},
+        AttnCase{"causal_padded", 8, 6, 6, 2, 2, {6, 4}, 0, true, 1},
+        AttnCase{"cross_odd_head", 12, 3, 7, 1, 2, {7, 2}, 0, false, 1},  // Tq ≠ Tkv
+        AttnCase{"length_1", 4, 1, 1, 1, 1, {1}, 0, true, 1},
+        AttnCase{"fully_masked_sequence", 8, 4, 4, 2, 2, {4, 0}, 0, false, 1},
+        AttnCase{"causal_after_prefix", 16, 3, 9, 2, 1, {9}, 6, true, 1},
+        AttnCase{"more_keys_than_a_tile", 8, 4, 20, 1, 1, {17}, 0, false, 1},
+        AttnCase{"huge_scores", 8, 4, 4, 1, 1, {4}, 0, false, 30}),
+    [](const testing::TestParamInfo<AttnCase> &i) { return std::string(i.param.name); });
 
 // ---- LayerNorm ----
 
