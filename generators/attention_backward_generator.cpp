@@ -33,7 +33,7 @@ public:
     GeneratorParam<bool> causal{"causal", false};
     // Schedule knobs (schedules/attention_backward_schedule.h).
     GeneratorParam<int> query_tile{"query_tile", 8};
-    GeneratorParam<int> key_tile{"key_tile", 16};
+    GeneratorParam<int> key_tile{"key_tile", 8};
     GeneratorParam<int> gpu_tile{"gpu_tile", 0};
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};
 
@@ -75,8 +75,9 @@ public:
 
         // (1) Row statistics: lse(i) = log Σ_j exp(s(j, i)) over valid keys.
         rj = RDom(0, Tkv, "rj");
-        s1(j, i, h, b) = 0.0f;
-        s1(j, i, h, b) += qc(rd, i, h, b) * kt(j, rd, h, b);
+        s1_acc(j, i, h, b) = 0.0f;
+        s1_acc(j, i, h, b) += qc(rd, i, h, b) * kt(j, rd, h, b);
+        s1(j, i, h, b) = s1_acc(j, i, h, b);
         m1(j, i, h, b) = select(valid(j, i), s1(j, i, h, b) * scale, kMasked);
         row_max(i, h, b) = kMasked;
         row_max(i, h, b) = max(row_max(i, h, b), m1(rj, i, h, b));
@@ -126,7 +127,7 @@ public:
         if (auto_schedule) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
-        AttentionBackwardStages s{dq, dkv, kt, vt, qt, dot, s1, m1, row_max, row_sum, lse, delta,
+        AttentionBackwardStages s{dq, dkv, kt, vt, qt, dot, s1_acc, s1, m1, row_max, row_sum, lse, delta,
                                   s2, dp2, ds2, dq_acc, s3, dp3, p3, ds3, dk_acc, dv_acc,
                                   d, c, i, j, h, b, rd, rj, ri};
         if (get_target().has_gpu_feature()) {
@@ -140,7 +141,7 @@ public:
 private:
     Var d{"d"}, c{"c"}, i{"i"}, j{"j"}, h{"h"}, b{"b"};
     Func kt{"k_transposed"}, vt{"v_transposed"}, qt{"q_transposed"}, dot{"dout_transposed"};
-    Func s1{"score_stats"}, m1{"masked_stats"}, row_max{"row_max"}, row_sum{"row_sum"}, lse{"lse"};
+    Func s1_acc{"score_stats_acc"}, s1{"score_stats"}, m1{"masked_stats"}, row_max{"row_max"}, row_sum{"row_sum"}, lse{"lse"};
     Func delta{"delta"};
     Func s2{"score_q"}, dp2{"dp_q"}, ds2{"ds_q"}, dq_acc{"dq_acc"};
     Func s3{"score_kv"}, dp3{"dp_kv"}, p3{"p_kv"}, ds3{"ds_kv"}, dk_acc{"dk_acc"}, dv_acc{"dv_acc"};
