@@ -67,6 +67,10 @@ public:
     GeneratorParam<Part> part{"part", Part::Data, {{"data", Part::Data}, {"weight", Part::Weight}}};
     GeneratorParam<Activation> activation{"activation", Activation::None, activation_names()};
     GeneratorParam<bool> accumulate{"accumulate", false};
+    // part=weight: vectorize along N (dY's rows) instead of K, then
+    // transpose into dW: for wide outputs (the vocabulary projection), where
+    // panels of X across K would re-read all of dY once per panel.
+    GeneratorParam<bool> by_rows{"by_rows", false};
     // Schedule knobs (schedules/linear_schedule.h).
     GeneratorParam<int> vectors_n{"vectors_n", 0};
     GeneratorParam<int> rows_m{"rows_m", 0};
@@ -113,12 +117,22 @@ public:
             if (accumulate) v += (*dx_in)(k, m);
             (*dx)(k, m) = v;
         } else {
-            // dw(k, n) = Σ_m dy(n, m)·x(k, m): rows n, reduction over m.
             Expr K = (*x).dim(0).extent();
-            dyt(a, c) = dy(c, a);
-            xsrc(a, c) = (*x)(c, a);
-            mm = define_matmul(dyt, N, M, xsrc, K, "dw");
-            (*dw)(k, m) = (*dw_in)(k, m) + mm.acc(k, m);
+            if (by_rows) {
+                // acc(n, k) = Σ_m dy(n, m)·x(k, m): n vectorized, rows k; kept
+                // whole (N × K), then added to dw transposed.
+                xsrc(a, c) = (*x)(c, a);
+                dyt(a, c) = dy(c, a);
+                mm = define_matmul(xsrc, K, M, dyt, N, "dwt");
+                acc_t(k, m) = mm.acc(k, m);
+                (*dw)(k, m) = (*dw_in)(k, m) + acc_t(m, k);
+            } else {
+                // dw(k, n) = Σ_m dy(n, m)·x(k, m): rows n, reduction over m.
+                dyt(a, c) = dy(c, a);
+                xsrc(a, c) = (*x)(c, a);
+                mm = define_matmul(dyt, N, M, xsrc, K, "dw");
+                (*dw)(k, m) = (*dw_in)(k, m) + mm.acc(k, m);
+            }
             rb = RDom(0, M, "rb");
             bsum(k) = 0.0f;
             bsum(k) += dy(k, rb);
@@ -145,24 +159,27 @@ public:
         if (auto_schedule) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
-        Func out = part == Part::Data ? Func(*dx) : Func(*dw);
+        Func out = part == Part::Data ? Func(*dx) : by_rows ? acc_t : Func(*dw);
         LinearStages s{out, mm.acc, mm.wt, k, m, mm.r};
         if (get_target().has_gpu_feature()) {
             schedule_linear_gpu(s, GpuMatmulKnobs{rec.get("gpu_tile_n", gpu_tile_n), rec.get("gpu_tile_m", gpu_tile_m),
                                                   rec.get("gpu_reg_n", gpu_reg_n), rec.get("gpu_reg_m", gpu_reg_m)},
                                 false);
             if (part == Part::Weight) schedule_column_sum_gpu(Func(*db), bsum, k);
+            if (by_rows) Func(*dw).compute_root().gpu_tile(k, m, Var("ko"), Var("mo"), Var("ki"), Var("mi"), 32, 8,
+                                                           TailStrategy::GuardWithIf);
             return;
         }
         schedule_linear_cpu(s, {rec.get("vectors_n", vectors_n), rec.get("rows_m", rows_m), false}, get_target());
         if (part == Part::Weight) schedule_column_sum_cpu(Func(*db), bsum, k, rb, get_target());
+        if (by_rows) schedule_transposed_add_cpu(Func(*dw), k, m, get_target());
     }
 
 private:
     // The output column is named "n" (k of the forward): the matmul stages
     // of define_matmul and the panel schedules call it that.
     Var k{"n"}, m{"m"};
-    Func wsrc{"w_by_row"}, dyt{"dy_transposed"}, xsrc{"x_by_row"}, bsum{"bias_sum"};
+    Func wsrc{"w_by_row"}, dyt{"dy_transposed"}, xsrc{"x_by_row"}, bsum{"bias_sum"}, acc_t{"dw_transposed"};
     RDom rb;
     Matmul mm;
 };

@@ -20,6 +20,19 @@ inline void schedule_column_sum_cpu(Halide::Func out, Halide::Func sum, Halide::
     sum.update().reorder(n, rm.x).vectorize(n, lanes, TailStrategy::GuardWithIf);
 }
 
+// out(k, n) = in(k, n) + t(n, k): a transposing add, in lanes × lanes tiles
+// (dense loads of t's rows, shuffled in registers), tiles over threads.
+inline void schedule_transposed_add_cpu(Halide::Func out, Halide::Var k, Halide::Var n, const Halide::Target &t) {
+    using namespace Halide;
+    const int lanes = f32_lanes(t);
+    Var ko("ko"), no("no"), ki("ki"), ni("ni");
+    out.compute_root()
+        .tile(k, n, ko, no, ki, ni, lanes, lanes, TailStrategy::GuardWithIf)
+        .vectorize(ki)
+        .unroll(ni)
+        .parallel(no);
+}
+
 // GPU: one thread per column, looping over rows (coalesced across threads).
 inline void schedule_column_sum_gpu(Halide::Func out, Halide::Func sum, Halide::Var n) {
     using namespace Halide;

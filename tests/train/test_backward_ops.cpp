@@ -26,6 +26,7 @@
 #include "hf_linear_backward_data_gelu_tanh.h"
 #include "hf_linear_backward_data_relu.h"
 #include "hf_linear_backward_weight.h"
+#include "hf_linear_backward_weight_rows.h"
 #include "hf_relu.h"
 #include "hf_sum_squares.h"
 
@@ -52,6 +53,7 @@ HF_DECLARE_GPU(hf_linear_backward_data_gelu)
 HF_DECLARE_GPU(hf_linear_backward_data_gelu_tanh)
 HF_DECLARE_GPU(hf_linear_backward_data_relu)
 HF_DECLARE_GPU(hf_linear_backward_weight)
+HF_DECLARE_GPU(hf_linear_backward_weight_rows)
 HF_DECLARE_GPU(hf_relu)
 HF_DECLARE_GPU(hf_sum_squares)
 
@@ -150,18 +152,21 @@ TEST(LinearBackward, DataThroughActivation) {
 
 TEST(LinearBackward, WeightAndBiasAccumulate) {
     uint32_t seed = 30;
-    for (auto s : kLinearShapes) {
+    for (auto s : kLinearShapes)
+    for (bool by_rows : {false, true}) {
         Buffer<float> dy = ref::random_buffer({s.N, s.M}, seed++), x = ref::random_buffer({s.K, s.M}, seed++);
         Buffer<float> dw = ref::random_buffer({s.K, s.N}, seed++), db = ref::random_buffer({s.N}, seed++);
         Array rw = ref::to_array(dw), rb = ref::to_array(db), rdy = ref::to_array(dy), rx = ref::to_array(x);
-        ASSERT_EQ(K(hf_linear_backward_weight)(dy, x, dw, db, dw, db), 0);
+        ASSERT_EQ(by_rows ? K(hf_linear_backward_weight_rows)(dy, x, dw, db, dw, db)
+                          : K(hf_linear_backward_weight)(dy, x, dw, db, dw, db),
+                  0);
         for (int n = 0; n < s.N; n++) {
             for (int m = 0; m < s.M; m++) {
                 rb(n) += rdy(n, m);
                 for (int k = 0; k < s.K; k++) rw(k, n) += rdy(n, m) * rx(k, m);
             }
         }
-        EXPECT_LE(ref::rel_error(dw, rw), kGradTol) << s.M << "x" << s.N << "x" << s.K;
+        EXPECT_LE(ref::rel_error(dw, rw), kGradTol) << s.M << "x" << s.N << "x" << s.K << (by_rows ? " by rows" : "");
         EXPECT_LE(ref::rel_error(db, rb), kGradTol);
     }
 }

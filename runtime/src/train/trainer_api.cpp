@@ -534,10 +534,10 @@ StepStats Trainer::Impl::run_batch(const std::vector<Example> &batch, bool train
             return HF_PICK(k.device(), hf_linear_backward_data)(vdl.get(), vw.get(), vdx.get());
         });
         View vx(x, {{D, 1}, {M, D}}), vgw(ggen_w, {{D, 1}, {V, D}}), vgb(ggen_b, {{V, 1}});
-        k.run("linear_backward", [&] {
-            return HF_PICK(k.device(), hf_linear_backward_weight)(vdl.get(), vx.get(), vgw.get(), vgb.get(),
-                                                                  vgw.get(), vgb.get());
-        });
+        // The vocabulary is wide: vectorized along it (see generators/CMakeLists.txt).
+        auto fn = V >= 2 * D ? HF_PICK(k.device(), hf_linear_backward_weight_rows)
+                             : HF_PICK(k.device(), hf_linear_backward_weight);
+        k.run("linear_backward", [&] { return fn(vdl.get(), vx.get(), vgw.get(), vgb.get(), vgw.get(), vgb.get()); });
     }
     if (c.has_decoder()) {
         const bool ed = c.architecture == Architecture::EncoderDecoder;

@@ -30,6 +30,7 @@
 #include "hf_linear_backward_data_gelu_tanh.h"
 #include "hf_linear_backward_data_relu.h"
 #include "hf_linear_backward_weight.h"
+#include "hf_linear_backward_weight_rows.h"
 #include "hf_relu.h"
 #include "hf_sum_squares.h"
 
@@ -60,6 +61,7 @@ HF_DEVICE_KERNELS(hf_linear_backward_data_gelu)
 HF_DEVICE_KERNELS(hf_linear_backward_data_gelu_tanh)
 HF_DEVICE_KERNELS(hf_linear_backward_data_relu)
 HF_DEVICE_KERNELS(hf_linear_backward_weight)
+HF_DEVICE_KERNELS(hf_linear_backward_weight_rows)
 HF_DEVICE_KERNELS(hf_relu)
 HF_DEVICE_KERNELS(hf_sum_squares)
 
