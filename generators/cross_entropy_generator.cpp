@@ -62,7 +62,9 @@ public:
         Expr eps = smoothing;
         // −(1 − ε)·log p_t − (ε/V)·Σ_v log p_v
         Expr row_loss = -(1.0f - eps) * (logits(tc, m) - lse) - eps / fV * (row_total(m) - fV * lse);
-        stats(m) = {lse, select(counted, row_loss, 0.0f)};
+        // (A product, not a select: a select would let Halide skip the row's
+        // reductions under a branch, and GPU block reductions must not sit in one.)
+        stats(m) = {lse, row_loss * cast<float>(counted)};
 
         Expr q = select(v == tc, 1.0f - eps, 0.0f) + eps / fV;
         dlogits(v, m) = select(counted, grad_scale * (exp(logits(v, m) - stats(m)[0]) - q), 0.0f);

@@ -22,14 +22,31 @@ for name, generator, params in kernels:
     if r.returncode:
         print(f"{name}: the generator failed:\n{r.stderr[-2000:]}")
         sys.exit(1)
-    in_kernel, count = False, 0
+    # Inside a kernel, track what each open brace belongs to: a branch or
+    # loop (if / else / for / while: only some threads, or some trips, may
+    # reach it) or a plain scope (Halide opens one per allocation; every
+    # thread passes through it). A barrier with any branch or loop open
+    # around it is counted.
+    in_kernel, count, stack, prev = False, 0, [], ""
     for line in open(f"{out}/{name}.stmt", errors="replace"):
+        text = line.strip()
         if line.startswith("__kernel"):
-            in_kernel = True
+            in_kernel, stack = True, []
         elif line.startswith("} // kernel"):
             in_kernel = False
-        elif in_kernel and "barrier(" in line and len(line) - len(line.lstrip()) > 1:
-            count += 1
+        elif in_kernel:
+            if "barrier(" in text and any(stack):
+                count += 1
+            if text.startswith("}"):
+                if stack:
+                    stack.pop()
+                if text.startswith("} else"):
+                    stack.append(True)
+            elif text.endswith("{"):
+                head = text[:-1].strip() or prev
+                stack.append(bool(re.match(r"(if|else|for|while)\b", head)))
+        if text:
+            prev = text
     if count:
         bad.append(f"{name}: {count} barrier(s) inside a branch")
 print(f"{len(kernels)} kernels' {target} code read")

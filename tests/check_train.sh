@@ -11,6 +11,19 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/check_lib.sh"
 small=(--d-model 64 --d-ff 128 --threads 2)
+# same_losses NAME LOG1 LOG2 STEPS TOL: the two runs' losses per step agree.
+same_losses() {
+    /usr/bin/python3 - "$@" << 'PY'
+import json, sys
+name, l1, l2, steps, tol = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+a = [json.loads(l)["loss"] for l in open(l1)]
+b = [json.loads(l)["loss"] for l in open(l2)]
+assert len(a) == len(b) == steps, (len(a), len(b))
+worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+print("%s, %d steps: worst relative loss difference %.1e" % (name, steps, worst))
+sys.exit(worst > tol)
+PY
+}
 
 # 1. The copy task (vocabulary 11, length 10): ≥ 99% of 1000 held-out
 #    sequences decoded exactly, the final model the average of 3 checkpoints.
@@ -97,15 +110,8 @@ if "$hf" info 2>&1 | grep -q "^device opencl: OpenCL"; then
     gp=(--task copy --steps 20 --d-model 32 --d-ff 64 --dropout 0.1 --eval-examples 50)
     "$hf" train "$tmp/cpu20" "${gp[@]}" --threads 2 > /dev/null 2>&1 || fail "20 steps on the CPU"
     "$hf" train "$tmp/ocl20" "${gp[@]}" --device opencl > "$tmp/ocl.out" 2>&1 || { cat "$tmp/ocl.out"; fail "OpenCL training"; }
-    /usr/bin/python3 - "$tmp/cpu20/train.log" "$tmp/ocl20/train.log" << 'PY' || fail "OpenCL losses differ from the CPU's"
-import json, sys
-a = [json.loads(l)["loss"] for l in open(sys.argv[1])]
-b = [json.loads(l)["loss"] for l in open(sys.argv[2])]
-assert len(a) == len(b) == 20, (len(a), len(b))
-worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
-print("CPU vs OpenCL, 20 steps: worst relative loss difference %.1e" % worst)
-sys.exit(worst > 1e-4)
-PY
+    same_losses "CPU vs OpenCL" "$tmp/cpu20/train.log" "$tmp/ocl20/train.log" 20 1e-4 \
+        || fail "OpenCL losses differ from the CPU's"
 else
     echo "no OpenCL device: the GPU training check is skipped"
 fi
@@ -119,15 +125,8 @@ if command -v mpirun > /dev/null; then
     "$hf" train "$tmp/one" "${mp[@]}" --shards 2 > /dev/null 2>&1 || fail "1 process, 2 shards"
     mpirun -np 2 "$hf" train "$tmp/two" "${mp[@]}" > "$tmp/two.out" 2>&1 || { cat "$tmp/two.out"; fail "mpirun -np 2"; }
     grep -q "2 rank(s)" "$tmp/two.out" || fail "mpirun: not 2 ranks"
-    /usr/bin/python3 - "$tmp/one/train.log" "$tmp/two/train.log" << 'PY' || fail "2 ranks differ from 1 process"
-import json, sys
-a = [json.loads(l)["loss"] for l in open(sys.argv[1])]
-b = [json.loads(l)["loss"] for l in open(sys.argv[2])]
-assert len(a) == len(b) == 100, (len(a), len(b))
-worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
-print("1 process vs 2 ranks, 100 steps: worst relative loss difference %.1e" % worst)
-sys.exit(worst > 1e-5)
-PY
+    same_losses "1 process vs 2 ranks" "$tmp/one/train.log" "$tmp/two/train.log" 100 1e-5 \
+        || fail "2 ranks differ from 1 process"
 else
     echo "mpirun not found (Debian openmpi-bin): data-parallel check skipped"
 fi

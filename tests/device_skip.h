@@ -4,6 +4,7 @@
 #pragma once
 
 #include "halformer/device.h"
+#include "halformer/isa.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,5 +20,16 @@ inline int skip_without_test_device() {
         return 77;
     }
     std::printf("kernels run on %s\n", halformer::device_description(d).c_str());
+    return 0;
+}
+
+// HALFORMER_ISA names the kernel variant a suite runs (ctest runs it once per
+// variant): 77 (skipped) when this CPU cannot run it, else 0.
+inline int skip_without_test_isa() {
+    const halformer::Isa limit = halformer::isa_limit();
+    if (!halformer::cpu_supports(limit)) {
+        std::printf("this CPU cannot run the %s variant: skipped\n", halformer::isa_name(limit));
+        return 77;
+    }
     return 0;
 }

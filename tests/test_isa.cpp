@@ -23,11 +23,7 @@ TEST(Isa, ParsesNamesAndRejectsOthers) {
 // cannot run, or HALFORMER_DEVICE a GPU API with no driver or device here.
 int main(int argc, char **argv) {
     testing::InitGoogleTest(&argc, argv);
-    const halformer::Isa limit = halformer::isa_limit();
-    if (!halformer::cpu_supports(limit)) {
-        std::printf("this CPU cannot run the %s variant: skipped\n", halformer::isa_name(limit));
-        return 77;
-    }
+    if (int skip = skip_without_test_isa()) return skip;
     if (int skip = skip_without_test_device()) return skip;
     return RUN_ALL_TESTS();
 }

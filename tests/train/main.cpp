@@ -3,17 +3,11 @@
 // exit code 77 (ctest: skipped) when either is not available here.
 #include "../device_skip.h"
 
-#include "halformer/isa.h"
-
 #include <gtest/gtest.h>
 
 int main(int argc, char **argv) {
     testing::InitGoogleTest(&argc, argv);
-    const halformer::Isa limit = halformer::isa_limit();
-    if (!halformer::cpu_supports(limit)) {
-        std::printf("this CPU cannot run the %s variant: skipped\n", halformer::isa_name(limit));
-        return 77;
-    }
+    if (int skip = skip_without_test_isa()) return skip;
     if (int skip = skip_without_test_device()) return skip;
     return RUN_ALL_TESTS();
 }

@@ -51,6 +51,16 @@ void Trainer::Impl::layer_forward(const LayerW &L, LayerActs &a, const Shape &s,
     auto drop = [&](float *y, const float *res, float *out, int id) {
         dropout(y, res, out, M, D, id, train);
     };
+    // A sub-layer's output y joins the residual stream: pre-LN
+    // out = res + dropout(y); post-LN out = LN(res + dropout(y)).
+    auto join = [&](float *y, const float *res, float *out, const NormW &n, int id) {
+        if (pre) {
+            drop(y, res, out, id);
+        } else {
+            drop(y, nullptr, y, id);
+            add_norm(n, y, res, out);
+        }
+    };
     auto heads = [&](const float *p, int T, int stride) {
         return View(p, {{dk, 1}, {T, s.R * stride}, {H, dk}, {s.R, stride}});
     };
@@ -70,12 +80,7 @@ void Trainer::Impl::layer_forward(const LayerW &L, LayerActs &a, const Shape &s,
         k.run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), lens.get(), 0, scale, vo.get()); });
     }
     linear(a.att, D, L.self.out_w, L.self.out_b, D, a.y1, M, D);
-    if (pre) {
-        drop(a.y1, a.x_in, a.x1, tensor + 1);
-    } else {
-        drop(a.y1, nullptr, a.y1, tensor + 1);
-        add_norm(L.self_norm, a.y1, a.x_in, a.x1);
-    }
+    join(a.y1, a.x_in, a.x1, L.self_norm, tensor + 1);
 
     // Cross-attention sub-layer (encoder-decoder decoders).
     const float *x_ffn = a.x1;
@@ -95,12 +100,7 @@ void Trainer::Impl::layer_forward(const LayerW &L, LayerActs &a, const Shape &s,
             return HF_PICK(k.device(), hf_attention)(vq.get(), vk.get(), vv.get(), ml.get(), 0, scale, vo.get());
         });
         linear(a.attc, D, L.cross.out_w, L.cross.out_b, D, a.y2, M, D);
-        if (pre) {
-            drop(a.y2, a.x1, a.x2, tensor + 2);
-        } else {
-            drop(a.y2, nullptr, a.y2, tensor + 2);
-            add_norm(L.cross_norm, a.y2, a.x1, a.x2);
-        }
+        join(a.y2, a.x1, a.x2, L.cross_norm, tensor + 2);
         x_ffn = a.x2;
     }
 
@@ -117,12 +117,7 @@ void Trainer::Impl::layer_forward(const LayerW &L, LayerActs &a, const Shape &s,
         k.run("activation", [&] { return fn(vz.get(), vh.get()); });
     }
     linear(a.h1, F, L.w2, L.b2, D, a.y3, M, D);
-    if (pre) {
-        drop(a.y3, x_ffn, a.x_out, tensor + 3);
-    } else {
-        drop(a.y3, nullptr, a.y3, tensor + 3);
-        add_norm(L.ffn_norm, a.y3, x_ffn, a.x_out);
-    }
+    join(a.y3, x_ffn, a.x_out, L.ffn_norm, tensor + 3);
 }
 
 void Trainer::Impl::dropout(float *y, const float *res, float *out, int M, int N, int tensor, bool train) {
