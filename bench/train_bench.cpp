@@ -48,6 +48,7 @@
 #include "hf_layer_norm_residual_backward.h"
 #include "hf_linear_backward_data.h"
 #include "hf_linear_backward_weight.h"
+#include "hf_linear_backward_weight_rows.h"
 
 #include <HalideBuffer.h>
 #include <HalideRuntime.h>
@@ -369,13 +370,15 @@ int ops(const Args &a) {
     std::vector<OpResult> res;
 
     // Linear backward: dX = dY·W (hf_linear_backward_data) and dW += dYᵀX,
-    // db += ΣdY (hf_linear_backward_weight), as the trainer calls them.
+    // db += ΣdY (hf_linear_backward_weight; for the wide vocabulary
+    // projection hf_linear_backward_weight_rows), as the trainer calls them.
     auto linear = [&](int K, int N, const std::string &name, uint64_t seed) {
         Buffer<float> dy = rnd({N, M}, seed), w = rnd({K, N}, seed + 1, -0.1f, 0.1f), x = rnd({K, M}, seed + 2);
         Buffer<float> dx(K, M), dw = zeros({K, N}), db = zeros({N});
+        auto weight = N >= 2 * K ? hf_linear_backward_weight_rows : hf_linear_backward_weight;
         res.push_back(time_op(name, name, a.iters,
                               {{"dX", [&] { return hf_linear_backward_data(dy, w, dx); }},
-                               {"dW+db", [&] { return hf_linear_backward_weight(dy, x, dw, db, dw, db); }}}));
+                               {"dW+db", [&] { return weight(dy, x, dw, db, dw, db); }}}));
     };
     linear(D, FF, "linear_" + std::to_string(D) + "x" + std::to_string(FF), 10);
     linear(FF, D, "linear_" + std::to_string(FF) + "x" + std::to_string(D), 20);
