@@ -76,7 +76,7 @@ void Trainer::Impl::layer_forward(const LayerW &L, LayerActs &a, const Shape &s,
     {
         View vq = heads(a.qkv, s.T, 3 * D), vk = heads(a.qkv + D, s.T, 3 * D), vv = heads(a.qkv + 2 * D, s.T, 3 * D);
         View vo = heads(a.att, s.T, D);
-        auto fn = causal ? HF_PICK(k.device(), hf_attention_causal) : HF_PICK(k.device(), hf_attention);
+        auto fn = causal ? HF_PICK(k.device(), hf_attention_causal_train) : HF_PICK(k.device(), hf_attention_train);
         k.run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), lens.get(), 0, scale, vo.get()); });
     }
     linear(a.att, D, L.self.out_w, L.self.out_b, D, a.y1, M, D);
@@ -97,7 +97,7 @@ void Trainer::Impl::layer_forward(const LayerW &L, LayerActs &a, const Shape &s,
         View vv = View(a.kv_mem + D, {{dk, 1}, {mem->T, mem->R * 2 * D}, {H, dk}, {mem->R, 2 * D}});
         View vo = heads(a.attc, s.T, D), ml(mem->lens, {{mem->R, 1}}, true);
         k.run("attention", [&] {
-            return HF_PICK(k.device(), hf_attention)(vq.get(), vk.get(), vv.get(), ml.get(), 0, scale, vo.get());
+            return HF_PICK(k.device(), hf_attention_train)(vq.get(), vk.get(), vv.get(), ml.get(), 0, scale, vo.get());
         });
         linear(a.attc, D, L.cross.out_w, L.cross.out_b, D, a.y2, M, D);
         join(a.y2, a.x1, a.x2, L.cross_norm, tensor + 2);

@@ -6,9 +6,9 @@
 #include "halformer/train.h"
 
 #include "hf_adam.h"
-#include "hf_attention.h"
+#include "hf_attention_train.h"
 #include "hf_attention_backward.h"
-#include "hf_attention_causal.h"
+#include "hf_attention_causal_train.h"
 #include "hf_attention_causal_backward.h"
 #include "hf_axpy.h"
 #include "hf_cross_entropy.h"
@@ -37,9 +37,9 @@
 #include <map>
 
 HF_DEVICE_KERNELS(hf_adam)
-HF_DEVICE_KERNELS(hf_attention)
+HF_DEVICE_KERNELS(hf_attention_train)
 HF_DEVICE_KERNELS(hf_attention_backward)
-HF_DEVICE_KERNELS(hf_attention_causal)
+HF_DEVICE_KERNELS(hf_attention_causal_train)
 HF_DEVICE_KERNELS(hf_attention_causal_backward)
 HF_DEVICE_KERNELS(hf_axpy)
 HF_DEVICE_KERNELS(hf_cross_entropy)
