@@ -6,13 +6,14 @@
 # of every kernel are tested without a GPU; the aarch64 cross compiler and
 # qemu-user for the ARM build and its tests; matplotlib for the plots of
 # `halformer tune`, `halformer train` and bench/report.py; CLI11 for the
-# command line; Open MPI for data-parallel training. (bench/torch_baseline.py,
+# command line; Open MPI for data-parallel training; gettext (msgfmt) for the
+# corpus builder's test catalogs. (bench/torch_baseline.py,
 # torch_train.py and the fixture scripts also want python3-torch: optional.)
 # Does nothing when everything is already there.
 set -euo pipefail
 pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev libopenblas-dev libdnnl-dev
       ocl-icd-opencl-dev pocl-opencl-icd g++-aarch64-linux-gnu qemu-user python3-matplotlib
-      libcli11-dev libopenmpi-dev openmpi-bin)
+      libcli11-dev libopenmpi-dev openmpi-bin gettext)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
