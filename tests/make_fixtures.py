@@ -260,6 +260,18 @@ def save_safetensors(path, tensors, dtype):
             f.write(b)
 
 
+def config_json(c, arch):
+    """The config.json fields of config `c` that architecture `arch` uses."""
+    cfg = {k: c[k] for k in ["architecture"] + list(BASE.keys())}
+    if arch == "encoder":
+        for k in ("num_decoder_layers", "tgt_vocab_size", "bos_id", "eos_id"):
+            cfg.pop(k)
+    if arch == "decoder":
+        for k in ("num_encoder_layers", "src_vocab_size"):
+            cfg.pop(k)
+    return cfg
+
+
 def rounded(t):
     return [float("%.8g" % x) for x in t.flatten().tolist()]
 
@@ -304,13 +316,7 @@ def main():
                                            "hyps": [h for h, _ in hyps], "scores": [s for _, s in hyps]})
         d = os.path.join(OUT, name)
         os.makedirs(d, exist_ok=True)
-        cfg = {k: c[k] for k in ["architecture"] + list(BASE.keys())}
-        if arch == "encoder":
-            for k in ("num_decoder_layers", "tgt_vocab_size", "bos_id", "eos_id"):
-                cfg.pop(k)
-        if arch == "decoder":
-            for k in ("num_encoder_layers", "src_vocab_size"):
-                cfg.pop(k)
+        cfg = config_json(c, arch)
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump(cfg, f, indent=2)
         save_safetensors(os.path.join(d, "model.safetensors"), m.state_dict(), opt["dtype"])

@@ -78,7 +78,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from make_fixtures import BASE, Model, pad, save_safetensors  # noqa: E402
+from make_fixtures import BASE, Model, config_json, pad, save_safetensors  # noqa: E402
 
 OUT = os.path.join(HERE, "fixtures", "train")
 LABEL_SMOOTHING = 0.1
@@ -96,18 +96,6 @@ MODELS = [
     ("enc_head", "encoder", dict(positional_encoding="learned"),
      dict(final_norm=True, head="bias", head_rows=5, dtype="F32")),
 ]
-
-
-def config_json(c, arch):
-    """config.json as make_fixtures.py writes it."""
-    cfg = {k: c[k] for k in ["architecture"] + list(BASE.keys())}
-    if arch == "encoder":
-        for k in ("num_decoder_layers", "tgt_vocab_size", "bos_id", "eos_id"):
-            cfg.pop(k)
-    if arch == "decoder":
-        for k in ("num_encoder_layers", "src_vocab_size"):
-            cfg.pop(k)
-    return cfg
 
 
 def make_batch(arch, c, opt, g):
