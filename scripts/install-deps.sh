@@ -13,7 +13,7 @@
 set -euo pipefail
 pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev libopenblas-dev libdnnl-dev
       ocl-icd-opencl-dev pocl-opencl-icd g++-aarch64-linux-gnu qemu-user python3-matplotlib
-      libcli11-dev libopenmpi-dev openmpi-bin gettext)
+      libcli11-dev libopenmpi-dev openmpi-bin gettext libsentencepiece-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

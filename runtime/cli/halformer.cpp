@@ -1,7 +1,7 @@
 // The halformer command:
 //   halformer info DIR
 //   halformer logits DIR --src 5,6,7 [--tgt 1,9,4] --out FILE.npy [--force]
-//   halformer generate DIR --src 5,6,7 [--max-new-tokens N] [--beam K
+//   halformer generate DIR --src 5,6,7 | --text "a prompt" [--max-new-tokens N] [--beam K
 //       --length-penalty A --n-best M] [--sample --temperature T --top-k K
 //       --top-p P --seed S]
 //   halformer demo [--batch B] [--src-len S] [--beam K] [--max-new-tokens N]
@@ -41,7 +41,7 @@ const char *kUsage =
     "usage:\n"
     "  halformer info [DIR]\n"
     "  halformer logits DIR --src IDS [--tgt IDS] --out FILE.npy [--force]\n"
-    "  halformer generate DIR --src IDS [--max-new-tokens N]\n"
+    "  halformer generate DIR --src IDS | --text TEXT [--max-new-tokens N]\n"
     "                     [--beam K] [--length-penalty A] [--n-best M]\n"
     "                     [--sample] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
     "  halformer demo [--batch B] [--src-len S] [--beam K] [--max-new-tokens N] [--seed S]\n"
@@ -50,7 +50,10 @@ const char *kUsage =
     "  halformer tune [--target T] [--config base|DIR] [--ops OPS] [--budget 20m] [--resume]\n"
     "                 (halformer tune --help: every option)\n"
     "  halformer train OUT --task copy|reverse|sort --steps N | --config F --train F [--valid F] --steps N\n"
-    "                  [--init DIR] [--resume] (halformer train --help: every option)\n"
+    "                  [--init DIR] [--tokenizer F] [--resume] (halformer train --help: every option)\n"
+    "  halformer tokenizer train|encode|decode|pairs ... (halformer tokenizer --help)\n"
+    "  halformer translate DIR [TEXT...] [--beam K] [--batch N] ... (reads stdin lines without TEXT)\n"
+    "  halformer eval DIR --src F --ref F [--beam K] [--out F] [--json F] | eval --hyp F --ref F\n"
     "common options: --threads N, --isa sse41|avx2|avx512|sapphirerapids, --device cpu|cuda|opencl\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n";
 
@@ -251,11 +254,24 @@ GenerateOptions generate_options(const Args &a) {
 }
 
 int cmd_generate(const Args &a) {
-    check_known(a, {"src", "max-new-tokens", "beam", "length-penalty", "n-best", "sample", "temperature",
+    check_known(a, {"src", "text", "max-new-tokens", "beam", "length-penalty", "n-best", "sample", "temperature",
                     "top-k", "top-p", "seed"});
-    if (!a.flag("src")) throw Error("generate: --src is required");
+    if (a.flag("src") == a.flag("text")) throw Error("generate: give --src IDS or --text TEXT (one of them)");
     Model m = Model::load(a.dir, g_device);
     GenerateOptions o = generate_options(a);
+    if (a.flag("text")) {
+        // Text in, text out: a decoder-only model continues the prompt, an
+        // encoder-decoder model translates it.
+        const bool dec = m.config().architecture == Architecture::Decoder;
+        if (!dec && m.config().architecture != Architecture::EncoderDecoder) {
+            throw Error("generate --text: an encoder-only model does not generate");
+        }
+        auto r = dec ? m.continue_text({a.str("text")}, o) : m.translate({a.str("text")}, o);
+        if (!r[0].ok()) throw Error("generate --text: " + r[0].error);
+        std::printf("%s\n", r[0].text.c_str());
+        for (auto &alt : r[0].alternatives) std::printf("%s\n", alt.c_str());
+        return 0;
+    }
     if (o.max_new_tokens == -1) {
         const int P = m.config().architecture == Architecture::Decoder ? (int)parse_ids(a.str("src"), "src").size() : 1;
         o.max_new_tokens = std::max(1, std::min(64, m.config().max_positions - P + 1));
@@ -486,13 +502,19 @@ int run_tuner(int argc, char **argv) {
 }
 
 namespace halformer {
-int cmd_train(int argc, char **argv);  // cli/train.cpp
+int cmd_train(int argc, char **argv);      // cli/train.cpp
+int cmd_tokenizer(int argc, char **argv);  // cli/tokenizer.cpp
+int cmd_translate(int argc, char **argv);  // cli/translate.cpp
+int cmd_eval(int argc, char **argv);       // cli/eval.cpp
 }
 
 int main(int argc, char **argv) {
     try {
         if (argc >= 2 && std::string(argv[1]) == "tune") return run_tuner(argc, argv);
         if (argc >= 2 && std::string(argv[1]) == "train") return halformer::cmd_train(argc - 1, argv + 1);
+        if (argc >= 2 && std::string(argv[1]) == "tokenizer") return halformer::cmd_tokenizer(argc - 1, argv + 1);
+        if (argc >= 2 && std::string(argv[1]) == "translate") return halformer::cmd_translate(argc - 1, argv + 1);
+        if (argc >= 2 && std::string(argv[1]) == "eval") return halformer::cmd_eval(argc - 1, argv + 1);
         Args a = parse_args(argc, argv, {"sample", "force", "json"});
         if (a.flag("isa")) set_isa_limit(parse_isa(a.str("isa")));
         if (a.flag("device")) {

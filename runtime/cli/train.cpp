@@ -15,6 +15,7 @@
 #include "halformer/device.h"
 #include "halformer/distributed.h"
 #include "halformer/isa.h"
+#include "halformer/tokenizer.h"
 #include "halformer/train.h"
 
 #include <CLI/CLI.hpp>
@@ -38,7 +39,7 @@ volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
 struct Opts {
-    std::string out, task, config, init, train, valid;
+    std::string out, task, config, init, train, valid, tokenizer;
     bool resume = false, force = false, half = false;
     int64_t steps = 0, batch_tokens = 0, micro_tokens = 0, pool = 100000;
     int64_t valid_every = 0, save_every = 0, log_every = 10;
@@ -53,6 +54,15 @@ struct Opts {
 bool exists(const std::string &p) {
     struct stat st;
     return stat(p.c_str(), &st) == 0;
+}
+
+void copy_file(const std::string &from, const std::string &to) {
+    std::ifstream in(from, std::ios::binary);
+    if (!in) throw Error(from + ": cannot open");
+    std::ofstream out(to + ".part", std::ios::binary | std::ios::trunc);
+    out << in.rdbuf();
+    out.close();
+    if (!out || std::rename((to + ".part").c_str(), to.c_str()) != 0) throw Error(to + ": cannot write");
 }
 
 bool dir_empty(const std::string &p) {
@@ -187,7 +197,8 @@ int run(const Opts &o) {
                                 "--force to replace it");
         }
         if (lead) {
-            for (const char *n : {"config.json", "model.safetensors", "train.log", "training.png", "eval.json"})
+            for (const char *n : {"config.json", "model.safetensors", "train.log", "training.png", "eval.json",
+                                  "tokenizer.model"})
                 unlink((o.out + "/" + n).c_str());
             remove_tree(o.out + "/checkpoints");
         }
@@ -212,10 +223,22 @@ int run(const Opts &o) {
         tr = std::make_unique<Trainer>(Trainer::from_model(o.init, o.t, device));
     } else {
         Config c = task_mode ? task_config(o) : Config::from_file(o.config);
+        if (!o.tokenizer.empty()) c.tokenizer = "tokenizer.model";
         tr = std::make_unique<Trainer>(Trainer::create(c, o.t, device));
     }
     Trainer &t = *tr;
     const Config &c = t.config();
+    // The tokenizer travels with the model: OUT/tokenizer.model, named in
+    // config.json, and a copy in every checkpoint (each is a model directory).
+    if (!o.tokenizer.empty()) {
+        if (o.resume) throw Error("--tokenizer is for a new model: a resumed run keeps its own");
+        Tokenizer::load(o.tokenizer).check_matches(c);
+        if (lead) {
+            std::string mk = "mkdir -p '" + o.out + "'";
+            if (std::system(mk.c_str()) != 0) throw Error(o.out + ": cannot create");
+            copy_file(o.tokenizer, o.out + "/tokenizer.model");
+        }
+    }
     const TaskKind kind = c.architecture == Architecture::EncoderDecoder ? TaskKind::EncoderDecoder
                           : c.architecture == Architecture::Decoder      ? TaskKind::Decoder
                                                                          : TaskKind::Encoder;
@@ -281,6 +304,7 @@ int run(const Opts &o) {
             char name[64];
             std::snprintf(name, sizeof name, "/checkpoints/step_%08lld", (long long)t.steps());
             t.save(o.out + name, false, false, u.str());
+            if (!c.tokenizer.empty()) copy_file(o.out + "/" + c.tokenizer, o.out + name + "/" + c.tokenizer);
             auto cks = checkpoints(o.out);
             while ((int)cks.size() > std::max(o.keep, o.average)) {
                 remove_tree(cks.front().second);
@@ -416,6 +440,8 @@ int cmd_train(int argc, char **argv) {
     app.add_option("--config", o.config, "config.json of a new model");
     app.add_option("--init", o.init, "a model directory to fine-tune");
     app.add_option("--train", o.train, "training examples: token-id file (one example a line)");
+    app.add_option("--tokenizer", o.tokenizer,
+                   "a SentencePiece model (halformer tokenizer train) stored with the new model as tokenizer.model");
     app.add_option("--valid", o.valid, "held-out examples for the validation loss");
     app.add_flag("--resume", o.resume, "continue from the last checkpoint in OUT");
     app.add_flag("--force", o.force, "replace the contents of a non-empty OUT");

@@ -126,6 +126,7 @@ Config Config::from_json(const std::string &text, const std::string &what) {
     c.bos_id = c.eos_id = -1;
     r.integer("bos_id", c.bos_id, c.architecture == Architecture::EncoderDecoder);
     r.integer("eos_id", c.eos_id, false);
+    if (const json::Value *v = r.get("tokenizer", json::Value::Kind::String, false)) c.tokenizer = v->string;
     try {
         c.validate();
     } catch (const Error &e) {
@@ -173,6 +174,9 @@ void Config::validate() const {
         if (eos_id != -1) range("eos_id", eos_id, 0, tgt_vocab_size - 1);
     }
     if (architecture == Architecture::EncoderDecoder) range("bos_id", bos_id, 0, tgt_vocab_size - 1);
+    need(tokenizer.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+                 std::string::npos && tokenizer != "." && tokenizer != "..",
+         "field \"tokenizer\" must be a file name (letters, digits, . _ -) inside the model directory, not \"" + tokenizer + "\"");
     need(std::isfinite(layer_norm_eps) && layer_norm_eps > 0,
          "field \"layer_norm_eps\" must be a positive number, not " + std::to_string(layer_norm_eps));
 }
@@ -190,8 +194,9 @@ std::string Config::to_json() const {
       << "  \"activation\": \"" << act_name(activation) << "\",\n"
       << "  \"layer_norm_eps\": " << layer_norm_eps << ",\n"
       << "  \"scale_embeddings\": " << (scale_embeddings ? "true" : "false") << ",\n"
-      << "  \"pad_id\": " << pad_id << ",\n  \"bos_id\": " << bos_id << ",\n  \"eos_id\": " << eos_id
-      << "\n}\n";
+      << "  \"pad_id\": " << pad_id << ",\n  \"bos_id\": " << bos_id << ",\n  \"eos_id\": " << eos_id;
+    if (!tokenizer.empty()) o << ",\n  \"tokenizer\": \"" << tokenizer << "\"";
+    o << "\n}\n";
     return o.str();
 }
 

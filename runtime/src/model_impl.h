@@ -126,6 +126,7 @@ public:
 
 struct Model::Impl {
     Config cfg;
+    std::unique_ptr<Tokenizer> tok;  // when cfg.tokenizer names one
     // Declared before every Scratch: destroyed after them.
     std::unique_ptr<DeviceContext> dev = std::make_unique<DeviceContext>();
     Device device() const { return dev->device(); }

@@ -224,6 +224,15 @@ Model Model::load(const std::string &dir, Device device) {
     }
     auto impl = std::make_unique<Impl>();
     impl->cfg = Config::from_file(dir + "/config.json");
+    if (!impl->cfg.tokenizer.empty()) {
+        const std::string path = dir + "/" + impl->cfg.tokenizer;
+        impl->tok = std::make_unique<Tokenizer>(Tokenizer::load(path));
+        try {
+            impl->tok->check_matches(impl->cfg);
+        } catch (const Error &e) {
+            throw Error(dir + "/config.json: " + e.what());
+        }
+    }
     impl->source = std::make_unique<FileSource>(dir + "/model.safetensors");
     impl->bind();
     set_model_device(*impl, device);

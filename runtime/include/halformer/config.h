@@ -10,6 +10,9 @@
 //   layer_norm_eps      (PyTorch's default 1e-5)
 //   scale_embeddings    multiply embeddings by √d_model (section 3.4)
 //   pad_id, bos_id, eos_id
+//   tokenizer           optional: a SentencePiece model's file name inside the
+//                       model directory ("tokenizer.model"); without it the
+//                       model works with token ids only
 //
 // Fields an architecture does not use may be omitted (an encoder needs no
 // decoder layers, bos or eos; a decoder-only model reads tgt_vocab_size and
@@ -47,6 +50,7 @@ struct Config {
     int pad_id = 0;
     int bos_id = 1;
     int eos_id = 2;
+    std::string tokenizer;  // "" or a file name in the model directory
 
     bool has_encoder() const { return architecture != Architecture::Decoder; }
     bool has_decoder() const { return architecture != Architecture::Encoder; }

@@ -17,6 +17,7 @@
 #include "halformer/device.h"
 #include "halformer/error.h"
 #include "halformer/kernel_error.h"
+#include "halformer/tokenizer.h"
 
 #include <cstdint>
 #include <map>
@@ -54,6 +55,17 @@ struct Hypothesis {
     // beam: total log-probability / ((5 + len) / 6)^α; greedy and sampling:
     // total log-probability is not computed (0).
     double score = 0;
+};
+
+// One line of text through translate() / continue_text(): the output, or
+// the reason this line got none (the other lines still do).
+struct TextResult {
+    std::string text;                       // best hypothesis, detokenized ("" on error)
+    std::string error;                      // "" when the line was translated
+    std::vector<std::string> alternatives;  // hypotheses 2..n_best (beam with n_best > 1)
+    double score = 0;                       // the best hypothesis' score (beam), else 0
+    int input_tokens = 0, output_tokens = 0;  // output_tokens counts eos when produced
+    bool ok() const { return error.empty(); }
 };
 
 // Time and calls per kernel (for `halformer demo` and `bench`).
@@ -107,6 +119,24 @@ public:
 
     // Encoder output only (encoder-decoder and encoder models): [len, d_model].
     std::vector<Tensor> encode(const std::vector<Sequence> &src);
+
+    // Text, for a model directory whose config.json names a tokenizer.
+    bool has_tokenizer() const;
+    const Tokenizer &tokenizer() const;  // Error when the model has none
+    // Encoder-decoder: translates each text. Lines are sorted by length and
+    // run batch_size at a time; results come back in input order. A line
+    // that is empty, not UTF-8 or longer than max_positions tokens gets
+    // TextResult::error naming the problem, and the others are translated.
+    // With max_new_tokens = -1 a batch may generate 2·(longest source) + 10
+    // tokens (within max_positions).
+    std::vector<TextResult> translate(const std::vector<std::string> &texts, const GenerateOptions &options = {},
+                                      int batch_size = 32);
+    // Decoder-only: continues each prompt; TextResult::text is the continuation.
+    std::vector<TextResult> continue_text(const std::vector<std::string> &prompts,
+                                          const GenerateOptions &options = {}, int batch_size = 32);
+    // Encoder-only and encoder-decoder: the encoder's output for each text,
+    // [tokens, d_model] (no bos/eos added). Errors as translate() throws.
+    std::vector<Tensor> embed(const std::vector<std::string> &texts);
 
     Profile &profile();
     void reset_profile();

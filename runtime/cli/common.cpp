@@ -1,0 +1,43 @@
+#include "common.h"
+
+#include "halformer/isa.h"
+
+#include <HalideRuntime.h>
+
+namespace halformer {
+
+void add_machine_options(CLI::App &app, MachineOptions &m) {
+    app.add_option("--threads", m.threads, "threads (default: one per core)")->check(CLI::PositiveNumber);
+    app.add_option("--isa", m.isa, "kernel variant limit: sse41|avx2|avx512|sapphirerapids");
+    app.add_option("--device", m.device, "cpu, cuda or opencl");
+}
+
+Device apply_machine_options(const MachineOptions &m) {
+    if (!m.isa.empty()) set_isa_limit(parse_isa(m.isa));
+    if (m.threads > 0) halide_set_num_threads(m.threads);
+    const Device d = parse_device(m.device);
+    require_device(d);
+    return d;
+}
+
+void add_decoding_options(CLI::App &app, GenerateOptions &g) {
+    app.add_option("--beam", g.beam, "beam size (1: greedy)")->check(CLI::PositiveNumber);
+    app.add_option("--length-penalty", g.length_penalty, "beam: alpha in ((5 + len) / 6)^alpha");
+    app.add_option("--n-best", g.n_best, "beam: hypotheses per input")->check(CLI::PositiveNumber);
+    app.add_option("--max-new-tokens", g.max_new_tokens, "tokens generated at most (default: 2 x source + 10)");
+    app.add_flag("--sample", g.sample, "sample instead of greedy");
+    app.add_option("--temperature", g.temperature, "sampling temperature");
+    app.add_option("--top-k", g.top_k, "sampling: keep the k most likely tokens (0: all)");
+    app.add_option("--top-p", g.top_p, "sampling: nucleus mass");
+    app.add_option("--seed", g.seed, "sampling seed");
+}
+
+void check_decoding_options(const GenerateOptions &g) {
+    if (g.n_best > g.beam) {
+        throw Error("--n-best " + std::to_string(g.n_best) + " is more than --beam " + std::to_string(g.beam));
+    }
+    if (g.sample && g.beam > 1) throw Error("--sample and --beam are exclusive");
+    if (g.max_new_tokens != -1 && g.max_new_tokens < 1) throw Error("--max-new-tokens must be >= 1");
+}
+
+}  // namespace halformer

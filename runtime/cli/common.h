@@ -1,0 +1,32 @@
+// Options the CLI11-parsed commands share (train, translate, eval).
+#pragma once
+
+#include "halformer/device.h"
+#include "halformer/model.h"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace halformer {
+
+struct MachineOptions {
+    int threads = 0;  // 0: Halide's default (one per core)
+    std::string isa;  // "": the best this CPU runs
+    std::string device = "cpu";
+};
+
+// --threads, --isa, --device.
+void add_machine_options(CLI::App &app, MachineOptions &m);
+// Applies them (thread count, ISA limit) and returns the device, or throws
+// Error naming what the device lacks.
+Device apply_machine_options(const MachineOptions &m);
+
+// Every decoding option `halformer generate` has: --beam, --length-penalty,
+// --n-best, --max-new-tokens, --sample, --temperature, --top-k, --top-p, --seed.
+void add_decoding_options(CLI::App &app, GenerateOptions &g);
+// Checks their combination (the same rules generate() enforces, with the
+// option names in the message).
+void check_decoding_options(const GenerateOptions &g);
+
+}  // namespace halformer

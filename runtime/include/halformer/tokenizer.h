@@ -1,0 +1,81 @@
+// Text to token ids and back: a SentencePiece model (Debian's
+// libsentencepiece), stored as tokenizer.model inside a model directory and
+// named by config.json's "tokenizer" field. The paper shares one source-target
+// vocabulary; Tokenizer::train makes such a joint model from several files.
+//
+//   halformer::Tokenizer::train({{"train.en", "train.de"}, 8000, "bpe"}, "dir/tokenizer.model");
+//   auto tok = halformer::Tokenizer::load("dir/tokenizer.model");
+//   halformer::Sequence ids = tok.encode("Open file");   // no bos/eos
+//   std::string text = tok.decode(ids);                  // "Open file"
+//
+// The special ids are fixed so that they match Config's defaults:
+// pad 0, bos 1, eos 2, unk 3. Text must be UTF-8; anything else is an Error
+// naming the byte. A Tokenizer is immutable after load: encode and decode
+// may be called from many threads at once.
+#pragma once
+
+#include "halformer/error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace halformer {
+
+struct Config;
+using Sequence = std::vector<int32_t>;
+
+struct TokenizerTrainOptions {
+    std::vector<std::string> inputs;  // text files, one sentence a line (all sides: a joint vocabulary)
+    int vocab_size = 8000;
+    std::string type = "bpe";         // "bpe" or "unigram"
+    double character_coverage = 1.0;  // 1.0: every character seen (fine for European languages)
+    int64_t max_sentences = 2000000;  // sampled when the inputs hold more
+    int threads = 0;                  // 0: the machine's cores
+    uint64_t seed = 1;
+    int max_sentence_bytes = 4192;    // longer lines are skipped by the trainer
+};
+
+class Tokenizer {
+public:
+    // Loads a SentencePiece model; throws Error naming the file.
+    static Tokenizer load(const std::string &path);
+    // Trains a model on opts.inputs and writes it to model_path (never over
+    // an existing file). Throws Error with SentencePiece's message.
+    static void train(const TokenizerTrainOptions &opts, const std::string &model_path);
+
+    Tokenizer(Tokenizer &&) noexcept;
+    Tokenizer &operator=(Tokenizer &&) noexcept;
+    ~Tokenizer();
+
+    // Text → ids (no bos or eos). Throws Error when text is not UTF-8.
+    Sequence encode(const std::string &text) const;
+    // ids → text. pad, bos and eos are dropped; an id outside the
+    // vocabulary is an Error naming it.
+    std::string decode(const Sequence &ids) const;
+    // The pieces of an encoding (for inspection: `halformer tokenizer encode --pieces`).
+    std::vector<std::string> pieces(const std::string &text) const;
+
+    int vocab_size() const;
+    int pad_id() const;
+    int bos_id() const;
+    int eos_id() const;
+    int unk_id() const;
+    const std::string &path() const;
+
+    // Throws Error when this tokenizer cannot feed a model of `config`: a
+    // vocabulary larger than the model's, or special ids that differ.
+    void check_matches(const Config &config) const;
+
+private:
+    struct Impl;
+    explicit Tokenizer(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+// The byte offset of the first invalid UTF-8 sequence in text, or -1 when it
+// is valid (overlong forms, surrogates and code points past U+10FFFF are invalid).
+int64_t utf8_error_offset(const std::string &text);
+
+}  // namespace halformer

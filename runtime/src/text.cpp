@@ -1,0 +1,141 @@
+// Model's text entry points (model.h): tokenize, batch by length, run
+// generate() / encode(), detokenize. No arithmetic: the kernels do it.
+#include "model_impl.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace halformer {
+
+namespace {
+
+struct Prepared {
+    std::vector<Sequence> ids;       // per input (empty on error)
+    std::vector<TextResult> result;  // error set for the lines that failed
+    std::vector<size_t> order;       // valid lines, shortest first (stable)
+};
+
+// Encodes every text; a line that cannot run gets its error, the rest are
+// ordered by length so that a batch pads little.
+Prepared prepare(const Tokenizer &tok, const std::vector<std::string> &texts, int max_tokens) {
+    Prepared p;
+    p.ids.resize(texts.size());
+    p.result.resize(texts.size());
+    for (size_t i = 0; i < texts.size(); i++) {
+        TextResult &r = p.result[i];
+        if (texts[i].find_first_not_of(" \t\r\n") == std::string::npos) {
+            r.error = "empty text";
+            continue;
+        }
+        try {
+            p.ids[i] = tok.encode(texts[i]);
+        } catch (const Error &e) {
+            r.error = e.what();
+            continue;
+        }
+        r.input_tokens = (int)p.ids[i].size();
+        if (p.ids[i].empty()) {
+            r.error = "the text has no tokens";
+        } else if ((int)p.ids[i].size() > max_tokens) {
+            r.error = "the text is " + std::to_string(p.ids[i].size()) + " tokens long; the model takes at most " +
+                      std::to_string(max_tokens);
+        } else {
+            p.order.push_back(i);
+        }
+    }
+    std::stable_sort(p.order.begin(), p.order.end(),
+                     [&](size_t a, size_t b) { return p.ids[a].size() < p.ids[b].size(); });
+    return p;
+}
+
+}  // namespace
+
+bool Model::has_tokenizer() const { return impl_->tok != nullptr; }
+
+const Tokenizer &Model::tokenizer() const {
+    if (!impl_->tok) {
+        throw Error("this model has no tokenizer (config.json names none): it works with token ids only");
+    }
+    return *impl_->tok;
+}
+
+std::vector<TextResult> Model::translate(const std::vector<std::string> &texts, const GenerateOptions &options,
+                                         int batch_size) {
+    const Config &c = config();
+    if (c.architecture != Architecture::EncoderDecoder) {
+        throw Error("translate: needs an encoder-decoder model (this one is " +
+                    std::string(architecture_name(c.architecture)) + ")");
+    }
+    if (batch_size < 1) throw Error("translate: batch size must be >= 1");
+    const Tokenizer &tok = tokenizer();
+    Prepared p = prepare(tok, texts, c.max_positions);
+    for (size_t at = 0; at < p.order.size(); at += (size_t)batch_size) {
+        const size_t n = std::min(p.order.size() - at, (size_t)batch_size);
+        std::vector<Sequence> src;
+        int longest = 0;
+        for (size_t k = 0; k < n; k++) {
+            src.push_back(p.ids[p.order[at + k]]);
+            longest = std::max(longest, (int)src.back().size());
+        }
+        GenerateOptions o = options;
+        // A translation is rarely more than twice its source: do not let one
+        // runaway row keep the whole batch stepping to max_positions.
+        if (o.max_new_tokens == -1) o.max_new_tokens = std::min({2 * longest + 10, 256, c.max_positions});
+        auto hyps = generate(src, o);
+        for (size_t k = 0; k < n; k++) {
+            TextResult &r = p.result[p.order[at + k]];
+            const auto &h = hyps[k];
+            r.text = tok.decode(h[0].tokens);
+            r.score = h[0].score;
+            r.output_tokens = (int)h[0].tokens.size();
+            for (size_t j = 1; j < h.size(); j++) r.alternatives.push_back(tok.decode(h[j].tokens));
+        }
+    }
+    return p.result;
+}
+
+std::vector<TextResult> Model::continue_text(const std::vector<std::string> &prompts, const GenerateOptions &options,
+                                             int batch_size) {
+    const Config &c = config();
+    if (c.architecture != Architecture::Decoder) {
+        throw Error("continue_text: needs a decoder-only model (this one is " +
+                    std::string(architecture_name(c.architecture)) + ")");
+    }
+    if (batch_size < 1) throw Error("continue_text: batch size must be >= 1");
+    const Tokenizer &tok = tokenizer();
+    // A prompt must leave room for at least one new token.
+    Prepared p = prepare(tok, prompts, c.max_positions - 1);
+    for (size_t at = 0; at < p.order.size(); at += (size_t)batch_size) {
+        const size_t n = std::min(p.order.size() - at, (size_t)batch_size);
+        std::vector<Sequence> src;
+        int longest = 0;
+        for (size_t k = 0; k < n; k++) {
+            src.push_back(p.ids[p.order[at + k]]);
+            longest = std::max(longest, (int)src.back().size());
+        }
+        GenerateOptions o = options;
+        if (o.max_new_tokens != -1) o.max_new_tokens = std::min(o.max_new_tokens, c.max_positions - longest);
+        auto hyps = generate(src, o);
+        for (size_t k = 0; k < n; k++) {
+            TextResult &r = p.result[p.order[at + k]];
+            r.text = tok.decode(hyps[k][0].tokens);
+            r.score = hyps[k][0].score;
+            r.output_tokens = (int)hyps[k][0].tokens.size();
+            for (size_t j = 1; j < hyps[k].size(); j++) r.alternatives.push_back(tok.decode(hyps[k][j].tokens));
+        }
+    }
+    return p.result;
+}
+
+std::vector<Tensor> Model::embed(const std::vector<std::string> &texts) {
+    const Config &c = config();
+    if (!c.has_encoder()) throw Error("embed: a decoder-only model has no encoder");
+    const Tokenizer &tok = tokenizer();
+    Prepared p = prepare(tok, texts, c.max_positions);
+    for (size_t i = 0; i < texts.size(); i++) {
+        if (!p.result[i].error.empty()) throw Error("embed: text " + std::to_string(i) + ": " + p.result[i].error);
+    }
+    return encode(p.ids);
+}
+
+}  // namespace halformer

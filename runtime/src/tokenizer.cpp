@@ -1,0 +1,192 @@
+// SentencePiece behind halformer::Tokenizer (tokenizer.h).
+#include "halformer/tokenizer.h"
+
+#include "halformer/config.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <unordered_map>
+
+namespace halformer {
+
+namespace {
+// Fixed special ids: Config's defaults (pad 0, bos 1, eos 2), unk after them.
+constexpr int kPad = 0, kBos = 1, kEos = 2, kUnk = 3;
+
+bool file_exists(const std::string &p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0;
+}
+}  // namespace
+
+int64_t utf8_error_offset(const std::string &text) {
+    const auto *s = reinterpret_cast<const unsigned char *>(text.data());
+    const size_t n = text.size();
+    size_t i = 0;
+    while (i < n) {
+        const unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int len;
+        uint32_t cp, min;
+        if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
+        else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
+        else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
+        else return (int64_t)i;
+        if (i + len > n) return (int64_t)i;
+        for (int k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return (int64_t)i;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return (int64_t)i;
+        i += len;
+    }
+    return -1;
+}
+
+struct Tokenizer::Impl {
+    sentencepiece::SentencePieceProcessor sp;
+    std::string path;
+    int size = 0;
+};
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::Tokenizer(Tokenizer &&) noexcept = default;
+Tokenizer &Tokenizer::operator=(Tokenizer &&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+Tokenizer Tokenizer::load(const std::string &path) {
+    if (!file_exists(path)) throw Error(path + ": no such tokenizer file");
+    auto impl = std::make_unique<Impl>();
+    auto st = impl->sp.Load(path);
+    if (!st.ok()) throw Error(path + ": not a SentencePiece model (" + st.ToString() + ")");
+    impl->path = path;
+    impl->size = impl->sp.GetPieceSize();
+    if (impl->size < 4) throw Error(path + ": a vocabulary of " + std::to_string(impl->size) + " pieces is too small");
+    return Tokenizer(std::move(impl));
+}
+
+void Tokenizer::train(const TokenizerTrainOptions &o, const std::string &model_path) {
+    if (o.inputs.empty()) throw Error("tokenizer training: no input files");
+    for (const std::string &f : o.inputs) {
+        std::ifstream in(f);
+        if (!in) throw Error(f + ": cannot open");
+        if (f.find(',') != std::string::npos) throw Error(f + ": SentencePiece cannot read a path with a comma");
+    }
+    if (o.type != "bpe" && o.type != "unigram") throw Error("tokenizer type '" + o.type + "': expected bpe or unigram");
+    if (o.vocab_size < 8) throw Error("tokenizer vocabulary size " + std::to_string(o.vocab_size) + " is below 8");
+    if (file_exists(model_path)) throw Error(model_path + " exists: not replacing it");
+    std::string inputs;
+    for (const std::string &f : o.inputs) inputs += (inputs.empty() ? "" : ",") + f;
+    const int threads = o.threads > 0 ? o.threads : (int)std::max(1u, std::thread::hardware_concurrency());
+    // SentencePiece writes PREFIX.model and PREFIX.vocab: train into a
+    // temporary prefix next to the target and rename the model into place.
+    const std::string prefix = model_path + ".tmp" + std::to_string(getpid());
+    std::unordered_map<std::string, std::string> kw = {
+        {"input", inputs},
+        {"model_prefix", prefix},
+        {"vocab_size", std::to_string(o.vocab_size)},
+        {"model_type", o.type},
+        {"character_coverage", std::to_string(o.character_coverage)},
+        {"input_sentence_size", std::to_string(o.max_sentences)},
+        {"shuffle_input_sentence", "true"},
+        {"num_threads", std::to_string(threads)},
+        {"max_sentence_length", std::to_string(o.max_sentence_bytes)},
+        {"pad_id", std::to_string(kPad)},
+        {"bos_id", std::to_string(kBos)},
+        {"eos_id", std::to_string(kEos)},
+        {"unk_id", std::to_string(kUnk)},
+        // Digits one by one: numbers in UI strings copy through piece by piece.
+        {"split_digits", "true"},
+        {"byte_fallback", "true"},
+        {"minloglevel", "1"},
+    };
+    // The sentence sample is drawn with SentencePiece's global generator.
+    sentencepiece::SetRandomGeneratorSeed((unsigned)(o.seed & 0xFFFFFFFFu));
+    auto st = sentencepiece::SentencePieceTrainer::Train(kw);
+    std::remove((prefix + ".vocab").c_str());
+    if (!st.ok()) {
+        std::remove((prefix + ".model").c_str());
+        throw Error("tokenizer training failed: " + st.ToString());
+    }
+    if (std::rename((prefix + ".model").c_str(), model_path.c_str()) != 0) {
+        std::remove((prefix + ".model").c_str());
+        throw Error(model_path + ": cannot write");
+    }
+}
+
+Sequence Tokenizer::encode(const std::string &text) const {
+    int64_t bad = utf8_error_offset(text);
+    if (bad >= 0) throw Error("text is not UTF-8 (byte " + std::to_string(bad) + ")");
+    std::vector<int> ids;
+    auto st = impl_->sp.Encode(text, &ids);
+    if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+    return Sequence(ids.begin(), ids.end());
+}
+
+std::string Tokenizer::decode(const Sequence &ids) const {
+    std::vector<int> keep;
+    keep.reserve(ids.size());
+    for (int32_t id : ids) {
+        if (id < 0 || id >= impl_->size) {
+            throw Error("token id " + std::to_string(id) + " is outside the tokenizer's vocabulary of " +
+                        std::to_string(impl_->size));
+        }
+        if (id == kPad || id == kBos || id == kEos) continue;
+        keep.push_back(id);
+    }
+    std::string out;
+    auto st = impl_->sp.Decode(keep, &out);
+    if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+    return out;
+}
+
+std::vector<std::string> Tokenizer::pieces(const std::string &text) const {
+    int64_t bad = utf8_error_offset(text);
+    if (bad >= 0) throw Error("text is not UTF-8 (byte " + std::to_string(bad) + ")");
+    std::vector<std::string> p;
+    auto st = impl_->sp.Encode(text, &p);
+    if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+    return p;
+}
+
+int Tokenizer::vocab_size() const { return impl_->size; }
+int Tokenizer::pad_id() const { return impl_->sp.pad_id(); }
+int Tokenizer::bos_id() const { return impl_->sp.bos_id(); }
+int Tokenizer::eos_id() const { return impl_->sp.eos_id(); }
+int Tokenizer::unk_id() const { return impl_->sp.unk_id(); }
+const std::string &Tokenizer::path() const { return impl_->path; }
+
+void Tokenizer::check_matches(const Config &c) const {
+    const std::string what = impl_->path + ": ";
+    auto need_id = [&](const char *name, int mine, int theirs) {
+        if (mine != theirs) {
+            throw Error(what + "the tokenizer's " + name + " " + std::to_string(mine) + " is not the model's " +
+                        std::to_string(theirs));
+        }
+    };
+    need_id("pad id", pad_id(), c.pad_id);
+    if (c.has_decoder()) {
+        need_id("bos id", bos_id(), c.bos_id);
+        if (c.eos_id != -1) need_id("eos id", eos_id(), c.eos_id);
+    }
+    auto need_size = [&](const char *name, int vocab) {
+        if (vocab_size() > vocab) {
+            throw Error(what + "the tokenizer's " + std::to_string(vocab_size()) + " pieces do not fit the model's " +
+                        name + " of " + std::to_string(vocab));
+        }
+    };
+    if (c.has_encoder()) need_size("src_vocab_size", c.src_vocab_size);
+    if (c.has_decoder()) need_size("tgt_vocab_size", c.tgt_vocab_size);
+}
+
+}  // namespace halformer
