@@ -7,13 +7,21 @@
 # qemu-user for the ARM build and its tests; matplotlib for the plots of
 # `halformer tune`, `halformer train` and bench/report.py; CLI11 for the
 # command line; Open MPI for data-parallel training; gettext (msgfmt) for the
-# corpus builder's test catalogs. (bench/torch_baseline.py,
-# torch_train.py and the fixture scripts also want python3-torch: optional.)
+# corpus builder's test catalogs; NLTK (python3-nltk) for the reference BLEU
+# and chrF that tests/check_metrics.py compares `halformer eval` with.
+# (bench/torch_baseline.py, torch_train.py and the fixture scripts also want
+# python3-torch: optional.)
 # Does nothing when everything is already there.
+#   --runtime: only what the main job (scripts/main.sh) builds with: Halide,
+#   CMake, g++, SentencePiece and CLI11.
 set -euo pipefail
+if [ "${1:-}" = "--runtime" ]; then
+  pkgs=(libhalide14-0-dev cmake g++ make libsentencepiece-dev libcli11-dev)
+else
 pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev libopenblas-dev libdnnl-dev
       ocl-icd-opencl-dev pocl-opencl-icd g++-aarch64-linux-gnu qemu-user python3-matplotlib
-      libcli11-dev libopenmpi-dev openmpi-bin gettext libsentencepiece-dev)
+      libcli11-dev libopenmpi-dev openmpi-bin gettext libsentencepiece-dev python3-nltk)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

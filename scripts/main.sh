@@ -1,6 +1,66 @@
 #!/usr/bin/env bash
-# The main job: build, then translate a batch with the paper's base model.
+# The main job: English → German with the translator Halformer trained
+# (models/en-de). Builds only what it needs (the runtime, the inference
+# kernels for this CPU's variant, the CLI: no tests, benchmarks, training
+# kernels, ARM, GPU or autoscheduled variants; ./scripts/test.sh builds
+# those), then translates a few sentences and UI strings.
+#
+#   ./scripts/main.sh                    # the built-in examples
+#   ./scripts/main.sh "Save the file"    # your own text
+#   echo "Open a new window" | ./build-main/halformer translate models/en-de
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/build.sh
-./build/halformer demo "$@"
+SECONDS=0
+elapsed() { echo "$SECONDS"; }
+
+./scripts/install-deps.sh --runtime
+
+# This CPU's kernel variant, as Halide 14 names them (its runtime's rules:
+# "sapphirerapids" = AVX512-VNNI + AVX512-BF16 on top of the Cannon Lake set).
+flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+has() { for f in "$@"; do [[ " $flags " == *" $f "* ]] || return 1; done; }
+skl=(avx512f avx512cd avx512bw avx512dq avx512vl)
+if has "${skl[@]}" avx512ifma avx512vbmi avx512_vnni avx512_bf16; then
+  target=x86-64-linux-avx-avx2-avx512-avx512_cannonlake-avx512_sapphirerapids-avx512_skylake-f16c-fma-sse41
+elif has "${skl[@]}"; then
+  target=x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41
+elif has avx2 fma f16c; then
+  target=x86-64-linux-avx-avx2-f16c-fma-sse41
+else
+  target=x86-64-linux-sse41
+fi
+echo "main: building the runtime and inference kernels for $target"
+cmake -S . -B build-main -DCMAKE_BUILD_TYPE=Release -DHALFORMER_TESTS=OFF -DHALFORMER_BENCH=OFF \
+  -DHALFORMER_TRAINING=OFF -DHALFORMER_GPU=OFF -DHALFORMER_ARM=OFF -DHALFORMER_AUTOSCHEDULED=OFF \
+  "-DHALFORMER_X86_TARGETS=$target" > build-main.log 2>&1 || { cat build-main.log; exit 1; }
+cmake --build build-main --target halformer -j"$(nproc)" >> build-main.log 2>&1 || { tail -50 build-main.log; exit 1; }
+echo "main: built in $(elapsed) s (log: build-main.log)"
+
+model=models/en-de
+if [ $# -gt 0 ]; then
+  inputs=("$@")
+else
+  inputs=(
+    "Open the file"
+    "The file could not be saved."
+    "Do you want to save the changes to this document?"
+    "Show hidden files"
+    "Print the current page"
+    "The connection to the server was lost."
+    "Delete the selected items permanently?"
+    "Search for files and folders"
+    "No such file or directory"
+    "Copy the link address"
+  )
+fi
+src=$(mktemp) out=$(mktemp)
+trap 'rm -f "$src" "$out"' EXIT
+printf '%s\n' "${inputs[@]}" > "$src"
+echo "main: translating ${#inputs[@]} lines with $model (beam 4)"
+status=0
+./build-main/halformer translate "$model" --beam 4 < "$src" > "$out" || status=$?
+paste -d '\t' "$src" "$out" | while IFS=$'\t' read -r en de; do
+  printf '  %s\n    → %s\n' "$en" "$de"
+done
+echo "main: first translation $(elapsed) s after the start"
+exit "$status"

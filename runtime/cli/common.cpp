@@ -40,4 +40,10 @@ void check_decoding_options(const GenerateOptions &g) {
     if (g.max_new_tokens != -1 && g.max_new_tokens < 1) throw Error("--max-new-tokens must be >= 1");
 }
 
+std::string one_line(std::string text) {
+    for (char &c : text)
+        if (c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f') c = ' ';
+    return text;
+}
+
 }  // namespace halformer

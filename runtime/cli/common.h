@@ -29,4 +29,9 @@ void add_decoding_options(CLI::App &app, GenerateOptions &g);
 // option names in the message).
 void check_decoding_options(const GenerateOptions &g);
 
+// Text for a line-oriented output: line breaks and tabs (which a model can
+// produce through its byte pieces) become spaces, so one input line is one
+// output line and tab-separated fields stay fields.
+std::string one_line(std::string text);
+
 }  // namespace halformer

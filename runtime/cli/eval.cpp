@@ -119,7 +119,7 @@ int cmd_eval(int argc, char **argv) {
     }
     if (!out.empty()) {
         std::string text;
-        for (auto &h : hyps) text += h + "\n";
+        for (auto &h : hyps) text += one_line(h) + "\n";
         write_new(out, text, force);
     }
     const BleuScore b = corpus_bleu(hyps, refs);

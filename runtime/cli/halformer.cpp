@@ -211,6 +211,13 @@ int cmd_info(const Args &a) {
     std::printf("model: %s\n", a.dir.c_str());
     std::printf("config:\n%s", c.to_json().c_str());
     std::printf("parameters: %lld (%.1f M)\n", (long long)m.parameter_count(), m.parameter_count() / 1e6);
+    if (m.has_tokenizer()) {
+        const Tokenizer &t = m.tokenizer();
+        std::printf("tokenizer: %s, %d pieces (pad %d, bos %d, eos %d, unk %d)\n", t.path().c_str(), t.vocab_size(),
+                    t.pad_id(), t.bos_id(), t.eos_id(), t.unk_id());
+    } else {
+        std::printf("tokenizer: none (token ids only)\n");
+    }
     if (c.has_decoder()) {
         std::printf("output projection: %s\n", m.tied_head() ? "tied to tgt_embed.weight" : "generator.weight");
     } else {
@@ -511,7 +518,14 @@ int cmd_eval(int argc, char **argv);       // cli/eval.cpp
 int main(int argc, char **argv) {
     try {
         if (argc >= 2 && std::string(argv[1]) == "tune") return run_tuner(argc, argv);
+#ifdef HALFORMER_HAS_TRAINING
         if (argc >= 2 && std::string(argv[1]) == "train") return halformer::cmd_train(argc - 1, argv + 1);
+#else
+        if (argc >= 2 && std::string(argv[1]) == "train") {
+            throw Error("this build has no training (configured with -DHALFORMER_TRAINING=OFF by scripts/main.sh); "
+                        "./scripts/build.sh builds everything");
+        }
+#endif
         if (argc >= 2 && std::string(argv[1]) == "tokenizer") return halformer::cmd_tokenizer(argc - 1, argv + 1);
         if (argc >= 2 && std::string(argv[1]) == "translate") return halformer::cmd_translate(argc - 1, argv + 1);
         if (argc >= 2 && std::string(argv[1]) == "eval") return halformer::cmd_eval(argc - 1, argv + 1);

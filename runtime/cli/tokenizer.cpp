@@ -8,9 +8,10 @@
 // `pairs` writes the token-id file `halformer train --train` reads (source
 // ids, a tab, target ids; one pair a line, no bos/eos). Pairs with an empty
 // side, a side longer than --max-len tokens, or text that is not UTF-8 are
-// left out and counted, naming the first few lines; the two files must have
+// left out and counted (the first few bad ones named by line); the two files must have
 // the same number of lines. Without --tgt it writes one id sequence a line
 // (decoder-only data). Nothing is written over an existing file without --force.
+#include "common.h"
 #include "halformer/tokenizer.h"
 
 #include <CLI/CLI.hpp>
@@ -172,8 +173,6 @@ int cmd_tokenizer(int argc, char **argv) {
         return m;
     };
     if (tr->parsed()) {
-        std::fprintf(stderr, "training a %d-piece %s tokenizer on %zu file(s)...\n", to.vocab_size, to.type.c_str(),
-                     to.inputs.size());
         Tokenizer::train(to, train_out);
         Tokenizer t = Tokenizer::load(train_out);
         std::printf("%s: %d pieces (pad %d, bos %d, eos %d, unk %d)\n", train_out.c_str(), t.vocab_size(), t.pad_id(),
@@ -198,7 +197,7 @@ int cmd_tokenizer(int argc, char **argv) {
                     std::printf("%s\n", join_ids(t.encode(s)).c_str());
                 }
             } else {
-                std::printf("%s\n", t.decode(parse_ids(s)).c_str());
+                std::printf("%s\n", one_line(t.decode(parse_ids(s))).c_str());
             }
         } catch (const Error &e) {
             failures++;

@@ -62,8 +62,8 @@ int cmd_translate(int argc, char **argv) {
             }
             in_tokens += r.input_tokens;
             out_tokens += r.output_tokens;
-            std::printf("%s", r.text.c_str());
-            for (auto &alt : r.alternatives) std::printf("\t%s", alt.c_str());
+            std::printf("%s", one_line(r.text).c_str());
+            for (auto &alt : r.alternatives) std::printf("\t%s", one_line(alt).c_str());
             std::printf("\n");
         }
         std::fflush(stdout);

@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <map>
-#include <sstream>
 #include <unordered_map>
 
 namespace halformer {
@@ -51,25 +50,21 @@ std::string sub2(const std::string &s, Match match, Emit emit) {
     return out;
 }
 
-std::vector<std::string> split_ws(const std::string &s) {
-    std::vector<std::string> w;
-    std::istringstream in(s);
-    for (std::string t; in >> t;) w.push_back(t);
-    return w;
+// The code point at s[i] and its length in bytes (an invalid byte stands for itself).
+char32_t code_point_at(const std::string &s, size_t i, int &len) {
+    const unsigned char c = (unsigned char)s[i];
+    len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+    if (i + len > s.size()) len = 1;
+    char32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k < len; k++) cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3F);
+    return cp;
 }
 
-// UTF-8 → code points (an invalid byte stands for itself).
+// UTF-8 → code points.
 std::u32string code_points(const std::string &s) {
     std::u32string out;
-    for (size_t i = 0; i < s.size();) {
-        const unsigned char c = (unsigned char)s[i];
-        int len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-        if (i + len > s.size()) len = 1;
-        char32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-        for (int k = 1; k < len; k++) cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3F);
-        out += cp;
-        i += len;
-    }
+    int len = 1;
+    for (size_t i = 0; i < s.size(); i += (size_t)len) out += code_point_at(s, i, len);
     return out;
 }
 
@@ -77,6 +72,24 @@ std::u32string code_points(const std::string &s) {
 bool is_space(char32_t c) {
     return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
            (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// Python's str.split(): the words between runs of Unicode whitespace (a
+// no-break space separates words too, as in sacreBLEU).
+std::vector<std::string> split_ws(const std::string &s) {
+    std::vector<std::string> w;
+    std::string cur;
+    int len = 1;
+    for (size_t i = 0; i < s.size(); i += (size_t)len) {
+        if (is_space(code_point_at(s, i, len))) {
+            if (!cur.empty()) w.push_back(std::move(cur));
+            cur.clear();
+        } else {
+            cur.append(s, i, (size_t)len);
+        }
+    }
+    if (!cur.empty()) w.push_back(std::move(cur));
+    return w;
 }
 
 }  // namespace
@@ -139,8 +152,9 @@ BleuScore corpus_bleu(const std::vector<std::string> &hyps, const std::vector<st
         }
     }
     double smooth = 1, log_sum = 0;
-    bool zero = false;
-    for (int n = 0; n < 4; n++) {
+    // No match at any order: 0 (sacreBLEU stops here, before smoothing).
+    bool zero = b.correct[0] == 0 && b.correct[1] == 0 && b.correct[2] == 0 && b.correct[3] == 0;
+    for (int n = 0; n < 4 && !zero; n++) {
         if (b.total[n] == 0) {  // sacreBLEU stops: the remaining orders score 0
             zero = true;
             break;
@@ -183,17 +197,23 @@ double corpus_chrf(const std::vector<std::string> &hyps, const std::vector<std::
             for (auto &[g, cnt] : rc) n_ref[n - 1] += cnt;
         }
     }
-    const double eps = 1e-16, factor = beta * beta;
-    double score = 0;
+    // sacreBLEU's default (effective order, no eps smoothing): precision and
+    // recall averaged over the orders both sides have, then their F-beta.
+    const double factor = beta * beta;
+    double avg_prec = 0, avg_rec = 0;
     int effective = 0;
     for (int n = 0; n < char_order; n++) {
-        const double prec = n_hyp[n] > 0 ? (double)n_match[n] / (double)n_hyp[n] : eps;
-        const double rec = n_ref[n] > 0 ? (double)n_match[n] / (double)n_ref[n] : eps;
-        const double denom = factor * prec + rec;
-        score += denom > 0 ? (1 + factor) * prec * rec / denom : eps;
-        if (n_hyp[n] > 0 && n_ref[n] > 0) effective++;
+        if (n_hyp[n] > 0 && n_ref[n] > 0) {
+            avg_prec += (double)n_match[n] / (double)n_hyp[n];
+            avg_rec += (double)n_match[n] / (double)n_ref[n];
+            effective++;
+        }
     }
-    return effective == 0 ? 0.0 : 100.0 * score / effective;
+    if (effective == 0) return 0.0;
+    avg_prec /= effective;
+    avg_rec /= effective;
+    if (avg_prec + avg_rec == 0) return 0.0;
+    return 100.0 * (1 + factor) * avg_prec * avg_rec / (factor * avg_prec + avg_rec);
 }
 
 }  // namespace halformer

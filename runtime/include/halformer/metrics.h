@@ -2,10 +2,11 @@
 //
 //   BLEU  corpus level, one reference, the "13a" tokenization (mteval-v13a),
 //         n-grams 1-4, clipped counts summed over the corpus, brevity penalty
-//         exp(1 - r/c) when c < r, "exp" smoothing of zero-match orders.
+//         exp(1 - r/c) when c < r, "exp" smoothing of zero-match orders
+//         (0 when no n-gram of any order matches).
 //   chrF  character 6-grams with whitespace removed, statistics summed over
-//         the corpus, the F-β score (β = 2) of each order averaged over the
-//         orders both sides have.
+//         the corpus, precision and recall each averaged over the orders
+//         both sides have, then their F-β score (β = 2): sacreBLEU's default.
 //
 //   auto b = halformer::corpus_bleu(hyps, refs);   // b.score, b.precisions, b.bp
 //   double c = halformer::corpus_chrf(hyps, refs);
