@@ -37,6 +37,7 @@ cmake --build build-main --target halformer -j"$(nproc)" >> build-main.log 2>&1 
 echo "main: built in $(elapsed) s (log: build-main.log)"
 
 model=models/en-de
+[ -f "$model/model.safetensors" ] || { echo "main: $model/model.safetensors is missing" >&2; exit 1; }
 if [ $# -gt 0 ]; then
   inputs=("$@")
 else
@@ -59,6 +60,8 @@ printf '%s\n' "${inputs[@]}" > "$src"
 echo "main: translating ${#inputs[@]} lines with $model (beam 4)"
 status=0
 ./build-main/halformer translate "$model" --beam 4 < "$src" > "$out" || status=$?
+# Every input line has its output line, unless translate could not start.
+[ "$(wc -l < "$out")" -eq "${#inputs[@]}" ] || exit "$status"
 paste -d '\t' "$src" "$out" | while IFS=$'\t' read -r en de; do
   printf '  %s\n    → %s\n' "$en" "$de"
 done

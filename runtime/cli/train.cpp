@@ -12,6 +12,7 @@
 // step_N/ (model directories with optimizer state), train.log (one JSON
 // object a line), training.png (loss and learning rate against steps).
 // Options are parsed with CLI11 (Debian libcli11-dev).
+#include "common.h"
 #include "halformer/device.h"
 #include "halformer/distributed.h"
 #include "halformer/isa.h"
@@ -43,9 +44,9 @@ struct Opts {
     bool resume = false, force = false, half = false;
     int64_t steps = 0, batch_tokens = 0, micro_tokens = 0, pool = 100000;
     int64_t valid_every = 0, save_every = 0, log_every = 10;
-    int keep = 5, average = 0, threads = 0, task_length = 10, shards = 1;
+    int keep = 5, average = 0, task_length = 10, shards = 1;
     int64_t task_examples = 100000, eval_examples = 1000;
-    std::string isa, device = "cpu";
+    MachineOptions machine;  // --threads (per process), --isa, --device
     TrainOptions t;
     // Task-mode model size.
     int d_model = 128, heads = 4, d_ff = 256, layers = 2;
@@ -170,10 +171,7 @@ double task_accuracy(Trainer &t, SyntheticTask task, int64_t n, uint64_t seed, i
 int run(const Opts &o) {
     Distributed &dist = Distributed::get();
     const bool lead = dist.leader();
-    if (!o.isa.empty()) set_isa_limit(parse_isa(o.isa));
-    if (o.threads > 0) halide_set_num_threads(o.threads);
-    const Device device = parse_device(o.device);
-    if (std::string problem = device_problem(device); !problem.empty()) throw Error(problem);
+    const Device device = apply_machine_options(o.machine);
 
     // What to train on.
     const bool task_mode = !o.task.empty();
@@ -469,9 +467,7 @@ int cmd_train(int argc, char **argv) {
     app.add_option("--shards", o.shards,
                    "split every batch in N shards, processed in turn (what N ranks do at once; default: the ranks)")
         ->check(CLI::PositiveNumber);
-    app.add_option("--threads", o.threads, "threads per process")->check(CLI::PositiveNumber);
-    app.add_option("--device", o.device, "cpu, opencl or cuda: the same training on a GPU");
-    app.add_option("--isa", o.isa, "kernel variant limit: sse41|avx2|avx512|sapphirerapids");
+    add_machine_options(app, o.machine);
     app.add_option("--task-examples", o.task_examples, "--task: training examples per epoch");
     app.add_option("--eval-examples", o.eval_examples, "--task: held-out examples (validation and accuracy)");
     app.add_option("--d-model", o.d_model, "--task: model width");

@@ -48,6 +48,33 @@ Prepared prepare(const Tokenizer &tok, const std::vector<std::string> &texts, in
     return p;
 }
 
+// Runs the prepared lines through generate(), batch_size at a time in length
+// order, and fills their results. new_tokens(o, longest) sets a batch's limit.
+template <typename Limit>
+void generate_batches(Model &m, const Tokenizer &tok, Prepared &p, const GenerateOptions &options, int batch_size,
+                      Limit new_tokens) {
+    for (size_t at = 0; at < p.order.size(); at += (size_t)batch_size) {
+        const size_t n = std::min(p.order.size() - at, (size_t)batch_size);
+        std::vector<Sequence> src;
+        int longest = 0;
+        for (size_t k = 0; k < n; k++) {
+            src.push_back(p.ids[p.order[at + k]]);
+            longest = std::max(longest, (int)src.back().size());
+        }
+        GenerateOptions o = options;
+        new_tokens(o, longest);
+        auto hyps = m.generate(src, o);
+        for (size_t k = 0; k < n; k++) {
+            TextResult &r = p.result[p.order[at + k]];
+            const auto &h = hyps[k];
+            r.text = tok.decode(h[0].tokens);
+            r.score = h[0].score;
+            r.output_tokens = (int)h[0].tokens.size();
+            for (size_t j = 1; j < h.size(); j++) r.alternatives.push_back(tok.decode(h[j].tokens));
+        }
+    }
+}
+
 }  // namespace
 
 bool Model::has_tokenizer() const { return impl_->tok != nullptr; }
@@ -69,28 +96,11 @@ std::vector<TextResult> Model::translate(const std::vector<std::string> &texts, 
     if (batch_size < 1) throw Error("translate: batch size must be >= 1");
     const Tokenizer &tok = tokenizer();
     Prepared p = prepare(tok, texts, c.max_positions);
-    for (size_t at = 0; at < p.order.size(); at += (size_t)batch_size) {
-        const size_t n = std::min(p.order.size() - at, (size_t)batch_size);
-        std::vector<Sequence> src;
-        int longest = 0;
-        for (size_t k = 0; k < n; k++) {
-            src.push_back(p.ids[p.order[at + k]]);
-            longest = std::max(longest, (int)src.back().size());
-        }
-        GenerateOptions o = options;
+    generate_batches(*this, tok, p, options, batch_size, [&](GenerateOptions &o, int longest) {
         // A translation is rarely more than twice its source: do not let one
         // runaway row keep the whole batch stepping to max_positions.
         if (o.max_new_tokens == -1) o.max_new_tokens = std::min({2 * longest + 10, 256, c.max_positions});
-        auto hyps = generate(src, o);
-        for (size_t k = 0; k < n; k++) {
-            TextResult &r = p.result[p.order[at + k]];
-            const auto &h = hyps[k];
-            r.text = tok.decode(h[0].tokens);
-            r.score = h[0].score;
-            r.output_tokens = (int)h[0].tokens.size();
-            for (size_t j = 1; j < h.size(); j++) r.alternatives.push_back(tok.decode(h[j].tokens));
-        }
-    }
+    });
     return p.result;
 }
 
@@ -105,25 +115,9 @@ std::vector<TextResult> Model::continue_text(const std::vector<std::string> &pro
     const Tokenizer &tok = tokenizer();
     // A prompt must leave room for at least one new token.
     Prepared p = prepare(tok, prompts, c.max_positions - 1);
-    for (size_t at = 0; at < p.order.size(); at += (size_t)batch_size) {
-        const size_t n = std::min(p.order.size() - at, (size_t)batch_size);
-        std::vector<Sequence> src;
-        int longest = 0;
-        for (size_t k = 0; k < n; k++) {
-            src.push_back(p.ids[p.order[at + k]]);
-            longest = std::max(longest, (int)src.back().size());
-        }
-        GenerateOptions o = options;
+    generate_batches(*this, tok, p, options, batch_size, [&](GenerateOptions &o, int longest) {
         if (o.max_new_tokens != -1) o.max_new_tokens = std::min(o.max_new_tokens, c.max_positions - longest);
-        auto hyps = generate(src, o);
-        for (size_t k = 0; k < n; k++) {
-            TextResult &r = p.result[p.order[at + k]];
-            r.text = tok.decode(hyps[k][0].tokens);
-            r.score = hyps[k][0].score;
-            r.output_tokens = (int)hyps[k][0].tokens.size();
-            for (size_t j = 1; j < hyps[k].size(); j++) r.alternatives.push_back(tok.decode(hyps[k][j].tokens));
-        }
-    }
+    });
     return p.result;
 }
 
