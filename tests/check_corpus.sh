@@ -276,4 +276,33 @@ $corpus extract --out "$tmp/out3" --roots "$root" > /dev/null 2> "$tmp/err"
 grep -q "skipping .*broken.mo" "$tmp/err" || fail "broken .mo not reported"
 cmp -s "$tmp/out/train.en" "$tmp/out3/train.en" || fail "broken .mo changed the output"
 
+# A small Debian package, the way `build` reads the archive's: a .deb built
+# here with dpkg-deb (a German .mo among files the script must not unpack)
+# and already in OUT/debs, so `build` takes it instead of downloading.
+if command -v dpkg-deb >/dev/null; then
+  pkg=$tmp/pkg/halformer-test-l10n
+  mkdir -p "$pkg/DEBIAN" "$pkg/usr/share/locale/de/LC_MESSAGES" "$pkg/usr/share/locale/fr/LC_MESSAGES" "$pkg/usr/bin"
+  printf 'Package: halformer-test-l10n\nVersion: 1.0\nArchitecture: all\nMaintainer: Halformer <tests@localhost>\nDescription: corpus test\n' \
+    > "$pkg/DEBIAN/control"
+  write_mo "$pkg/usr/share/locale/de/LC_MESSAGES/t.mo" '<' "[
+ (b'', b'Content-Type: text/plain; charset=UTF-8\\n'),
+ (b'Close the window', b'Das Fenster schlie\\xc3\\x9fen'),
+ (b'_Quit', b'_Beenden'),
+ (b'%s', b'%s'),
+]"
+  write_mo "$pkg/usr/share/locale/fr/LC_MESSAGES/t.mo" '<' "[(b'Close the window', b'Fermer la fen\\xc3\\xaatre')]"
+  printf '#!/bin/sh\n' > "$pkg/usr/bin/halformer-test"
+  mkdir -p "$tmp/debout/debs"
+  dpkg-deb --build --root-owner-group "$pkg" "$tmp/debout/debs/halformer-test-l10n_1.0_all.deb" > /dev/null
+  echo halformer-test-l10n > "$tmp/list"
+  $corpus build --out "$tmp/debout" --list "$tmp/list" --only-catalogs > "$tmp/debsummary"
+  grep -q "already downloaded halformer-test-l10n_1.0_all.deb" "$tmp/debsummary" || fail "build did not take the .deb"
+  grep -q "1 unpacked" "$tmp/debsummary" || fail "the .deb was not unpacked"
+  [ ! -e "$tmp/debout/root/halformer-test-l10n/usr/bin/halformer-test" ] || fail "--only-catalogs unpacked a program"
+  paste "$tmp/debout"/{train,dev,test}.en "$tmp/debout"/{train,dev,test}.de > /dev/null
+  got=$(cat "$tmp/debout"/train.en "$tmp/debout"/dev.en "$tmp/debout"/test.en | LC_ALL=C sort | tr '\n' '|')
+  [ "$got" = "Close the window|Quit|" ] || fail "package pairs: got '$got'"
+  cat "$tmp/debout"/{train,dev,test}.de | grep -qx "Das Fenster schließen" || fail "package: German side"
+fi
+
 echo "check_corpus: all passed"
