@@ -158,4 +158,11 @@ expect_error "lines" "$hf" eval "$tmp/m" --src "$tmp/short.de" --ref "$tmp/test.
 out=$("$hf" generate "$tmp/m" --text "Öffne die Datei" --max-new-tokens 5 2> /dev/null) || fail "generate --text"
 [ "$(wc -l <<< "$out")" = 1 ] || fail "generate --text: $out"
 expect_error "empty" "$hf" generate "$tmp/m" --text ""
+# 8. Fine-tuning keeps --init's tokenizer; --tokenizer is only for a new model.
+"$hf" train "$tmp/ft" --init "$tmp/m" --train "$tmp/ids.tsv" --steps 2 --batch-tokens 400 --micro-tokens 400 \
+    --threads 2 > /dev/null 2>&1 || fail "fine-tuning"
+cmp -s "$tmp/m/tokenizer.model" "$tmp/ft/tokenizer.model" || fail "fine-tuning lost the tokenizer"
+grep -q '"tokenizer": "tokenizer.model"' "$tmp/ft/config.json" || fail "fine-tuned config.json names no tokenizer"
+[ "$("$hf" translate "$tmp/ft" "Open the file" --quiet | wc -l)" = 1 ] || fail "translate with the fine-tuned model"
+expect_error "new model" "$hf" train "$tmp/ft2" --init "$tmp/m" --tokenizer "$tmp/tok.model" --train "$tmp/ids.tsv" --steps 1
 echo "text: all checks passed"

@@ -182,6 +182,9 @@ int run(const Opts &o) {
     } else if (o.train.empty()) {
         throw Error("nothing to train on: give --task copy|reverse|sort, or --train FILE");
     }
+    if (!o.tokenizer.empty() && (o.resume || !o.init.empty())) {
+        throw Error("--tokenizer is for a new model (--config): a resumed run keeps its own, a fine-tuned one --init's");
+    }
     if (!o.resume && o.config.empty() && o.init.empty() && !task_mode) {
         throw Error("give the model: --config config.json (new), --init DIR (fine-tune) or --resume");
     }
@@ -228,13 +231,15 @@ int run(const Opts &o) {
     const Config &c = t.config();
     // The tokenizer travels with the model: OUT/tokenizer.model, named in
     // config.json, and a copy in every checkpoint (each is a model directory).
-    if (!o.tokenizer.empty()) {
-        if (o.resume) throw Error("--tokenizer is for a new model: a resumed run keeps its own");
-        Tokenizer::load(o.tokenizer).check_matches(c);
+    // A fine-tuned model keeps --init's.
+    std::string tokenizer_from = o.tokenizer;
+    if (!o.init.empty() && !c.tokenizer.empty()) tokenizer_from = o.init + "/" + c.tokenizer;
+    if (!tokenizer_from.empty() && !o.resume) {
+        Tokenizer::load(tokenizer_from).check_matches(c);
         if (lead) {
             std::string mk = "mkdir -p '" + o.out + "'";
             if (std::system(mk.c_str()) != 0) throw Error(o.out + ": cannot create");
-            copy_file(o.tokenizer, o.out + "/tokenizer.model");
+            copy_file(tokenizer_from, o.out + "/" + c.tokenizer);
         }
     }
     const TaskKind kind = c.architecture == Architecture::EncoderDecoder ? TaskKind::EncoderDecoder
