@@ -23,7 +23,7 @@ batches shuffled), label smoothing 0.1 over non-pad targets, Adam(0.9, 0.98,
 1e-9), lr = lr_scale * d^-0.5 * min(s^-0.5, s * warmup^-1.5). Training stops
 at the first step that ends past --minutes (the time counts training steps
 only, as halformer train's "elapsed" does; data loading is before it).
-Decoding: greedy, batches of 64 sentences sorted by length, at most
+Decoding: greedy, batches of 32 sentences sorted by length (halformer translate's default), at most
 2 x source + 10 tokens, the decoder recomputed over the whole prefix each step
 (nn.TransformerDecoder has no KV cache).
 """
@@ -147,12 +147,14 @@ def main():
     # Greedy decoding of the test sources.
     m.eval()
     test = read_ids(a.test)
+    # One hypothesis per test line: `tokenizer pairs` must have kept them all
+    # (it reports what it leaves out) for eval --ref test.de to line up.
     order = sorted(range(len(test)), key=lambda i: len(test[i][0]))
     hyps = [None] * len(test)
     t0 = time.perf_counter()
     with torch.no_grad():
-        for p in range(0, len(order), 64):
-            b = order[p:p + 64]
+        for p in range(0, len(order), 32):
+            b = order[p:p + 32]
             src = pad([test[i][0] for i in b])
             src_pad = src == PAD
             mem = m.encode(src, src_pad)

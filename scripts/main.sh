@@ -61,9 +61,9 @@ echo "main: translating ${#inputs[@]} lines with $model (beam 4)"
 status=0
 ./build-main/halformer translate "$model" --beam 4 < "$src" > "$out" || status=$?
 # Every input line has its output line, unless translate could not start.
-[ "$(wc -l < "$out")" -eq "${#inputs[@]}" ] || exit "$status"
-paste -d '\t' "$src" "$out" | while IFS=$'\t' read -r en de; do
+[ "$(wc -l < "$out")" -eq "$(wc -l < "$src")" ] || exit $(( status ? status : 1 ))
+while IFS= read -r en <&3 && IFS= read -r de <&4; do
   printf '  %s\n    → %s\n' "$en" "$de"
-done
+done 3< "$src" 4< "$out"
 echo "main: first translation $(elapsed) s after the start"
 exit "$status"

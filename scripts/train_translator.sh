@@ -24,7 +24,7 @@ cd "$work"
 B="$root/build/halformer"
 [ -x "$B" ] || { echo "build first: ./scripts/build.sh" >&2; exit 1; }
 
-if [ ! -f corpus/train.en ]; then
+if [ ! -f corpus/stats.json ]; then  # written last: a complete corpus
   /usr/bin/python3 "$root/scripts/debian_po_corpus.py" build --out corpus --list "$root/scripts/debian_po_packages.txt" \
     --from-system --only-catalogs
 fi
@@ -49,4 +49,6 @@ recipe=(--train train.ids --valid dev.ids --steps "$steps" --batch-tokens 6000 -
 if [ -n "$(ls en-de/checkpoints 2>/dev/null)" ]; then
   exec "$B" train en-de --resume "${recipe[@]}"
 fi
-exec "$B" train en-de --config config.json --tokenizer tok.model "${recipe[@]}"
+# No checkpoint yet: start (again) from scratch; --force clears what an
+# interrupted first start left (its log and tokenizer copy).
+exec "$B" train en-de --config config.json --tokenizer tok.model --force "${recipe[@]}"

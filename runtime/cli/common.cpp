@@ -4,6 +4,12 @@
 
 #include <HalideRuntime.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace halformer {
 
 void add_machine_options(CLI::App &app, MachineOptions &m) {
@@ -40,9 +46,35 @@ void check_decoding_options(const GenerateOptions &g) {
     if (g.max_new_tokens != -1 && g.max_new_tokens < 1) throw Error("--max-new-tokens must be >= 1");
 }
 
+void check_writable(const std::string &path, bool force) {
+    struct stat st;
+    if (!force && stat(path.c_str(), &st) == 0) throw Error(path + " exists: not replacing it (--force replaces it)");
+}
+
+void write_file(const std::string &path, const std::string &text, bool force) {
+    check_writable(path, force);
+    const std::string tmp = path + ".tmp" + std::to_string(getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << text;
+        out.close();
+        if (!out) {
+            std::remove(tmp.c_str());
+            throw Error(path + ": cannot write");
+        }
+    }
+    // link() fails with EEXIST rather than replacing; rename() replaces.
+    const int rc = force ? std::rename(tmp.c_str(), path.c_str()) : link(tmp.c_str(), path.c_str());
+    const int err = errno;
+    if (!force || rc != 0) std::remove(tmp.c_str());
+    if (rc != 0) {
+        throw Error(path + (err == EEXIST ? " appeared meanwhile: not replacing it" : ": cannot write"));
+    }
+}
+
 std::string one_line(std::string text) {
     for (char &c : text)
-        if (c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f') c = ' ';
+        if (c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f' || c == '\0') c = ' ';
     return text;
 }
 

@@ -29,6 +29,13 @@ void add_decoding_options(CLI::App &app, GenerateOptions &g);
 // option names in the message).
 void check_decoding_options(const GenerateOptions &g);
 
+// Writes text to path through a temporary file beside it. Without force an
+// existing path is never replaced (checked again at the moment of
+// publishing: a file that appeared meanwhile is kept). Throws Error.
+void write_file(const std::string &path, const std::string &text, bool force);
+// Throws Error when path exists and force is false (check before long work).
+void check_writable(const std::string &path, bool force);
+
 // Text for a line-oriented output: line breaks and tabs (which a model can
 // produce through its byte pieces) become spaces, so one input line is one
 // output line and tab-separated fields stay fields.

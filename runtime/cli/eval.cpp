@@ -5,7 +5,7 @@
 //   halformer eval --hyp hyp.de --ref test.de        # score translations made elsewhere
 //
 // A line the model cannot translate is scored as an empty hypothesis and
-// named on stderr. --out and --json are never written over an existing file
+// named on stderr, and the exit status is 1. --out and --json are never written over an existing file
 // without --force.
 #include "common.h"
 
@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 
 namespace halformer {
 
@@ -30,19 +29,6 @@ std::vector<std::string> read_lines(const std::string &path) {
         lines.push_back(std::move(s));
     }
     return lines;
-}
-
-bool exists(const std::string &p) {
-    struct stat st;
-    return stat(p.c_str(), &st) == 0;
-}
-
-void write_new(const std::string &path, const std::string &text, bool force) {
-    if (exists(path) && !force) throw Error(path + " exists: not replacing it (--force replaces it)");
-    std::ofstream out(path + ".part", std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out || std::rename((path + ".part").c_str(), path.c_str()) != 0) throw Error(path + ": cannot write");
 }
 
 std::string json_escape(const std::string &s) {
@@ -86,6 +72,9 @@ int cmd_eval(int argc, char **argv) {
     if (hyp.empty() == dir.empty()) throw Error("eval: give a model directory with --src, or --hyp (one of them)");
     if (!dir.empty() && src.empty()) throw Error("eval: --src is required with a model directory");
     check_decoding_options(g);
+    // Refuse before the long part, not after it.
+    if (!out.empty()) check_writable(out, force);
+    if (!json.empty()) check_writable(json, force);
     const std::vector<std::string> refs = read_lines(ref);
     std::vector<std::string> hyps;
     double seconds = 0;
@@ -120,7 +109,7 @@ int cmd_eval(int argc, char **argv) {
     if (!out.empty()) {
         std::string text;
         for (auto &h : hyps) text += one_line(h) + "\n";
-        write_new(out, text, force);
+        write_file(out, text, force);
     }
     const BleuScore b = corpus_bleu(hyps, refs);
     const double chrf = corpus_chrf(hyps, refs);
@@ -142,9 +131,9 @@ int cmd_eval(int argc, char **argv) {
           << ", \"failed\": " << failed << ", \"seconds\": " << seconds << ", \"beam\": " << g.beam
           << ", \"model\": \"" << json_escape(dir) << "\", \"src\": \"" << json_escape(src) << "\", \"ref\": \""
           << json_escape(ref) << "\", \"hyp\": \"" << json_escape(hyp) << "\"}\n";
-        write_new(json, j.str(), force);
+        write_file(json, j.str(), force);
     }
-    return 0;
+    return failed ? 1 : 0;  // as translate: the scores stand, some lines had no translation
 }
 
 }  // namespace halformer

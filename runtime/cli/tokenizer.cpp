@@ -12,6 +12,7 @@
 // the same number of lines. Without --tgt it writes one id sequence a line
 // (decoder-only data). Nothing is written over an existing file without --force.
 #include "common.h"
+#include "halformer/config.h"
 #include "halformer/tokenizer.h"
 
 #include <CLI/CLI.hpp>
@@ -169,8 +170,10 @@ int cmd_tokenizer(int argc, char **argv) {
     // A model directory names its tokenizer in config.json.
     auto resolve = [](const std::string &m) {
         struct stat st;
-        if (stat(m.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return m + "/tokenizer.model";
-        return m;
+        if (stat(m.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return m;
+        const Config c = Config::from_file(m + "/config.json");
+        if (c.tokenizer.empty()) throw Error(m + "/config.json names no tokenizer");
+        return m + "/" + c.tokenizer;
     };
     if (tr->parsed()) {
         Tokenizer::train(to, train_out);
@@ -182,7 +185,7 @@ int cmd_tokenizer(int argc, char **argv) {
     if (pairs->parsed()) return run_pairs(resolve(model), src, tgt, out, max_len, force);
 
     Tokenizer t = Tokenizer::load(resolve(model));
-    const bool from_stdin = text.empty();
+    const bool from_stdin = (enc->parsed() ? enc->count("text") : dec->count("ids")) == 0;
     int failures = 0;
     int64_t line = 0;
     auto one = [&](const std::string &s) {

@@ -28,6 +28,7 @@
 #include <csignal>
 #include <cstdio>
 #include <dirent.h>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -55,6 +56,12 @@ struct Opts {
 bool exists(const std::string &p) {
     struct stat st;
     return stat(p.c_str(), &st) == 0;
+}
+
+void make_dirs(const std::string &dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw Error(dir + ": cannot create (" + ec.message() + ")");
 }
 
 void copy_file(const std::string &from, const std::string &to) {
@@ -234,11 +241,23 @@ int run(const Opts &o) {
     // A fine-tuned model keeps --init's.
     std::string tokenizer_from = o.tokenizer;
     if (!o.init.empty() && !c.tokenizer.empty()) tokenizer_from = o.init + "/" + c.tokenizer;
+    // A config.json that names a tokenizer (a model directory's) brings it
+    // from beside itself.
+    if (!o.config.empty() && o.tokenizer.empty() && !c.tokenizer.empty()) {
+        const size_t slash = o.config.find_last_of('/');
+        tokenizer_from = (slash == std::string::npos ? std::string(".") : o.config.substr(0, slash)) + "/" + c.tokenizer;
+        if (!exists(tokenizer_from)) {
+            throw Error(o.config + " names the tokenizer \"" + c.tokenizer + "\", but " + tokenizer_from +
+                        " does not exist: give --tokenizer FILE, or remove the field");
+        }
+    }
+    if (o.resume && !c.tokenizer.empty() && !exists(o.out + "/" + c.tokenizer)) {
+        throw Error(o.out + "/" + c.tokenizer + " is missing: the resumed model's config.json names it");
+    }
     if (!tokenizer_from.empty() && !o.resume) {
         Tokenizer::load(tokenizer_from).check_matches(c);
         if (lead) {
-            std::string mk = "mkdir -p '" + o.out + "'";
-            if (std::system(mk.c_str()) != 0) throw Error(o.out + ": cannot create");
+            make_dirs(o.out);
             copy_file(tokenizer_from, o.out + "/" + c.tokenizer);
         }
     }
@@ -273,8 +292,7 @@ int run(const Opts &o) {
     const std::string log_path = o.out + "/train.log";
     std::ofstream log;
     if (lead) {
-        std::string mk = "mkdir -p '" + o.out + "'";
-        if (std::system(mk.c_str()) != 0) throw Error(o.out + ": cannot create");
+        make_dirs(o.out);
         log.open(log_path, o.resume ? std::ios::app : std::ios::trunc);
         if (!log) throw Error(log_path + ": cannot write");
         std::fprintf(stderr,

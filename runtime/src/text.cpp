@@ -48,11 +48,31 @@ Prepared prepare(const Tokenizer &tok, const std::vector<std::string> &texts, in
     return p;
 }
 
+// A hypothesis' text: the ids up to eos (generate() stops there unless told
+// not to), decoded. With `prompt` (decoder-only), the prompt and the new ids
+// are decoded together and the prompt's own text is cut off, so the
+// continuation keeps the space SentencePiece would drop at its start.
+std::string hypothesis_text(const Tokenizer &tok, int eos, const Sequence &ids, const Sequence *prompt) {
+    Sequence keep;
+    for (int32_t id : ids) {
+        if (id == eos) break;
+        keep.push_back(id);
+    }
+    if (!prompt) return tok.decode(keep);
+    Sequence all = *prompt;
+    all.insert(all.end(), keep.begin(), keep.end());
+    std::string whole = tok.decode(all), head = tok.decode(*prompt);
+    return whole.compare(0, head.size(), head) == 0 ? whole.substr(head.size()) : tok.decode(keep);
+}
+
 // Runs the prepared lines through generate(), batch_size at a time in length
 // order, and fills their results. new_tokens(o, longest) sets a batch's limit.
+// A hypothesis the tokenizer cannot decode (an id past its pieces, from a
+// model whose vocabulary is larger) is that line's error, not the call's.
 template <typename Limit>
 void generate_batches(Model &m, const Tokenizer &tok, Prepared &p, const GenerateOptions &options, int batch_size,
-                      Limit new_tokens) {
+                      bool continuation, Limit new_tokens) {
+    const int eos = m.config().eos_id;
     for (size_t at = 0; at < p.order.size(); at += (size_t)batch_size) {
         const size_t n = std::min(p.order.size() - at, (size_t)batch_size);
         std::vector<Sequence> src;
@@ -62,15 +82,29 @@ void generate_batches(Model &m, const Tokenizer &tok, Prepared &p, const Generat
             longest = std::max(longest, (int)src.back().size());
         }
         GenerateOptions o = options;
+        // Each batch its own random streams (sampling).
+        o.seed = options.seed + 0x9E3779B97F4A7C15ull * (uint64_t)(at / (size_t)batch_size);
         new_tokens(o, longest);
         auto hyps = m.generate(src, o);
         for (size_t k = 0; k < n; k++) {
             TextResult &r = p.result[p.order[at + k]];
             const auto &h = hyps[k];
-            r.text = tok.decode(h[0].tokens);
+            if (h.empty()) {
+                r.error = "no hypothesis";
+                continue;
+            }
+            const Sequence *prompt = continuation ? &src[k] : nullptr;
+            try {
+                r.text = hypothesis_text(tok, eos, h[0].tokens, prompt);
+                for (size_t j = 1; j < h.size(); j++) r.alternatives.push_back(hypothesis_text(tok, eos, h[j].tokens, prompt));
+            } catch (const Error &e) {
+                r.text.clear();
+                r.alternatives.clear();
+                r.error = std::string("the output cannot be decoded: ") + e.what();
+                continue;
+            }
             r.score = h[0].score;
             r.output_tokens = (int)h[0].tokens.size();
-            for (size_t j = 1; j < h.size(); j++) r.alternatives.push_back(tok.decode(h[j].tokens));
         }
     }
 }
@@ -96,7 +130,11 @@ std::vector<TextResult> Model::translate(const std::vector<std::string> &texts, 
     if (batch_size < 1) throw Error("translate: batch size must be >= 1");
     const Tokenizer &tok = tokenizer();
     Prepared p = prepare(tok, texts, c.max_positions);
-    generate_batches(*this, tok, p, options, batch_size, [&](GenerateOptions &o, int longest) {
+    if (options.max_new_tokens > c.max_positions) {
+        throw Error("translate: max_new_tokens " + std::to_string(options.max_new_tokens) +
+                    " is more than the model's max_positions " + std::to_string(c.max_positions));
+    }
+    generate_batches(*this, tok, p, options, batch_size, false, [&](GenerateOptions &o, int longest) {
         // A translation is rarely more than twice its source: do not let one
         // runaway row keep the whole batch stepping to max_positions.
         if (o.max_new_tokens == -1) o.max_new_tokens = std::min({2 * longest + 10, 256, c.max_positions});
@@ -115,7 +153,7 @@ std::vector<TextResult> Model::continue_text(const std::vector<std::string> &pro
     const Tokenizer &tok = tokenizer();
     // A prompt must leave room for at least one new token.
     Prepared p = prepare(tok, prompts, c.max_positions - 1);
-    generate_batches(*this, tok, p, options, batch_size, [&](GenerateOptions &o, int longest) {
+    generate_batches(*this, tok, p, options, batch_size, true, [&](GenerateOptions &o, int longest) {
         if (o.max_new_tokens != -1) o.max_new_tokens = std::min(o.max_new_tokens, c.max_positions - longest);
     });
     return p.result;

@@ -141,7 +141,7 @@ std::string Tokenizer::decode(const Sequence &ids) const {
             throw Error("token id " + std::to_string(id) + " is outside the tokenizer's vocabulary of " +
                         std::to_string(impl_->size));
         }
-        if (id == kPad || id == kBos || id == kEos) continue;
+        if (impl_->sp.IsControl(id)) continue;  // pad, bos, eos
         keep.push_back(id);
     }
     std::string out;

@@ -564,8 +564,32 @@ TEST(Text, TokenizerMustFitTheModel) {
     c.eos_id = 5;
     const std::string dir2 = make_model("other_eos", c);
     expect_error([&] { Model::load(dir2); }, {"eos"});
-    // A larger model vocabulary is fine.
-    EXPECT_TRUE(Model::load(make_model("big_vocab", small_config(Architecture::EncoderDecoder, 1024))).has_tokenizer());
+    // A larger model vocabulary loads; an id it generates past the
+    // tokenizer's 800 pieces is that line's error, never the call's.
+    Model big = Model::load(make_model("big_vocab", small_config(Architecture::EncoderDecoder, 1024)));
+    EXPECT_TRUE(big.has_tokenizer());
+    GenerateOptions g;
+    g.sample = true;  // random weights: about 22% of sampled ids are past 800
+    g.max_new_tokens = 8;
+    g.seed = 3;
+    std::vector<std::string> lines;
+    for (int i = 0; i < 16; i++) lines.push_back("open file " + std::to_string(i));
+    std::vector<TextResult> res;
+    ASSERT_NO_THROW(res = big.translate(lines, g, 4));
+    int bad = 0;
+    for (const TextResult &r : res) {
+        if (r.ok()) continue;
+        bad++;
+        EXPECT_NE(r.error.find("cannot be decoded"), std::string::npos) << r.error;
+        EXPECT_NE(r.error.find("outside the tokenizer"), std::string::npos) << r.error;
+        EXPECT_TRUE(r.text.empty());
+    }
+    EXPECT_GT(bad, 0);
+    EXPECT_LT(bad, 16);  // (1 - 0.22)^8 ≈ 14% of lines decode: some do
+    // An explicit limit past the model's positions is refused up front.
+    GenerateOptions too_many;
+    too_many.max_new_tokens = 25;
+    expect_error([&] { big.translate({"open file"}, too_many); }, {"max_new_tokens 25", "max_positions 24"});
 }
 
 TEST(Text, EncoderOnlyEmbeds) {
@@ -591,6 +615,16 @@ TEST(Text, EncoderOnlyEmbeds) {
 TEST(Text, DecoderOnlyContinues) {
     Model m = Model::load(make_model("decoder", small_config(Architecture::Decoder, 800)));
     ASSERT_TRUE(m.has_tokenizer());
+    // The continuation is what decoding prompt + new ids adds to the
+    // prompt's own text: it keeps the space SentencePiece marks on its
+    // first piece ("Die Datei wurde" + " gespeichert").
+    auto continuation = [&](const Sequence &prompt, const Sequence &out) {
+        Sequence all = prompt;
+        all.insert(all.end(), out.begin(), out.end());
+        const std::string whole = m.tokenizer().decode(all), head = m.tokenizer().decode(prompt);
+        EXPECT_EQ(whole.compare(0, head.size(), head), 0);
+        return whole.substr(head.size());
+    };
     const std::vector<std::string> prompts = {"Die Datei wurde", "open the file and save"};
     GenerateOptions g;
     g.max_new_tokens = 5;
@@ -599,7 +633,8 @@ TEST(Text, DecoderOnlyContinues) {
     for (size_t i = 0; i < 2; i++) {
         ASSERT_TRUE(got[i].ok()) << got[i].error;
         const auto hyps = m.generate({m.tokenizer().encode(prompts[i])}, g);
-        EXPECT_EQ(got[i].text, m.tokenizer().decode(hyps[0][0].tokens));
+        EXPECT_EQ(got[i].text, continuation(m.tokenizer().encode(prompts[i]), hyps[0][0].tokens));
+        EXPECT_EQ(got[i].text.substr(0, 1), " ");
         EXPECT_EQ(got[i].output_tokens, (int)hyps[0][0].tokens.size());
         EXPECT_EQ(got[i].input_tokens, (int)m.tokenizer().encode(prompts[i]).size());
     }
@@ -609,8 +644,8 @@ TEST(Text, DecoderOnlyContinues) {
     ASSERT_GT(a.size(), b.size());
     const auto both = m.continue_text({prompts[1], prompts[0]}, g, 2);
     const auto hyps = m.generate({b, a}, g);
-    EXPECT_EQ(both[0].text, m.tokenizer().decode(hyps[1][0].tokens));
-    EXPECT_EQ(both[1].text, m.tokenizer().decode(hyps[0][0].tokens));
+    EXPECT_EQ(both[0].text, continuation(a, hyps[1][0].tokens));
+    EXPECT_EQ(both[1].text, continuation(b, hyps[0][0].tokens));
     EXPECT_NE(both[0].text, both[1].text);
     // The prompt must leave room for one new token: 24 tokens is too long.
     std::string long_prompt;

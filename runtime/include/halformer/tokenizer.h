@@ -11,7 +11,9 @@
 // The special ids are fixed so that they match Config's defaults:
 // pad 0, bos 1, eos 2, unk 3. Text must be UTF-8; anything else is an Error
 // naming the byte. A Tokenizer is immutable after load: encode and decode
-// may be called from many threads at once.
+// may be called from many threads at once. Tokenizer::train sets
+// SentencePiece's process-wide state (its log level and random seed): do not
+// train two at once.
 #pragma once
 
 #include "halformer/error.h"
@@ -51,7 +53,7 @@ public:
 
     // Text → ids (no bos or eos). Throws Error when text is not UTF-8.
     Sequence encode(const std::string &text) const;
-    // ids → text. pad, bos and eos are dropped; an id outside the
+    // ids → text. Control pieces (pad, bos, eos) are dropped; an id outside the
     // vocabulary is an Error naming it.
     std::string decode(const Sequence &ids) const;
     // The pieces of an encoding (for inspection: `halformer tokenizer encode --pieces`).
