@@ -6,6 +6,48 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/check_lib.sh"
 
+# npy_close A.npy B.npy TOL: both float32 .npy files of one shape, every value
+# finite, and ‖A − B‖₂ ≤ TOL·‖B‖₂ (B not all zeros). Plain Python, no numpy.
+npy_close() {
+    "$py" - "$@" << 'PY'
+import ast, math, struct, sys
+
+def load(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:6] != b"\x93NUMPY":
+        sys.exit(f"{path}: not an .npy file")
+    if data[6] == 1:
+        (n,), start = struct.unpack("<H", data[8:10]), 10
+    else:
+        (n,), start = struct.unpack("<I", data[8:12]), 12
+    header = ast.literal_eval(data[start:start + n].decode("latin1"))
+    if header["descr"] != "<f4" or header["fortran_order"]:
+        sys.exit(f"{path}: not little-endian float32 in C order: {header}")
+    count = math.prod(header["shape"])
+    payload = data[start + n:]
+    if len(payload) != 4 * count:
+        sys.exit(f"{path}: {len(payload)} bytes of data for shape {header['shape']}")
+    return header["shape"], struct.unpack(f"<{count}f", payload)
+
+(sa, a), (sb, b) = load(sys.argv[1]), load(sys.argv[2])
+tol = float(sys.argv[3])
+if sa != sb:
+    sys.exit(f"shapes differ: {sa} and {sb}")
+if not all(math.isfinite(x) for x in a + b):
+    sys.exit("a value is not finite")
+num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
+den = math.sqrt(sum(y * y for y in b))
+if den == 0:
+    sys.exit(f"{sys.argv[2]} is all zeros: nothing to compare")
+worst = max(range(len(a)), key=lambda k: abs(a[k] - b[k]))
+if num > tol * den:
+    sys.exit(f"relative error {num / den:.3g} > {tol:g}; worst at {worst}: {a[worst]!r} vs {b[worst]!r}")
+PY
+}
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+
 "$hf" info "$fx/ed_post_relu" > "$tmp/info"
 grep -q '"architecture": "encoder-decoder"' "$tmp/info" || fail "info: config"
 grep -q "parameters: 41376" "$tmp/info" || fail "info: parameter count"
@@ -64,10 +106,14 @@ if grep -q "^device opencl: OpenCL: " "$tmp/info_dev" && ! grep -q "^device open
       [ "$a" = "$b" ] || fail "generate --device opencl ($m $opts): '$b', CPU gives '$a'"
     done
   done
+  # logits: the same shape and values within fp32 rounding (‖g − c‖ ≤ 1e-5·‖c‖).
   "$hf" logits "$fx/ed_post_relu" --src 5,6,7 --tgt 1,9,4 --out "$tmp/c.npy"
   "$hf" logits "$fx/ed_post_relu" --src 5,6,7 --tgt 1,9,4 --out "$tmp/g.npy" --device opencl
-  [ "$(stat -c %s "$tmp/g.npy")" = "$(stat -c %s "$tmp/c.npy")" ] || fail "logits --device opencl: size"
-  echo "generate --device opencl: the CPU's tokens (greedy, beam, sampling)"
+  npy_close "$tmp/g.npy" "$tmp/c.npy" 1e-5 || fail "logits --device opencl (encoder-decoder): not the CPU's logits"
+  "$hf" logits "$fx/dec_pre_gelu" --src 5,6,7,8 --out "$tmp/c.npy" --force
+  "$hf" logits "$fx/dec_pre_gelu" --src 5,6,7,8 --out "$tmp/g.npy" --device opencl --force
+  npy_close "$tmp/g.npy" "$tmp/c.npy" 1e-5 || fail "logits --device opencl (decoder-only): not the CPU's logits"
+  echo "generate --device opencl: the CPU's tokens (greedy, beam, sampling); logits --device opencl: the CPU's values"
 else
   echo "no OpenCL device here: --device opencl not compared"
 fi

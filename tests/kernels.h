@@ -134,22 +134,66 @@ inline bool is_autoscheduled(const std::string &name) {
 // nonzero. The autoscheduled builds are only valid for shapes at least as
 // large as their tiles (Adams2019 and Mullapudi2016 split with ShiftInwards):
 // on a smaller shape they must return Halide's bounds error, never a wrong
-// answer; the rest of the case is then skipped (HF_CALL_OR_NEXT moves on to
-// the next shape of a loop).
+// answer, and that shape is skipped: HF_CALL returns from the function it is
+// in (a test body or a helper checking one shape), HF_CALL_OR_NEXT moves on to
+// the next shape of a loop. Every call that ran counts as a compared shape
+// (its results are checked next); OpTest (the fixture of the parameterized op
+// tests) fails a test that skipped shapes and compared none, so that no test
+// passes having compared nothing.
 inline bool current_test_is_autoscheduled() {
     return is_autoscheduled(testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 #define HF_AUTO_TOO_SMALL(rc) \
     ((rc) == halide_error_code_access_out_of_bounds && current_test_is_autoscheduled())
-#define HF_CALL(call)                                                               \
-    do {                                                                            \
-        int rc_ = (call);                                                           \
-        if (HF_AUTO_TOO_SMALL(rc_)) GTEST_SKIP() << halformer::last_kernel_error(); \
-        ASSERT_EQ(rc_, 0) << halformer::last_kernel_error();                        \
+
+// The current test's shapes: compared (the kernel ran) and skipped (too small
+// for an autoscheduled build). Reset by OpTest::SetUp.
+struct ShapeCount {
+    int compared = 0, too_small = 0;
+    std::string first_error;  // Halide's message for the first skipped shape
+};
+inline ShapeCount &shape_count() {
+    static ShapeCount c;
+    return c;
+}
+inline void hf_shape_too_small() {
+    ShapeCount &c = shape_count();
+    if (c.too_small++ == 0) c.first_error = halformer::last_kernel_error();
+}
+
+template <typename Fn>
+class OpTest : public testing::TestWithParam<Impl<Fn>> {
+protected:
+    void SetUp() override { shape_count() = ShapeCount{}; }
+    void TearDown() override {
+        const ShapeCount &c = shape_count();
+        if (c.too_small > 0 && c.compared == 0) {
+            ADD_FAILURE() << "compared nothing: all " << c.too_small << " shapes were too small for "
+                          << this->GetParam().name << " (" << c.first_error
+                          << "); give the test a shape this build can run";
+        } else if (c.too_small > 0) {
+            testing::Test::RecordProperty("shapes_too_small", c.too_small);
+        }
+    }
+};
+
+#define HF_CALL(call)                                        \
+    do {                                                     \
+        int rc_ = (call);                                    \
+        if (HF_AUTO_TOO_SMALL(rc_)) {                        \
+            hf_shape_too_small();                            \
+            return;                                          \
+        }                                                    \
+        ASSERT_EQ(rc_, 0) << halformer::last_kernel_error(); \
+        shape_count().compared++;                            \
     } while (0)
 #define HF_CALL_OR_NEXT(call)                                \
     {                                                        \
         int rc_ = (call);                                    \
-        if (HF_AUTO_TOO_SMALL(rc_)) continue;                \
+        if (HF_AUTO_TOO_SMALL(rc_)) {                        \
+            hf_shape_too_small();                            \
+            continue;                                        \
+        }                                                    \
         ASSERT_EQ(rc_, 0) << halformer::last_kernel_error(); \
+        shape_count().compared++;                            \
     }

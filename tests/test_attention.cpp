@@ -40,7 +40,7 @@ void run_case(const Kernel<AttnFn> &fn, bool causal, const Case &c, uint32_t see
                                          << " Tkv=" << c.Tkv << " dk=" << c.dk;
 }
 
-class AttentionTest : public testing::TestWithParam<Impl<AttnFn>> {};
+class AttentionTest : public OpTest<AttnFn> {};
 
 // Self-attention over T = 1, 3, 17, 129 with head dims 32, 64, 80.
 TEST_P(AttentionTest, SelfAttention) {
@@ -56,6 +56,8 @@ TEST_P(AttentionTest, KeyPaddingAndFullyMaskedSequence) {
     const bool causal = is_causal(GetParam().name);
     run_case(GetParam().fn, causal, {4, 2, 17, 17, 64, {17, 9, 1, 0}, 0, 1.f}, 70);
     run_case(GetParam().fn, causal, {3, 2, 129, 129, 32, {129, 65, 100}, 0, 1.f}, 75);
+    // at least the autoscheduled builds' tiles (Li2018: 64 head features and keys)
+    run_case(GetParam().fn, causal, {3, 2, 70, 70, 64, {70, 0, 33}, 0, 1.f}, 77);
 }
 
 // Cross-attention: queries and keys of different lengths (longer keys than a
@@ -71,16 +73,64 @@ TEST_P(AttentionTest, CrossAttention) {
 TEST_P(AttentionTest, IncrementalDecoding) {
     const bool causal = is_causal(GetParam().name);
     for (int L : {1, 2, 64, 65, 200}) {
-        for (int Tq : {1, 3}) {
+        for (int Tq : {1, 3, 32}) {  // 32: at least Adams2019's query tile
             if (Tq > L) continue;
             run_case(GetParam().fn, causal, {2, 8, Tq, L, 64, {}, L - Tq, 1.f}, 90 + L + Tq);
         }
     }
 }
 
+// Scores of about ±1e4 (inputs ±100·√(dk)/…): max subtraction keeps exp in range.
+TEST_P(AttentionTest, HugeScoresDoNotOverflow) {
+    const bool causal = is_causal(GetParam().name);
+    run_case(GetParam().fn, causal, {1, 2, 17, 17, 64, {}, 0, 35.f}, 120, 1e-4);
+    run_case(GetParam().fn, causal, {1, 2, 65, 65, 64, {}, 0, 35.f}, 121, 1e-4);  // the autoscheduled builds' tiles
+}
+
+// Q, K, V and O as strided views into one fused [B·T, 3·D] projection, as
+// the runtime passes them: no copies.
+TEST_P(AttentionTest, StridedViewsIntoFusedQKV) {
+    const bool causal = is_causal(GetParam().name);
+    // 33 and 65 × 64: at least the autoscheduled builds' tiles (Adams2019: 32
+    // queries; Li2018: 64 keys and head features)
+    for (auto [T, dk] : std::vector<std::pair<int, int>>{{9, 32}, {33, 32}, {65, 64}}) {
+        const int B = 2, H = 4, D = H * dk;
+        Buffer<float> qkv = ref::random_buffer({3 * D, T * B}, 130 + T);
+        auto view = [&](int which) {
+            halide_dimension_t dims[4] = {{0, dk, 1}, {0, T, 3 * D}, {0, H, dk}, {0, B, 3 * D * T}};
+            return Buffer<float>(qkv.data() + which * D, 4, dims);
+        };
+        Buffer<float> q = view(0), k = view(1), v = view(2);
+        Buffer<float> out(D, T * B);
+        halide_dimension_t odims[4] = {{0, dk, 1}, {0, T, D}, {0, H, dk}, {0, B, D * T}};
+        Buffer<float> o(out.data(), 4, odims);
+        Buffer<int32_t> len(B);
+        len.fill(T);
+        const float scale = 1.0f / std::sqrt((float)dk);
+        HF_CALL_OR_NEXT(GetParam().fn(q, k, v, len, 0, scale, o));
+        auto r = ref::attention(ref::to_array(q.copy()), ref::to_array(k.copy()), ref::to_array(v.copy()),
+                                std::vector<int>(B, T), 0, scale, causal);
+        EXPECT_LE(ref::rel_error(o.copy(), r), ref::kTolerance) << "T=" << T << " dk=" << dk;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, AttentionTest,
+                         testing::ValuesIn(on_device(std::vector<Impl<AttnFn>>{
+                             HF_IMPL3(hf_attention), HF_IMPL3(hf_attention_causal),
+                             {"hf_attention_decode", HF_KERNEL(hf_attention_decode)},
+                             {"hf_attention_causal_decode", HF_KERNEL(hf_attention_causal_decode)}})),
+                         impl_name<AttnFn>);
+
 // Small heads (dk = 8, 12: the test models' sizes) against short caches, one
-// and several new queries, as the runtime's decoding steps call it.
-TEST_P(AttentionTest, SmallHeadsShortCaches) {
+// and several new queries, as the runtime's decoding steps call it. For the
+// hand schedules (the kernels the runtime runs) only: the autoscheduled
+// builds' tiles (Adams2019: 32 head features and 32 queries; Mullapudi2016:
+// 16 keys; Li2018: 64 head features and 64 keys) are larger than every
+// shape here.
+class AttentionSmallHeadsTest : public OpTest<AttnFn> {};
+
+
+TEST_P(AttentionSmallHeadsTest, SmallHeadsShortCaches) {
     const bool causal = is_causal(GetParam().name);
     for (int dk : {8, 12}) {
         for (int L : {1, 5, 17}) {
@@ -90,38 +140,10 @@ TEST_P(AttentionTest, SmallHeadsShortCaches) {
     }
 }
 
-// Scores of about ±1e4 (inputs ±100·√(dk)/…): max subtraction keeps exp in range.
-TEST_P(AttentionTest, HugeScoresDoNotOverflow) {
-    const bool causal = is_causal(GetParam().name);
-    run_case(GetParam().fn, causal, {1, 2, 17, 17, 64, {}, 0, 35.f}, 120, 1e-4);
-}
-
-// Q, K, V and O as strided views into one fused [B·T, 3·D] projection, as
-// the runtime passes them: no copies.
-TEST_P(AttentionTest, StridedViewsIntoFusedQKV) {
-    const bool causal = is_causal(GetParam().name);
-    const int B = 2, T = 9, H = 4, dk = 32, D = H * dk;
-    Buffer<float> qkv = ref::random_buffer({3 * D, T * B}, 130);
-    auto view = [&](int which) {
-        halide_dimension_t dims[4] = {{0, dk, 1}, {0, T, 3 * D}, {0, H, dk}, {0, B, 3 * D * T}};
-        return Buffer<float>(qkv.data() + which * D, 4, dims);
-    };
-    Buffer<float> q = view(0), k = view(1), v = view(2);
-    Buffer<float> out(D, T * B);
-    halide_dimension_t odims[4] = {{0, dk, 1}, {0, T, D}, {0, H, dk}, {0, B, D * T}};
-    Buffer<float> o(out.data(), 4, odims);
-    Buffer<int32_t> len(B);
-    len.fill(T);
-    const float scale = 1.0f / std::sqrt((float)dk);
-    HF_CALL(GetParam().fn(q, k, v, len, 0, scale, o));
-    auto r = ref::attention(ref::to_array(q.copy()), ref::to_array(k.copy()), ref::to_array(v.copy()),
-                            std::vector<int>(B, T), 0, scale, causal);
-    EXPECT_LE(ref::rel_error(o.copy(), r), ref::kTolerance);
-}
-
-INSTANTIATE_TEST_SUITE_P(All, AttentionTest,
+INSTANTIATE_TEST_SUITE_P(All, AttentionSmallHeadsTest,
                          testing::ValuesIn(on_device(std::vector<Impl<AttnFn>>{
-                             HF_IMPL3(hf_attention), HF_IMPL3(hf_attention_causal),
+                             {"hf_attention", HF_KERNEL(hf_attention)},
+                             {"hf_attention_causal", HF_KERNEL(hf_attention_causal)},
                              {"hf_attention_decode", HF_KERNEL(hf_attention_decode)},
                              {"hf_attention_causal_decode", HF_KERNEL(hf_attention_causal_decode)}})),
                          impl_name<AttnFn>);

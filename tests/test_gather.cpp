@@ -8,7 +8,7 @@ HF_DECLARE(hf_gather_rows)
 using ref::Buffer;
 using GatherFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
 
-class GatherTest : public testing::TestWithParam<Impl<GatherFn>> {};
+class GatherTest : public OpTest<GatherFn> {};
 
 // Beam reorders (a permutation, a beam copied twice, identity) and the
 // repetition of each sentence's rows for its beams (R_out > R_in), at odd

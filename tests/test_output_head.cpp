@@ -18,12 +18,12 @@ using ref::Buffer;
 using HeadFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
 using TopKFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
 
-class OutputHeadTest : public testing::TestWithParam<Impl<HeadFn>> {};
+class OutputHeadTest : public OpTest<HeadFn> {};
 
 TEST_P(OutputHeadTest, ProjectionThenLogSoftmax) {
     uint32_t seed = 500;
     for (auto [M, D, V] : std::vector<std::tuple<int, int, int>>{
-             {1, 16, 10}, {3, 37, 101}, {17, 64, 1000}, {4, 512, 37000}}) {
+             {1, 16, 10}, {3, 37, 101}, {17, 64, 1000}, {4, 512, 37000}, {70, 40, 515}}) {
         Buffer<float> x = ref::random_buffer({D, M}, seed++, -2, 2);
         Buffer<float> w = ref::random_buffer({D, V}, seed++, -0.5f, 0.5f);
         Buffer<float> b = ref::random_buffer({V}, seed++), y(V, M);
@@ -34,15 +34,20 @@ TEST_P(OutputHeadTest, ProjectionThenLogSoftmax) {
     }
 }
 
+// Logits of about ±1e4..1e5 (the second shape: at least the autoscheduled
+// builds' tiles, 64 rows, 16 features and 64 logits).
 TEST_P(OutputHeadTest, HugeLogits) {
-    const int M = 2, D = 8, V = 50;
-    Buffer<float> x = ref::random_buffer({D, M}, 1, -100, 100);
-    Buffer<float> w = ref::random_buffer({D, V}, 2, -100, 100);
-    Buffer<float> b(V), y(V, M);
-    b.fill(0.0f);
-    HF_CALL(GetParam().fn(x, w, b, y));
-    auto logits = ref::linear(ref::to_array(x), ref::to_array(w), ref::to_array(b), "none", nullptr);
-    EXPECT_LE(ref::rel_error(y, ref::softmax(logits, nullptr, true)), ref::kTolerance);
+    uint32_t seed = 1;
+    for (auto [M, D, V] : std::vector<std::tuple<int, int, int>>{{2, 8, 50}, {66, 16, 70}}) {
+        Buffer<float> x = ref::random_buffer({D, M}, seed++, -100, 100);
+        Buffer<float> w = ref::random_buffer({D, V}, seed++, -100, 100);
+        Buffer<float> b(V), y(V, M);
+        b.fill(0.0f);
+        HF_CALL_OR_NEXT(GetParam().fn(x, w, b, y));
+        auto logits = ref::linear(ref::to_array(x), ref::to_array(w), ref::to_array(b), "none", nullptr);
+        EXPECT_LE(ref::rel_error(y, ref::softmax(logits, nullptr, true)), ref::kTolerance)
+            << "M=" << M << " D=" << D << " V=" << V;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, OutputHeadTest,
@@ -50,7 +55,7 @@ INSTANTIATE_TEST_SUITE_P(All, OutputHeadTest,
                              HF_IMPL3(hf_output_head), HF_IMPL3(hf_output_head_dot)})),
                          impl_name<HeadFn>);
 
-class TopKTest : public testing::TestWithParam<Impl<TopKFn>> {};
+class TopKTest : public OpTest<TopKFn> {};
 
 // Reference: stable sort by descending score (ties: lower id first).
 void check_topk(const Kernel<TopKFn> &fn, int K, Buffer<float> s) {
@@ -89,27 +94,51 @@ TEST_P(TopKTest, RandomRowsAndTies) {
         wide(n, 1) = -2.5f;
     }
     check_topk(GetParam().fn, K, wide);
+    // Many rows (at least the autoscheduled builds' 64-row tiles), each with
+    // its own ties.
+    Buffer<float> tall = ref::random_buffer({300, 70}, 12, -3, 3);
+    for (int m = 0; m < 70; m++)
+        for (int n = m % 5; n < 300; n += 37) tall(n, m) = 3.0f;  // equal maxima
+    check_topk(GetParam().fn, K, tall);
 }
 
+// Even rows: one finite score among -inf and a NaN (one id, then -1s); odd
+// rows: a NaN at every third id (never selected). 2 rows, and 66 (at least
+// the autoscheduled builds' 64-row tiles).
 TEST_P(TopKTest, NaNAndTooFewScores) {
     const int K = GetParam().name.find("topk8") != std::string::npos ? 8 : 1;
     const float inf = std::numeric_limits<float>::infinity();
-    Buffer<float> s(1500, 2);
-    s.fill(-inf);
-    s(700, 0) = 3.0f;  // one finite score among -inf: the rest is (-inf, -1)
-    s(1400, 0) = std::nanf("");
-    for (int n = 0; n < 1500; n++) s(n, 1) = n % 3 == 0 ? std::nanf("") : (float)n;
-    Buffer<float> vals(K, 2);
-    Buffer<int32_t> ids(K, 2);
-    HF_CALL(GetParam().fn(s, vals, ids));
-    EXPECT_EQ(ids(0, 0), 700);
-    EXPECT_EQ(vals(0, 0), 3.0f);
-    for (int j = 1; j < K; j++) EXPECT_EQ(ids(j, 0), -1) << j;
-    int expect = 1500;
-    for (int j = 0; j < K; j++) {
-        do expect--; while (expect % 3 == 0);  // ids holding NaN are skipped
-        EXPECT_FALSE(std::isnan(vals(j, 1))) << "NaN is never selected";
-        EXPECT_EQ(ids(j, 1), expect) << j;
+    for (int M : {2, 66}) {
+        Buffer<float> s(1500, M);
+        for (int m = 0; m < M; m++) {
+            for (int n = 0; n < 1500; n++) {
+                if (m % 2 == 0) {
+                    s(n, m) = -inf;  // one finite score among -inf: the rest is (-inf, -1)
+                } else {
+                    s(n, m) = n % 3 == 0 ? std::nanf("") : (float)n;
+                }
+            }
+            if (m % 2 == 0) {
+                s(700, m) = 3.0f;
+                s(1400, m) = std::nanf("");
+            }
+        }
+        Buffer<float> vals(K, M);
+        Buffer<int32_t> ids(K, M);
+        HF_CALL_OR_NEXT(GetParam().fn(s, vals, ids));
+        for (int m = 0; m < M; m += 2) {
+            EXPECT_EQ(ids(0, m), 700) << "row " << m;
+            EXPECT_EQ(vals(0, m), 3.0f) << "row " << m;
+            for (int j = 1; j < K; j++) EXPECT_EQ(ids(j, m), -1) << "row " << m << " rank " << j;
+        }
+        for (int m = 1; m < M; m += 2) {
+            int expect = 1500;
+            for (int j = 0; j < K; j++) {
+                do expect--; while (expect % 3 == 0);  // ids holding NaN are skipped
+                EXPECT_FALSE(std::isnan(vals(j, m))) << "NaN is never selected";
+                EXPECT_EQ(ids(j, m), expect) << "row " << m << " rank " << j;
+            }
+        }
     }
 }
 

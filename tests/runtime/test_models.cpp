@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -214,13 +215,106 @@ TEST(Sampling, SeededAndFiltered) {
     }
 }
 
-TEST(Generate, StopsAtTheLengthLimitAndEos) {
+// Greedy decoding by hand: each next token is the argmax (lowest id on ties)
+// of the teacher-forced logits over the whole prefix; max_new tokens, eos or
+// not.
+Sequence greedy_by_hand(Model &m, const Sequence &src, int max_new) {
+    const bool ed = m.config().architecture == Architecture::EncoderDecoder;
+    Sequence full = ed ? Sequence{m.config().bos_id} : src, out;
+    for (int k = 0; k < max_new; k++) {
+        auto lg = ed ? m.logits({src}, {full}) : m.logits({full});
+        const int V = (int)lg[0].shape[1];
+        const float *row = &lg[0].data[(full.size() - 1) * V];
+        const int32_t next = (int32_t)(std::max_element(row, row + V) - row);
+        out.push_back(next);
+        full.push_back(next);
+    }
+    return out;
+}
+
+// Generation ends with the first eos, and nothing follows it: the tokens are
+// the hand-made greedy ones up to and including their first eos. Sources
+// whose greedy output reaches eos early (and, unstopped, would go on) and
+// sources that never produce it (which run to the limit), alone and in one
+// batch; stop_at_eos = false goes on past eos; beam hypotheses hold eos only
+// as their last token.
+TEST(Generate, StopsAtEosAndNothingFollows) {
+    const std::vector<Sequence> srcs = {{7, 7},       {30},      {14, 13, 11, 25, 8, 3, 5, 22, 29},
+                                        {4, 8},       {5, 9, 11, 3, 7, 20, 4},
+                                        {3, 4, 5},    {2},       {27, 30, 12, 18, 6, 36, 26, 23, 8}};
+    for (const char *name : {"ed_post_relu", "dec_post_relu"}) {
+        Model m = load_model(name);
+        const int32_t eos = m.config().eos_id;
+        GenerateOptions o;
+        o.max_new_tokens = 12;
+        int stopped_early = 0, ran_to_limit = 0;
+        std::vector<Sequence> expected;
+        for (const Sequence &src : srcs) {
+            const Sequence unstopped = greedy_by_hand(m, src, o.max_new_tokens);
+            auto at = std::find(unstopped.begin(), unstopped.end(), eos);
+            const Sequence want(unstopped.begin(), at == unstopped.end() ? at : at + 1);
+            if (want.size() < unstopped.size()) stopped_early++;
+            if (at == unstopped.end()) ran_to_limit++;
+            expected.push_back(want);
+
+            o.stop_at_eos = true;
+            const Sequence got = m.generate({src}, o)[0][0].tokens;
+            EXPECT_EQ(got, want) << name << " src " << testing::PrintToString(src);
+            for (size_t k = 0; k + 1 < got.size(); k++)
+                EXPECT_NE(got[k], eos) << name << ": something follows eos";
+            if (at != unstopped.end()) EXPECT_EQ(got.back(), eos) << name << ": eos ends the tokens";
+
+            o.stop_at_eos = false;
+            EXPECT_EQ(m.generate({src}, o)[0][0].tokens, unstopped)
+                << name << " src " << testing::PrintToString(src) << ": stop_at_eos = false goes on past eos";
+        }
+        // The test compares something on both sides of the rule.
+        EXPECT_GT(stopped_early, 0) << name << ": no source reaches eos before the limit";
+        EXPECT_GT(ran_to_limit, 0) << name << ": every source reaches eos";
+
+        // One batch: rows that end at eos stay ended while the others go on.
+        o.stop_at_eos = true;
+        auto together = m.generate(srcs, o);
+        ASSERT_EQ(together.size(), srcs.size());
+        for (size_t b = 0; b < srcs.size(); b++)
+            EXPECT_EQ(together[b][0].tokens, expected[b]) << name << " batch row " << b;
+
+        // Beam search: a hypothesis ends at its first eos; one without eos
+        // ran to the limit.
+        o.beam = 3;
+        o.n_best = 3;
+        int beam_eos = 0;
+        for (const auto &hyps : m.generate(srcs, o)) {
+            ASSERT_FALSE(hyps.empty());
+            for (const auto &h : hyps) {
+                ASSERT_FALSE(h.tokens.empty());
+                for (size_t k = 0; k + 1 < h.tokens.size(); k++)
+                    EXPECT_NE(h.tokens[k], eos) << name << ": beam: something follows eos";
+                if (h.tokens.back() == eos) {
+                    beam_eos++;
+                } else {
+                    EXPECT_EQ((int)h.tokens.size(), o.max_new_tokens) << name << ": a beam without eos stopped early";
+                }
+            }
+        }
+        EXPECT_GT(beam_eos, 0) << name << ": no beam hypothesis ends with eos";
+        o.stop_at_eos = false;
+        for (const auto &hyps : m.generate(srcs, o))
+            for (const auto &h : hyps)
+                EXPECT_EQ((int)h.tokens.size(), o.max_new_tokens) << name << ": beam, stop_at_eos = false";
+    }
+}
+
+// max_new_tokens = max_positions is allowed (positions 0..max-1 hold bos +
+// max-1 tokens) and, for a source that never produces eos, gives exactly
+// that many tokens; one more is an Error.
+TEST(Generate, StopsAtTheLengthLimit) {
     Model m = load_model("ed_post_relu");
     GenerateOptions o;
-    o.max_new_tokens = m.config().max_positions;  // positions 0..max-1 hold bos + max-1 tokens
+    o.max_new_tokens = m.config().max_positions;
     auto h = m.generate({{3, 4, 5}}, o)[0][0].tokens;
-    EXPECT_LE((int)h.size(), o.max_new_tokens);
-    for (size_t k = 0; k + 1 < h.size(); k++) EXPECT_NE(h[k], m.config().eos_id) << "nothing follows eos";
+    EXPECT_EQ((int)h.size(), o.max_new_tokens);
+    EXPECT_EQ(std::count(h.begin(), h.end(), m.config().eos_id), 0) << "this source never produces eos";
     o.max_new_tokens = m.config().max_positions + 1;
     EXPECT_THROW(m.generate({{3, 4, 5}}, o), Error);
 }
@@ -228,54 +322,71 @@ TEST(Generate, StopsAtTheLengthLimitAndEos) {
 }  // namespace
 
 // On a GPU: the same tokens as the CPU kernels, for greedy and beam search,
-// and logits within fp32 rounding of them (on the CPU this compares the CPU
-// with itself).
+// and logits within fp32 rounding of them. Skipped on the CPU (there it would
+// compare the CPU with itself).
 TEST(DeviceAgreement, SameTokensAndLogitsAsTheCpu) {
+    if (test_device() == Device::CPU)
+        GTEST_SKIP() << "no device under test (HALFORMER_DEVICE=opencl or cuda): nothing to compare the CPU with";
     for (const char *name : kGenerators) {
         Model dev = load_model(name), cpu = Model::load(fixture(name));
-        EXPECT_EQ(dev.device(), test_device());
+        ASSERT_EQ(dev.device(), test_device());
+        ASSERT_EQ(cpu.device(), Device::CPU);
         Sequence src = {5, 9, 11, 3, 7, 20, 4};
         for (int beam : {1, 3}) {
             GenerateOptions o;
             o.max_new_tokens = 10;
             o.beam = beam;
             auto a = dev.generate({src, {4, 8}}, o), b = cpu.generate({src, {4, 8}}, o);
+            ASSERT_EQ(a.size(), 2u);
+            ASSERT_EQ(b.size(), 2u);
             for (size_t i = 0; i < a.size(); i++) {
+                ASSERT_FALSE(a[i].empty());
+                ASSERT_FALSE(b[i].empty());
+                ASSERT_FALSE(b[i][0].tokens.empty());
                 EXPECT_EQ(a[i][0].tokens, b[i][0].tokens) << name << " beam " << beam << " input " << i;
+                if (beam > 1) EXPECT_NEAR(a[i][0].score, b[i][0].score, 1e-4) << name << " input " << i;
             }
         }
         const bool ed = dev.config().architecture == Architecture::EncoderDecoder;
         auto la = ed ? dev.logits({src}, {{1, 6, 2}}) : dev.logits({src});
         auto lb = ed ? cpu.logits({src}, {{1, 6, 2}}) : cpu.logits({src});
+        ASSERT_EQ(la.size(), 1u);
+        ASSERT_EQ(lb.size(), 1u);
+        ASSERT_EQ(la[0].shape, lb[0].shape);
+        ASSERT_EQ(la[0].data.size(), lb[0].data.size());
+        ASSERT_FALSE(lb[0].data.empty());
         double num = 0, den = 0;
         for (size_t k = 0; k < lb[0].data.size(); k++) {
             num += std::pow(la[0].data[k] - lb[0].data[k], 2);
             den += std::pow(lb[0].data[k], 2);
         }
+        ASSERT_GT(den, 0) << name;
         EXPECT_LE(std::sqrt(num / den), 1e-5) << name;
     }
 }
 
-// Weights go to the device once: a second call uploads nothing more. On the
-// CPU nothing is held on a device.
+// Weights go to the device once, on first use: every parameter's bytes (a
+// tied head shares the embedding's upload), and a second call uploads
+// nothing more. Skipped on the CPU (nothing is held on a device there).
 TEST(DeviceAgreement, WeightsAreUploadedOnce) {
+    if (test_device() == Device::CPU)
+        GTEST_SKIP() << "no device under test (HALFORMER_DEVICE=opencl or cuda): nothing is uploaded";
     Model m = load_model("ed_pre_gelu");
+    ASSERT_EQ(m.device(), test_device());
+    const size_t params = (size_t)m.parameter_count() * sizeof(float);
+    ASSERT_GT(params, 0u);
+    EXPECT_EQ(m.device_memory().weights, 0u) << "weights are uploaded on first use, not at load";
     GenerateOptions o;
     o.max_new_tokens = 6;
     o.beam = 2;
     m.generate({{5, 9, 11}}, o);
     const DeviceMemory first = m.device_memory();
+    EXPECT_GE(first.weights, params);
+    EXPECT_LE(first.weights, params * 11 / 10);
+    EXPECT_GT(first.activations, 0u);
     m.generate({{5, 9, 11, 3, 7}}, o);
     m.logits({{5, 9}}, {{1, 6}});
     const DeviceMemory second = m.device_memory();
-    EXPECT_EQ(second.weights, first.weights);
-    if (test_device() == Device::CPU) {
-        EXPECT_EQ(second.weights, 0u);
-        EXPECT_EQ(second.activations, 0u);
-    } else {
-        // Every parameter once (a tied head shares the embedding's upload).
-        EXPECT_GE(second.weights, (size_t)m.parameter_count() * sizeof(float));
-        EXPECT_LE(second.weights, (size_t)m.parameter_count() * sizeof(float) * 11 / 10);
-        EXPECT_GT(second.activations, 0u);
-    }
+    EXPECT_EQ(second.weights, first.weights) << "a second call uploads nothing more";
+    EXPECT_GE(second.activations, first.activations) << "activation buffers only grow";
 }
