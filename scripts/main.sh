@@ -30,11 +30,13 @@ else
   target=x86-64-linux-sse41
 fi
 echo "main: building the runtime and inference kernels for $target"
+mkdir -p build-main
+log=build-main/main-build.log
 cmake -S . -B build-main -DCMAKE_BUILD_TYPE=Release -DHALFORMER_TESTS=OFF -DHALFORMER_BENCH=OFF \
   -DHALFORMER_TRAINING=OFF -DHALFORMER_GPU=OFF -DHALFORMER_ARM=OFF -DHALFORMER_AUTOSCHEDULED=OFF \
-  "-DHALFORMER_X86_TARGETS=$target" > build-main.log 2>&1 || { cat build-main.log; exit 1; }
-cmake --build build-main --target halformer -j"$(nproc)" >> build-main.log 2>&1 || { tail -50 build-main.log; exit 1; }
-echo "main: built in $(elapsed) s (log: build-main.log)"
+  "-DHALFORMER_X86_TARGETS=$target" > "$log" 2>&1 || { cat "$log"; exit 1; }
+cmake --build build-main --target halformer -j"$(nproc)" >> "$log" 2>&1 || { tail -50 "$log"; exit 1; }
+echo "main: built in $(elapsed) s (log: $log)"
 
 model=models/en-de
 [ -f "$model/model.safetensors" ] || { echo "main: $model/model.safetensors is missing" >&2; exit 1; }
