@@ -1,4 +1,4 @@
-# halformer_kernel(NAME GENERATOR gen [PARAMS k=v ...] [HAND_ONLY] [NO_ARM])
+# halformer_kernel(NAME GENERATOR gen [PARAMS k=v ...] [HAND_ONLY] [NO_ARM] [CPU_ONLY])
 #
 # Compiles one kernel variant ahead of time:
 #   NAME                  hand schedule, one object per x86 variant below plus a
@@ -14,7 +14,8 @@
 #   NAME_adams2019        the same algorithm scheduled by Adams2019 (host target)
 #   NAME_mullapudi2016    ... and by Mullapudi2016
 # HAND_ONLY skips the autoscheduled builds; NO_ARM the ARM one (training
-# kernels: x86 and GPUs only).
+# kernels: x86 and GPUs only); CPU_ONLY builds the x86 variants alone (the
+# bfloat16 and int8 kernels, made for AVX512-BF16 and VNNI).
 # All kernels link one shared Halide runtime (the first kernel's NAME.runtime).
 #
 # The variants are listed most specific first: the wrapper takes the first one
@@ -73,7 +74,11 @@ function(_halformer_shared_runtime prop name_var args_var)
 endfunction()
 
 function(halformer_kernel NAME)
-  cmake_parse_arguments(ARG "HAND_ONLY;NO_ARM" "GENERATOR" "PARAMS" ${ARGN})
+  cmake_parse_arguments(ARG "HAND_ONLY;NO_ARM;CPU_ONLY" "GENERATOR" "PARAMS" ${ARGN})
+  if (ARG_CPU_ONLY)
+    set(ARG_HAND_ONLY ON)
+    set(ARG_NO_ARM ON)
+  endif ()
   set(extra "")
   if (HALFORMER_EMIT_STMT)
     list(APPEND extra STMT ${NAME}_stmt ASSEMBLY ${NAME}_asm)
@@ -96,7 +101,7 @@ function(halformer_kernel NAME)
   endif ()
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${NAME} CACHE INTERNAL "")
   set(all "")
-  if (HALFORMER_GPU)
+  if (HALFORMER_GPU AND NOT ARG_CPU_ONLY)
     foreach (api IN ITEMS opencl cuda)
       if (api STREQUAL "opencl")
         set(targets ${HALFORMER_OPENCL_TARGET})

@@ -18,6 +18,13 @@ void add_machine_options(CLI::App &app, MachineOptions &m) {
     app.add_option("--device", m.device, "cpu, cuda or opencl");
 }
 
+void add_precision_option(CLI::App &app, MachineOptions &m) {
+    app.add_option("--precision", m.precision, "projections in fp32, bf16 or int8 (bf16/int8: CPU only)")
+        ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
+}
+
+void apply_precision(const MachineOptions &m, Model &model) { model.set_precision(parse_precision(m.precision)); }
+
 Device apply_machine_options(const MachineOptions &m) {
     if (!m.isa.empty()) set_isa_limit(parse_isa(m.isa));
     if (m.threads > 0) halide_set_num_threads(m.threads);

@@ -14,10 +14,15 @@ struct MachineOptions {
     int threads = 0;  // 0: Halide's default (one per core)
     std::string isa;  // "": the best this CPU runs
     std::string device = "cpu";
+    std::string precision = "fp32";
 };
 
 // --threads, --isa, --device.
 void add_machine_options(CLI::App &app, MachineOptions &m);
+// --precision fp32|bf16|int8 (commands that run a loaded model), and
+// applying it to one.
+void add_precision_option(CLI::App &app, MachineOptions &m);
+void apply_precision(const MachineOptions &m, Model &model);
 // Applies them (thread count, ISA limit) and returns the device, or throws
 // Error naming what the device lacks.
 Device apply_machine_options(const MachineOptions &m);

@@ -64,6 +64,7 @@ int cmd_eval(int argc, char **argv) {
     app.add_flag("--force", force, "replace --out and --json");
     add_decoding_options(app, g);
     add_machine_options(app, mo);
+    add_precision_option(app, mo);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {
@@ -89,6 +90,7 @@ int cmd_eval(int argc, char **argv) {
         }
         const Device device = apply_machine_options(mo);
         Model m = Model::load(dir, device);
+        apply_precision(mo, m);
         auto t0 = std::chrono::steady_clock::now();
         auto res = m.translate(srcs, g, batch);
         seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

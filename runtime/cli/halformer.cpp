@@ -36,6 +36,14 @@ namespace {
 
 int g_threads = 0;  // Halide's default: one per core
 Device g_device = Device::CPU;
+Precision g_precision = Precision::FP32;
+
+// Model::load / Model::random with the common options (device, precision).
+Model load_model(const std::string &dir) {
+    Model m = Model::load(dir, g_device);
+    m.set_precision(g_precision);
+    return m;
+}
 
 const char *kUsage =
     "usage:\n"
@@ -54,7 +62,8 @@ const char *kUsage =
     "  halformer tokenizer train|encode|decode|pairs ... (halformer tokenizer --help)\n"
     "  halformer translate DIR [TEXT...] [--beam K] [--batch N] ... (reads stdin lines without TEXT)\n"
     "  halformer eval DIR --src F --ref F [--beam K] [--out F] [--json F] | eval --hyp F --ref F\n"
-    "common options: --threads N, --isa sse41|avx2|avx512|sapphirerapids, --device cpu|cuda|opencl\n"
+    "common options: --threads N, --isa sse41|avx2|avx512|sapphirerapids, --device cpu|cuda|opencl,\n"
+    "                --precision fp32|bf16|int8 (projections; bf16/int8 on the CPU)\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n";
 
 struct Args {
@@ -109,7 +118,7 @@ Args parse_args(int argc, char **argv, const std::vector<std::string> &flags_wit
 void check_known(const Args &a, const std::vector<std::string> &known) {
     for (auto &kv : a.opts) {
         if (std::find(known.begin(), known.end(), kv.first) == known.end() && kv.first != "threads" &&
-            kv.first != "isa" && kv.first != "device") {
+            kv.first != "isa" && kv.first != "device" && kv.first != "precision") {
             throw Error("unknown option --" + kv.first + " for '" + a.command + "'\n" + kUsage);
         }
     }
@@ -206,7 +215,7 @@ int cmd_info(const Args &a) {
         print_build_info();
         return 0;
     }
-    Model m = Model::load(a.dir, g_device);
+    Model m = load_model(a.dir);
     const Config &c = m.config();
     std::printf("model: %s\n", a.dir.c_str());
     std::printf("config:\n%s", c.to_json().c_str());
@@ -232,7 +241,7 @@ int cmd_logits(const Args &a) {
     check_known(a, {"src", "tgt", "out", "force"});
     if (!a.flag("src")) throw Error("logits: --src is required");
     if (!a.flag("out")) throw Error("logits: --out FILE.npy is required");
-    Model m = Model::load(a.dir, g_device);
+    Model m = load_model(a.dir);
     Sequence src = parse_ids(a.str("src"), "src");
     std::vector<Sequence> tgt;
     if (a.flag("tgt")) tgt.push_back(parse_ids(a.str("tgt"), "tgt"));
@@ -264,7 +273,7 @@ int cmd_generate(const Args &a) {
     check_known(a, {"src", "text", "max-new-tokens", "beam", "length-penalty", "n-best", "sample", "temperature",
                     "top-k", "top-p", "seed"});
     if (a.flag("src") == a.flag("text")) throw Error("generate: give --src IDS or --text TEXT (one of them)");
-    Model m = Model::load(a.dir, g_device);
+    Model m = load_model(a.dir);
     GenerateOptions o = generate_options(a);
     if (a.flag("text")) {
         // Text in, text out: a decoder-only model continues the prompt, an
@@ -325,6 +334,7 @@ int cmd_demo(const Args &a) {
                 (unsigned long long)seed);
     auto t0 = clock::now();
     Model m = Model::random(c, seed, g_device);
+    m.set_precision(g_precision);
     std::printf("built %.1f M parameters in %.2f s; kernels: %s, %d threads\n", m.parameter_count() / 1e6,
                 secs(t0), kernels_label().c_str(), g_threads);
     // Random sources: lengths in [src_len/2, src_len], ids in [3, vocab).
@@ -407,10 +417,11 @@ int cmd_bench(const Args &a) {
         if (!a.dir.empty()) throw Error("bench: give a model directory or --config base, not both");
         if (a.str("config") != "base") throw Error("bench: --config knows only 'base' (the paper's base model)");
         m = std::make_unique<Model>(Model::random(Config::base(), 1, g_device));
+        m->set_precision(g_precision);
         source = "config base (random weights)";
     } else {
         if (a.dir.empty()) throw Error("bench: a model directory or --config base is required");
-        m = std::make_unique<Model>(Model::load(a.dir, g_device));
+        m = std::make_unique<Model>(load_model(a.dir));
         source = a.dir;
     }
     const Config &c = m->config();
@@ -466,16 +477,17 @@ int cmd_bench(const Args &a) {
     if (a.flag("json")) {
         std::printf("{\"model\": \"%s\", \"architecture\": \"%s\", \"parameters\": %lld, \"batch\": %d, "
                     "\"src_len\": %d, \"beam\": %d, \"new_tokens\": %d, \"threads\": %d, \"iters\": %d, "
-                    "\"variant\": \"%s\", \"device\": \"%s\", \"encoder_ms\": %.4f, \"decoder_step_ms\": %.4f, "
+                    "\"variant\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"encoder_ms\": %.4f, \"decoder_step_ms\": %.4f, "
                     "\"greedy_tokens_per_s\": %.2f, \"beam_tokens_per_s\": %.2f, \"peak_rss_mb\": %.1f}\n",
                     source.c_str(), architecture_name(c.architecture), (long long)m->parameter_count(), B, S, K, N,
                     g_threads ? g_threads : (int)std::thread::hardware_concurrency(), iters,
                     g_device == Device::CPU ? isa_name(selected_isa()) : device_name(g_device),
-                    device_description(g_device).c_str(), median(enc), median(steps), median(g_tps), median(b_tps),
+                    precision_name(m->precision()), device_description(g_device).c_str(), median(enc), median(steps), median(g_tps), median(b_tps),
                     rss);
     } else {
-        std::printf("model: %s (%s, %.1f M parameters), kernels: %s\n", source.c_str(),
-                    architecture_name(c.architecture), m->parameter_count() / 1e6, kernels_label().c_str());
+        std::printf("model: %s (%s, %.1f M parameters), kernels: %s, precision %s\n", source.c_str(),
+                    architecture_name(c.architecture), m->parameter_count() / 1e6, kernels_label().c_str(),
+                    precision_name(m->precision()));
         std::printf("workload: batch %d, source length %d, %d new tokens, beam %d; medians of %d runs\n", B, S, N,
                     K, iters);
         std::printf("  encoder_ms            %10.3f\n", median(enc));
@@ -535,6 +547,7 @@ int main(int argc, char **argv) {
             g_device = parse_device(a.str("device"));
             require_device(g_device);
         }
+        if (a.flag("precision")) g_precision = parse_precision(a.str("precision"));
         if (a.flag("threads")) {
             long n = a.integer("threads", 0);
             if (n < 1) throw Error("--threads must be >= 1");

@@ -33,6 +33,7 @@ int cmd_translate(int argc, char **argv) {
     app.add_flag("--quiet", quiet, "no summary on stderr");
     add_decoding_options(app, g);
     add_machine_options(app, mo);
+    add_precision_option(app, mo);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {
@@ -41,6 +42,7 @@ int cmd_translate(int argc, char **argv) {
     check_decoding_options(g);
     const Device device = apply_machine_options(mo);
     Model m = Model::load(dir, device);
+    apply_precision(mo, m);
     if (m.config().architecture != Architecture::EncoderDecoder) {
         throw Error(dir + ": translate needs an encoder-decoder model (use generate --text for a decoder-only one)");
     }

@@ -106,7 +106,12 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
             const auto &w = dec.layers[l].cross;
             View vx(memory, {{D, 1}, {S * B, D}}), vw(w.in_w + (size_t)D * D, {{D, 1}, {2 * D, D}}),
                 vb(w.in_b + D, {{2 * D, 1}}), vy(kvb, {{2 * D, 1}, {S * B, 2 * D}});
-            run("linear", [&] { return HF_PICK(device(), hf_linear)(vx.get(), vw.get(), vb.get(), vy.get()); });
+            if (lowp()) {
+                linear_lowp("linear", memory, S * B, D, w.in_w + (size_t)D * D, 2 * D, D, w.in_b + D, nullptr,
+                            nullptr, kvb, 2 * D);
+            } else {
+                run("linear", [&] { return HF_PICK(device(), hf_linear)(vx.get(), vw.get(), vb.get(), vy.get()); });
+            }
             float *dst = cross_kv[l].need((size_t)S * R * 2 * D);
             View src(kvb, {{2 * D, 1}, {B, 2 * D}, {S, B * 2 * D}}), rows(beam_src.data(), {{R, 1}}, true),
                 out(dst, {{2 * D, 1}, {R, 2 * D}, {S, R * 2 * D}});

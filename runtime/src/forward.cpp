@@ -173,6 +173,7 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
     };
     auto linear = [&](const char *name, const float *in, const float *w, const float *bias, int N,
                       float *out, int out_stride) {
+        if (lowp()) return linear_lowp(name, in, M, D, w, N, D, bias, nullptr, nullptr, out, out_stride);
         View vx(in, {{D, 1}, {M, D}}), vw(w, {{D, 1}, {N, D}}), vb(bias, {{N, 1}}),
             vy(out, {{N, 1}, {M, out_stride}});
         auto fn = M <= kDotRows ? HF_PICK(device(), hf_linear_dot) : HF_PICK(device(), hf_linear);
@@ -182,7 +183,12 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
     // x_alt ← x + Wo·a (+ norm), then swap.
     auto out_proj = [&](const AttnW &w, const NormW &n) {
         View va = act(ab), vw(w.out_w, {{D, 1}, {D, D}}), vb(w.out_b, {{D, 1}});
-        if (pre) {
+        if (lowp() && pre) {
+            linear_lowp("linear", ab, M, D, w.out_w, D, D, w.out_b, nullptr, x, x_alt, D);
+        } else if (lowp()) {
+            linear_lowp("linear", ab, M, D, w.out_w, D, D, w.out_b, nullptr, nullptr, yb, D);
+            add_norm(n, yb, x, x_alt);
+        } else if (pre) {
             View vr = act(x), vo = act(x_alt);
             auto fn = M <= kDotRows ? HF_PICK(device(), hf_linear_dot_residual) : HF_PICK(device(), hf_linear_residual);
             run("linear", [&] { return fn(va.get(), vw.get(), vb.get(), vr.get(), vo.get()); });
@@ -233,7 +239,18 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
 
     // Feed-forward.
     View w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}}), w2(L.w2, {{F, 1}, {D, F}}), b2(L.b2, {{D, 1}});
-    if (M <= kDotRows) {
+    if (lowp()) {
+        // Two packed projections through a hidden [M, F].
+        float *hidden = ffn_hidden.need((size_t)M * F);
+        const float *fin = pre ? (norm(L.ffn_norm, x, hb), hb) : x;
+        linear_lowp("ffn", fin, M, D, L.w1, F, D, L.b1, &cfg.activation, nullptr, hidden, F);
+        if (pre) {
+            linear_lowp("ffn", hidden, M, F, L.w2, D, F, L.b2, nullptr, x, x_alt, D);
+        } else {
+            linear_lowp("ffn", hidden, M, F, L.w2, D, F, L.b2, nullptr, nullptr, yb, D);
+            add_norm(L.ffn_norm, yb, x, x_alt);
+        }
+    } else if (M <= kDotRows) {
         // Decode shape: two one-row projections through a hidden [M, F].
         float *hidden = ffn_hidden.need((size_t)M * F);
         View vin = act(pre ? (norm(L.ffn_norm, x, hb), hb) : x), vh(hidden, {{F, 1}, {M, F}});
@@ -274,7 +291,14 @@ void Model::Impl::project(const float *x, int M, int row_stride, float *out, boo
     const int D = cfg.d_model, V = gen_rows;
     View vx(x, {{D, 1}, {M, row_stride}}), vw(gen_w, {{D, 1}, {V, D}}), vb(gen_b, {{V, 1}}),
         vy(out, {{V, 1}, {M, V}});
-    if (log_softmax && M <= kDotRows) {
+    if (lowp() && log_softmax) {
+        float *raw = head_tmp.need((size_t)M * V);
+        View vr(raw, {{V, 1}, {M, V}});
+        linear_lowp("output_head", x, M, row_stride, gen_w, V, D, gen_b, nullptr, nullptr, raw, V);
+        run("output_head", [&] { return HF_PICK(device(), hf_log_softmax)(vr.get(), vy.get()); });
+    } else if (lowp()) {
+        linear_lowp("output_projection", x, M, row_stride, gen_w, V, D, gen_b, nullptr, nullptr, out, V);
+    } else if (log_softmax && M <= kDotRows) {
         // Decode shape: the one-pass dot projection, then log_softmax (the
         // fused head's panels would transpose all of W on every call).
         float *raw = head_tmp.need((size_t)M * V);
@@ -397,7 +421,12 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
             float *ckv = m.cross_kv[l].need((size_t)S * R * 2 * D);
             View vx(memory, {{D, 1}, {S * R, D}}), vw(w.in_w + (size_t)D * D, {{D, 1}, {2 * D, D}}),
                 vb(w.in_b + D, {{2 * D, 1}}), vy(ckv, {{2 * D, 1}, {S * R, 2 * D}});
-            m.run("linear", [&] { return HF_PICK(m.device(), hf_linear)(vx.get(), vw.get(), vb.get(), vy.get()); });
+            if (m.lowp()) {
+                m.linear_lowp("linear", memory, S * R, D, w.in_w + (size_t)D * D, 2 * D, D, w.in_b + D, nullptr,
+                              nullptr, ckv, 2 * D);
+            } else {
+                m.run("linear", [&] { return HF_PICK(m.device(), hf_linear)(vx.get(), vw.get(), vb.get(), vy.get()); });
+            }
         }
     }
     std::vector<int32_t> tokens, lens;

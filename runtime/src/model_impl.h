@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <map>
 
 // The kernel to call on the model's device: hf_x, hf_x_cuda or hf_x_opencl.
 // HF_DEVICE_KERNELS(hf_x) declares the GPU builds (same signature).
@@ -39,9 +40,11 @@ struct DeviceScope {
 struct View {
     halide_buffer_t buf{};
     halide_dimension_t dim[5]{};
-    View(const void *data, std::initializer_list<std::pair<int, int>> dims, bool int32 = false) {
+    View(const void *data, std::initializer_list<std::pair<int, int>> dims, bool int32 = false)
+        : View(data, dims, int32 ? halide_type_t(halide_type_int, 32) : halide_type_t(halide_type_float, 32)) {}
+    View(const void *data, std::initializer_list<std::pair<int, int>> dims, halide_type_t type) {
         buf.host = (uint8_t *)data;
-        buf.type = int32 ? halide_type_t(halide_type_int, 32) : halide_type_t(halide_type_float, 32);
+        buf.type = type;
         int k = 0;
         for (auto &d : dims) dim[k++] = halide_dimension_t(0, d.first, d.second);
         buf.dimensions = k;
@@ -113,6 +116,14 @@ struct StackW {
     int vocab = 0;
 };
 
+// One projection's weights packed for a reduced precision by hf_pack_*
+// (generators/packing.h): panels of 48 columns, k in groups of kf.
+struct PackedLinear {
+    int N = 0, K = 0, Np = 0, groups = 0, kf = 0;
+    Scratch data;          // Np·groups·kf values of the format (bytes in float units)
+    Scratch scale, colsum; // int8: [Np] float32, [Np] int32
+};
+
 // Where tensors come from: a safetensors file or generated storage.
 class TensorSource {
 public:
@@ -143,6 +154,16 @@ struct Model::Impl {
     bool tied = false;
     int64_t params = 0;
     Scratch zero_bias;
+    Precision precision = Precision::FP32;
+    // Packed copies of the projections' weights, by (W's address, rows).
+    std::map<std::pair<const float *, int>, PackedLinear> packed;
+    const PackedLinear &pack(const float *w, int N, int K);
+    // Y[M, N] (row stride y_stride) = act(X·Wᵀ + b) [+ residual] in the
+    // reduced precision: X [M, K] with row stride x_stride, W [N, K] (packed
+    // on first use), residual with y's strides. act: null for none.
+    void linear_lowp(const char *name, const float *x, int M, int x_stride, const float *w, int N, int K,
+                     const float *bias, const Act *act, const float *residual, float *y, int y_stride);
+    bool lowp() const { return precision != Precision::FP32; }
     Profile prof;
     std::vector<double> step_seconds;
 

@@ -29,6 +29,18 @@ namespace halformer {
 
 using Sequence = std::vector<int32_t>;
 
+// The arithmetic of the projections (attention, feed-forward, output head):
+//   FP32  float32 weights and products (the reference);
+//   BF16  weights stored in bfloat16, activations rounded to bfloat16 where
+//         they enter a product, sums in float32 (AVX512-BF16 vdpbf16ps);
+//   INT8  weights int8 with one scale per output column, activations
+//         quantized per row on the fly, exact int32 sums (AVX512-VNNI
+//         vpdpbusd), as CTranslate2's int8.
+// Embeddings, attention, LayerNorm and softmax stay float32. CPU only.
+enum class Precision { FP32, BF16, INT8 };
+Precision parse_precision(const std::string &name);  // fp32|bf16|int8; Error otherwise
+const char *precision_name(Precision p);
+
 // A row-major float32 array.
 struct Tensor {
     std::vector<int64_t> shape;
@@ -97,6 +109,11 @@ public:
 
     const Config &config() const;
     Device device() const;
+    // Packs the projections' weights for `p` (once: copies of the weights as
+    // they are now; FP32 drops the copies). Error on a GPU device for BF16
+    // and INT8.
+    void set_precision(Precision p);
+    Precision precision() const;
     DeviceMemory device_memory() const;
     int64_t parameter_count() const;
     bool has_head() const;       // encoder-only: a generator.* projection

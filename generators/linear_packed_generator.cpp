@@ -1,0 +1,137 @@
+// linear_packed: Y = act(X·Wᵀ + b) [+ R] with W packed once, at load, in
+// float32, bfloat16 or int8 (generators/packing.h gives the layout).
+//
+//   x        [M, K]              Halide (k, m)           float32 activations
+//   w        packed W [N, K]     Halide (r, j, kk, p)    f32 | bf16 | int8, from pack_weights
+//   scale    [Np]                Halide (n)              int8 only: W ≈ scale(n)·q(n, k)
+//   colsum   [Np]                Halide (n)              int8 only: Σ_k q(n, k)
+//   bias     [N]                 Halide (n)
+//   residual [M, N]              Halide (n, m)           only when residual=true
+//   y        [M, N]              Halide (n, m)
+//
+// bf16: each activation is rounded to bfloat16 (nearest, ties to even) where
+// it enters the product; products are summed in float32.
+// int8 (CTranslate2's scheme): each row of x is quantized on the fly with its
+// own step sx(m) = max_k |x(k, m)| / 127; the products of the int8 codes are
+// summed exactly in int32 and rescaled by sx(m)·scale(n). The activation
+// codes enter the product as unsigned bytes qx + 128 (the form of the VNNI
+// instruction), and 128·colsum(n) is subtracted back.
+#include "Halide.h"
+#include "common.h"
+#include "packing.h"
+#include "../schedules/linear_packed_schedule.h"
+
+namespace {
+
+using namespace Halide;
+using namespace halformer;
+
+class LinearPacked : public Generator<LinearPacked> {
+public:
+    GeneratorParam<WeightFormat> format{"format", WeightFormat::BF16, weight_format_names()};
+    GeneratorParam<Activation> activation{"activation", Activation::None, activation_names()};
+    GeneratorParam<bool> residual_add{"residual", false};
+    // Schedule knobs (schedules/linear_packed_schedule.h).
+    GeneratorParam<int> rows_m{"rows_m", 0};
+    GeneratorParam<std::string> tuned_as{"tuned_as", ""};
+
+    Input<Buffer<float, 2>> x{"x"};
+    Input<Buffer<>> *w = nullptr;
+    Input<Buffer<float, 1>> *scale = nullptr;
+    Input<Buffer<int32_t, 1>> *colsum = nullptr;
+    Input<Buffer<float, 1>> *bias = nullptr;
+    Input<Buffer<float, 2>> *residual = nullptr;
+    Output<Buffer<float, 2>> y{"y"};
+
+    void configure() {
+        w = add_input<Buffer<>>("w", packed_type(format), 4);
+        if (format == WeightFormat::Int8) {
+            scale = add_input<Buffer<float, 1>>("scale");
+            colsum = add_input<Buffer<int32_t, 1>>("colsum");
+        }
+        bias = add_input<Buffer<float, 1>>("bias");
+        if (residual_add) residual = add_input<Buffer<float, 2>>("residual");
+    }
+
+    void generate() {
+        /* THE ALGORITHM */
+        const int kf = k_group(format);
+        Expr K = x.dim(0).extent(), M = x.dim(1).extent();
+        Expr groups = w->dim(2).extent();
+        // x zero-padded to Kp along k; rows past M clamped (a register block
+        // may compute whole rows past the edge: they are never stored).
+        Func xc("xc");
+        xc(k, m) = select(k < K, x(clamp(k, 0, K - 1), clamp(m, 0, M - 1)), 0.0f);
+        r = RDom(0, kf, 0, groups, "r");
+        // xin(rr, mi, kk, mo): the activations in the product's type, of row
+        // m = mo·rb + mi and k = kk·kf + rr: each block of rb rows is one
+        // contiguous stream, the kf values of one group of its rows side by
+        // side. (rb only reshapes: any value gives the same y.)
+        const int rb = row_block();
+        Expr kx = kk * kf + rr, mx = mo * rb + mi;
+        Type sum_type = format == WeightFormat::Int8 ? Int(32) : Float(32);
+        switch ((WeightFormat)format) {
+        case WeightFormat::F32:
+            xin(rr, mi, kk, mo) = xc(kx, mx);
+            break;
+        case WeightFormat::BF16:
+            xin(rr, mi, kk, mo) = cast(BFloat(16), xc(kx, mx));
+            break;
+        case WeightFormat::Int8: {
+            RDom rk(0, K, "rk");
+            absmax(m) = maximum(abs(x(rk, clamp(m, 0, M - 1))));
+            step(m) = int8_step(absmax(m));
+            xin(rr, mi, kk, mo) = cast<uint8_t>(cast<int16_t>(quantize_i8(xc(kx, mx), step(mx))) + 128);
+            break;
+        }
+        }
+        acc(j, p, mi, mo) = cast(sum_type, 0);
+        acc(j, p, mi, mo) += cast(sum_type, xin(r.x, mi, r.y, mo)) * cast(sum_type, (*w)(r.x, j, r.y, p));
+        Expr a = acc(n % kPanel, n / kPanel, m % rb, m / rb);
+        Expr v = format == WeightFormat::Int8
+                     ? cast<float>(a - 128 * (*colsum)(n)) * (step(m) * (*scale)(n))
+                     : a;
+        v = activate(v + (*bias)(n), activation);
+        if (residual_add) v += (*residual)(n, m);
+        y(n, m) = v;
+
+        // The packed layout's strides (dense, as pack_weights writes it).
+        w->dim(0).set_bounds(0, kf).set_stride(1);
+        w->dim(1).set_bounds(0, kPanel).set_stride(kf);
+        w->dim(2).set_stride(kf * kPanel);
+        x.dim(0).set_stride(1);
+
+        /* ESTIMATES: a Transformer-base FFN input, 128 tokens */
+        x.set_estimates({{0, 512}, {0, 128}});
+        w->set_estimates({{0, kf}, {0, kPanel}, {0, 512 / kf}, {0, 2048 / kPanel}});
+        bias->set_estimates({{0, 2048}});
+        if (scale) scale->set_estimates({{0, 2048}});
+        if (colsum) colsum->set_estimates({{0, 2048}});
+        if (residual_add) residual->set_estimates({{0, 2048}, {0, 128}});
+        y.set_estimates({{0, 2048}, {0, 128}});
+    }
+
+    void schedule() {
+        if (auto_schedule) return;
+        Tuned rec(tuned_as, get_target());
+        if (rec.apply_schedule(get_pipeline(), get_target())) return;
+        schedule_linear_packed_cpu({y, acc, xin, absmax, step, n, m, j, p, mi, mo, rr, kk, r},
+                                   {row_block(), k_group(format)}, get_pipeline(), get_target());
+    }
+
+private:
+    Var n{"n"}, m{"m"}, j{"j"}, p{"p"}, k{"k"}, rr{"rr"}, kk{"kk"}, mi{"mi"}, mo{"mo"};
+
+    // Rows per register block: the tuned or given rows_m, else as many as
+    // the target's vector registers hold next to one panel (9 on AVX-512).
+    int row_block() {
+        Tuned rec(tuned_as, get_target());
+        return linear_packed_rows(rec.get("rows_m", rows_m), get_target());
+    }
+    Func acc{"acc"}, xin{"xin"}, absmax{"absmax"}, step{"step"};
+    RDom r;
+};
+
+}  // namespace
+
+HALIDE_REGISTER_GENERATOR(LinearPacked, linear_packed)

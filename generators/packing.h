@@ -1,0 +1,62 @@
+// The packed weight layout of the reduced-precision linears (linear_packed,
+// pack_weights). Nothing here says how anything runs: it is the data format
+// both generators and the runtime agree on.
+//
+// A weight matrix W [N, K] (nn.Linear layout) is stored as
+//
+//   wp(r, j, kk, p) = W[p·kPanel + j, kk·kf + r]      Halide dims, innermost first
+//        r  ∈ [0, kf)        kf consecutive k of one output column
+//        j  ∈ [0, kPanel)    the columns of one panel
+//        kk ∈ [0, Kp / kf)   k in groups of kf
+//        p  ∈ [0, Np / kPanel)
+//
+// with Kp = K rounded up to kf and Np = N rounded up to kPanel, padding zero.
+// kf is how many products one lane of the target's dot-product instruction
+// sums: 1 for float32, 2 for bfloat16 (vdpbf16ps), 4 for int8 (vpdpbusd). A
+// panel's kf·kPanel values for one kk are contiguous, so the kernel reads
+// each panel as one stream.
+//
+// int8 adds per-output-column scales (W ≈ scale(n)·q(n, k), q ∈ [-127, 127])
+// and colsum(n) = Σ_k q(n, k), which the kernel needs because it feeds the
+// activations to vpdpbusd as unsigned bytes q_x + 128.
+#pragma once
+
+#include "Halide.h"
+
+#include <map>
+#include <string>
+
+namespace halformer {
+
+enum class WeightFormat { F32, BF16, Int8 };
+
+inline const std::map<std::string, WeightFormat> &weight_format_names() {
+    static const std::map<std::string, WeightFormat> names = {
+        {"f32", WeightFormat::F32}, {"bf16", WeightFormat::BF16}, {"int8", WeightFormat::Int8}};
+    return names;
+}
+
+constexpr int kPanel = 48;  // 3 AVX-512 vectors of 32-bit lanes
+
+inline int k_group(WeightFormat f) {
+    return f == WeightFormat::F32 ? 1 : f == WeightFormat::BF16 ? 2 : 4;
+}
+
+inline Halide::Type packed_type(WeightFormat f) {
+    return f == WeightFormat::F32 ? Halide::Float(32) : f == WeightFormat::BF16 ? Halide::BFloat(16) : Halide::Int(8);
+}
+
+// Symmetric int8 quantization of v with step `scale`: round to nearest
+// (ties to even), clamped to ±127.
+inline Halide::Expr quantize_i8(Halide::Expr v, Halide::Expr scale) {
+    using namespace Halide;
+    return cast<int8_t>(clamp(round(v / scale), -127.0f, 127.0f));
+}
+
+// The step that maps the largest magnitude to 127 (1 for an all-zero row).
+inline Halide::Expr int8_step(Halide::Expr absmax) {
+    using namespace Halide;
+    return select(absmax > 0.0f, absmax / 127.0f, 1.0f);
+}
+
+}  // namespace halformer
