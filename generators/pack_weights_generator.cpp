@@ -71,7 +71,9 @@ public:
         if (format == WeightFormat::Int8) {
             absmax.compute_root().parallel(n, 64);
             scale->compute_root();
-            colsum->compute_root().parallel(n, 64);
+            // Outputs may be narrower than a task: guard, never shift inwards.
+            Var no("no"), ni("ni");
+            colsum->compute_root().split(n, no, ni, 64, TailStrategy::GuardWithIf).parallel(no);
             q.compute_root().parallel(n, 16).vectorize(k, f32_lanes(get_target()), TailStrategy::GuardWithIf);
         }
     }

@@ -1,0 +1,300 @@
+// The reduced-precision projections: pack_weights (hf_pack_bf16/int8) and
+// linear_packed (hf_linear_{bf16,int8}[_dot][_act|_residual]) against double
+// precision references. Two references each:
+//   * the same quantization done here (bf16 rounding to nearest even; int8
+//     steps max|·|/127 per weight column and per activation row), then exact
+//     double sums: only float32 summation separates kernel and reference;
+//   * plain float32 inputs: the error bound the format allows, per element.
+// CPU only (x86; AVX512-BF16 / VNNI where the variant has them).
+#include "reference.h"
+
+#include "hf_linear_bf16.h"
+#include "hf_linear_bf16_dot.h"
+#include "hf_linear_bf16_dot_gelu.h"
+#include "hf_linear_bf16_dot_gelu_tanh.h"
+#include "hf_linear_bf16_dot_relu.h"
+#include "hf_linear_bf16_dot_residual.h"
+#include "hf_linear_bf16_gelu.h"
+#include "hf_linear_bf16_gelu_tanh.h"
+#include "hf_linear_bf16_relu.h"
+#include "hf_linear_bf16_residual.h"
+#include "hf_linear_int8.h"
+#include "hf_linear_int8_dot.h"
+#include "hf_linear_int8_dot_gelu.h"
+#include "hf_linear_int8_dot_gelu_tanh.h"
+#include "hf_linear_int8_dot_relu.h"
+#include "hf_linear_int8_dot_residual.h"
+#include "hf_linear_int8_gelu.h"
+#include "hf_linear_int8_gelu_tanh.h"
+#include "hf_linear_int8_relu.h"
+#include "hf_linear_int8_residual.h"
+#include "hf_pack_bf16.h"
+#include "hf_pack_int8.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+using ref::Array;
+using ref::Buffer;
+constexpr int kPanel = 48;
+
+#define SKIP_ON_DEVICE()                                                              \
+    if (std::getenv("HALFORMER_DEVICE")) GTEST_SKIP() << "bf16/int8 kernels are CPU only"
+
+// float32 → bfloat16 → float32, rounding to nearest, ties to even.
+float bf16_round(float v) {
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    b += 0x7fff + ((b >> 16) & 1);
+    b &= 0xffff0000u;
+    float r;
+    std::memcpy(&r, &b, 4);
+    return r;
+}
+float bf16_value(uint16_t h) {
+    uint32_t b = (uint32_t)h << 16;
+    float r;
+    std::memcpy(&r, &b, 4);
+    return r;
+}
+float int8_step(float absmax) { return absmax > 0 ? absmax / 127.0f : 1.0f; }
+int quantize(float v, float step) {
+    float q = std::nearbyint(v / step);  // ties to even, as Halide's round
+    return (int)std::fmax(-127.0f, std::fmin(127.0f, q));
+}
+
+struct Packed {
+    int N, K, Np, groups, kf;
+    Buffer<void> w;
+    Buffer<float> scale;
+    Buffer<int32_t> colsum;
+};
+
+Packed pack(Buffer<float> w, bool int8) {
+    Packed p;
+    p.K = w.dim(0).extent();
+    p.N = w.dim(1).extent();
+    p.kf = int8 ? 4 : 2;
+    p.Np = (p.N + kPanel - 1) / kPanel * kPanel;
+    p.groups = (p.K + p.kf - 1) / p.kf;
+    halide_type_t t = int8 ? halide_type_t(halide_type_int, 8) : halide_type_t(halide_type_bfloat, 16);
+    p.w = Buffer<void>(t, {p.kf, kPanel, p.groups, p.Np / kPanel});
+    if (int8) {
+        p.scale = Buffer<float>(p.Np);
+        p.colsum = Buffer<int32_t>(p.Np);
+        EXPECT_EQ(hf_pack_int8(w, p.w, p.scale, p.colsum), 0);
+    } else {
+        EXPECT_EQ(hf_pack_bf16(w, p.w), 0);
+    }
+    return p;
+}
+
+// The packed value of W[n, k] as a float (bf16) or code (int8).
+double packed_at(const Packed &p, int n, int k) {
+    const size_t i = (size_t)k % p.kf + (size_t)p.kf * (n % kPanel) + (size_t)p.kf * kPanel * (k / p.kf) +
+                     (size_t)p.kf * kPanel * p.groups * (n / kPanel);
+    if (p.kf == 4) return ((const int8_t *)p.w.data())[i];
+    return bf16_value(((const uint16_t *)p.w.data())[i]);
+}
+
+using Bf16Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+using Bf16ResFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                          halide_buffer_t *);
+using Int8Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                       halide_buffer_t *, halide_buffer_t *);
+using Int8ResFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                          halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+
+struct Variant {
+    std::string name, act;
+    bool int8, residual;
+    Bf16Fn bf16 = nullptr;
+    Bf16ResFn bf16_res = nullptr;
+    Int8Fn i8 = nullptr;
+    Int8ResFn i8_res = nullptr;
+};
+
+std::vector<Variant> variants() {
+    std::vector<Variant> v;
+    auto b = [&](const char *n, const char *act, Bf16Fn f) { v.push_back({n, act, false, false, f}); };
+    auto br = [&](const char *n, Bf16ResFn f) { v.push_back({n, "none", false, true, nullptr, f}); };
+    auto i = [&](const char *n, const char *act, Int8Fn f) { v.push_back({n, act, true, false, nullptr, nullptr, f}); };
+    auto ir = [&](const char *n, Int8ResFn f) { v.push_back({n, "none", true, true, nullptr, nullptr, nullptr, f}); };
+    b("hf_linear_bf16", "none", hf_linear_bf16);
+    b("hf_linear_bf16_relu", "relu", hf_linear_bf16_relu);
+    b("hf_linear_bf16_gelu", "gelu", hf_linear_bf16_gelu);
+    b("hf_linear_bf16_gelu_tanh", "gelu_tanh", hf_linear_bf16_gelu_tanh);
+    b("hf_linear_bf16_dot", "none", hf_linear_bf16_dot);
+    b("hf_linear_bf16_dot_relu", "relu", hf_linear_bf16_dot_relu);
+    b("hf_linear_bf16_dot_gelu", "gelu", hf_linear_bf16_dot_gelu);
+    b("hf_linear_bf16_dot_gelu_tanh", "gelu_tanh", hf_linear_bf16_dot_gelu_tanh);
+    br("hf_linear_bf16_residual", hf_linear_bf16_residual);
+    br("hf_linear_bf16_dot_residual", hf_linear_bf16_dot_residual);
+    i("hf_linear_int8", "none", hf_linear_int8);
+    i("hf_linear_int8_relu", "relu", hf_linear_int8_relu);
+    i("hf_linear_int8_gelu", "gelu", hf_linear_int8_gelu);
+    i("hf_linear_int8_gelu_tanh", "gelu_tanh", hf_linear_int8_gelu_tanh);
+    i("hf_linear_int8_dot", "none", hf_linear_int8_dot);
+    i("hf_linear_int8_dot_relu", "relu", hf_linear_int8_dot_relu);
+    i("hf_linear_int8_dot_gelu", "gelu", hf_linear_int8_dot_gelu);
+    i("hf_linear_int8_dot_gelu_tanh", "gelu_tanh", hf_linear_int8_dot_gelu_tanh);
+    ir("hf_linear_int8_residual", hf_linear_int8_residual);
+    ir("hf_linear_int8_dot_residual", hf_linear_int8_dot_residual);
+    return v;
+}
+
+// Runs one variant; y must be [N, M].
+int call(const Variant &v, Buffer<float> x, Packed &p, Buffer<float> b, Buffer<float> res,
+         Buffer<float> &y) {
+    if (v.int8) {
+        return v.residual ? v.i8_res(x, p.w, p.scale, p.colsum, b, res, y) : v.i8(x, p.w, p.scale, p.colsum, b, y);
+    }
+    return v.residual ? v.bf16_res(x, p.w, b, res, y) : v.bf16(x, p.w, b, y);
+}
+
+struct Result {
+    Array exact{{1}};   // the kernel's quantization, double sums
+    Array plain{{1}};   // float32 inputs, double sums
+    Array bound{{1}};   // per element: how far the format may move the plain result (pre-activation)
+};
+
+// References for y = act(x·wᵀ + b) [+ res].
+Result reference(const Variant &v, const Buffer<float> &x, const Buffer<float> &w, const Packed &p,
+                 const Buffer<float> &b, const Buffer<float> &res) {
+    const int K = x.dim(0).extent(), M = x.dim(1).extent(), N = w.dim(1).extent();
+    Result r{Array({N, M}), Array({N, M}), Array({N, M})};
+    for (int m = 0; m < M; m++) {
+        float amax = 0;
+        for (int k = 0; k < K; k++) amax = std::fmax(amax, std::fabs(x(k, m)));
+        const float sx = int8_step(amax);
+        for (int n = 0; n < N; n++) {
+            double exact = 0, plain = 0, bound = 0;
+            const double sw = v.int8 ? p.scale(n) : 0;
+            for (int k = 0; k < K; k++) {
+                const double xv = x(k, m), wv = w(k, n);
+                plain += xv * wv;
+                if (v.int8) {
+                    exact += (double)quantize(x(k, m), sx) * packed_at(p, n, k);
+                    bound += std::fabs(xv) * sw / 2 + std::fabs(wv) * sx / 2 + sx * sw / 4;
+                } else {
+                    exact += (double)bf16_round(x(k, m)) * packed_at(p, n, k);
+                    bound += std::fabs(xv * wv) * (2.0 / 256 + 1.0 / 65536);  // two roundings of 2^-8
+                }
+            }
+            if (v.int8) exact *= (double)sx * sw;
+            const double rv = v.residual ? res(n, m) : 0.0;
+            r.exact(n, m) = ref::activate(exact + b(n), v.act) + rv;
+            r.plain(n, m) = ref::activate(plain + b(n), v.act) + rv;
+            r.bound(n, m) = bound;
+        }
+    }
+    return r;
+}
+
+void check(const Variant &v, int M, int K, int N, float xs, float ws, uint32_t seed) {
+    Buffer<float> x = ref::random_buffer({K, M}, seed, -xs, xs);
+    Buffer<float> w = ref::random_buffer({K, N}, seed + 1, -ws, ws);
+    Buffer<float> b = ref::random_buffer({N}, seed + 2);
+    Buffer<float> res = ref::random_buffer({N, M}, seed + 3);
+    Packed p = pack(w, v.int8);
+    Buffer<float> y(N, M);
+    ASSERT_EQ(call(v, x, p, b, res, y), 0) << v.name;
+    Result r = reference(v, x, w, p, b, res);
+    // Against the same quantization: float32 summation only.
+    EXPECT_LE(ref::rel_error(y, r.exact), 2e-5) << v.name << " M=" << M << " K=" << K << " N=" << N;
+    // Against float32 inputs: within the format's bound, element by element
+    // (every activation here moves its input by at most the input's change).
+    int bad = 0;
+    for (int m = 0; m < M; m++) {
+        for (int n = 0; n < N; n++) {
+            const double d = std::fabs(y(n, m) - r.plain(n, m)), lim = r.bound(n, m) * 1.01 + 1e-4 * (1 + std::fabs(r.plain(n, m)));
+            if (!(d <= lim) && bad++ < 3) {
+                ADD_FAILURE() << v.name << " M=" << M << " K=" << K << " N=" << N << " y(" << n << ", " << m
+                              << ") = " << y(n, m) << ", float32 reference " << r.plain(n, m) << ", bound " << lim;
+            }
+        }
+    }
+}
+
+}  // namespace
+
+// Packing: every value, the padding, the int8 scales and column sums.
+TEST(PackWeights, LayoutScalesAndPadding) {
+    SKIP_ON_DEVICE();
+    for (bool int8 : {false, true}) {
+        for (auto [K, N] : std::vector<std::pair<int, int>>{{1, 1}, {5, 49}, {64, 48}, {37, 100}}) {
+            Buffer<float> w = ref::random_buffer({K, N}, 11 + K + N, -3, 3);
+            if (N > 2) {
+                for (int k = 0; k < K; k++) w(k, 2) = 0.0f;  // an all-zero column: step 1, codes 0
+            }
+            Packed p = pack(w, int8);
+            for (int n = 0; n < p.Np; n++) {
+                float amax = 0;
+                for (int k = 0; k < K && n < N; k++) amax = std::fmax(amax, std::fabs(w(k, n)));
+                const float step = int8_step(amax);
+                if (int8) {
+                    ASSERT_FLOAT_EQ(p.scale(n), step) << "n=" << n;
+                }
+                int64_t sum = 0;
+                for (int k = 0; k < p.groups * p.kf; k++) {
+                    const double got = packed_at(p, n, k);
+                    double want = 0;
+                    if (n < N && k < K) want = int8 ? quantize(w(k, n), step) : bf16_round(w(k, n));
+                    ASSERT_EQ(got, want) << (int8 ? "int8" : "bf16") << " K=" << K << " N=" << N << " n=" << n
+                                         << " k=" << k;
+                    sum += (int64_t)got;
+                }
+                if (int8) {
+                    ASSERT_EQ(p.colsum(n), sum) << "n=" << n;
+                }
+            }
+        }
+    }
+}
+
+// Every variant on decode and prefill shapes, K and N odd or off the panel
+// and group sizes.
+TEST(LinearPacked, MatchesReferences) {
+    SKIP_ON_DEVICE();
+    struct S { int M, K, N; };
+    uint32_t seed = 100;
+    for (const Variant &v : variants()) {
+        for (S s : std::vector<S>{{1, 64, 48}, {3, 37, 100}, {17, 128, 33}, {10, 1, 1}, {129, 80, 96}, {2, 1025, 3}, {40, 512, 130}}) {
+            check(v, s.M, s.K, s.N, 2.0f, 0.3f, seed += 4);
+        }
+    }
+}
+
+// Hostile values: large magnitudes (products of ±1e3 · ±30 over a thousand
+// features), one huge activation in a row of small ones (int8: the row's
+// step is set by it and the small ones quantize to 0, within the bound), a
+// row of zeros, and a single feature.
+TEST(LinearPacked, HostileValues) {
+    SKIP_ON_DEVICE();
+    for (const Variant &v : variants()) {
+        check(v, 5, 1000, 70, 1000.0f, 30.0f, 900);
+        check(v, 1, 1, 7, 50.0f, 3.0f, 901);
+        // One outlier per row, and a zero row.
+        const int M = 4, K = 96, N = 50;
+        Buffer<float> x = ref::random_buffer({K, M}, 902, -0.01f, 0.01f);
+        for (int m = 0; m < M; m++) x(m * 7, m) = 500.0f;
+        for (int k = 0; k < K; k++) x(k, 3) = 0.0f;
+        Buffer<float> w = ref::random_buffer({K, N}, 903, -1, 1);
+        Buffer<float> b = ref::random_buffer({N}, 904), res = ref::random_buffer({N, M}, 905), y(N, M);
+        Packed p = pack(w, v.int8);
+        ASSERT_EQ(call(v, x, p, b, res, y), 0);
+        Result r = reference(v, x, w, p, b, res);
+        EXPECT_LE(ref::rel_error(y, r.exact), 2e-5) << v.name;
+        for (int n = 0; n < N; n++) {
+            // The zero row gives exactly act(bias) [+ residual].
+            const double want = ref::activate(b(n), v.act) + (v.residual ? res(n, 3) : 0.0);
+            EXPECT_NEAR(y(n, 3), want, 1e-6 * (1 + std::fabs(want))) << v.name << " n=" << n;
+        }
+    }
+}
