@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <immintrin.h>
 #include <memory>
@@ -31,6 +32,12 @@
 #include "halformer/kernel_error.h"
 
 #include "hf_attention.h"
+#include "hf_linear_bf16.h"
+#include "hf_linear_bf16_dot.h"
+#include "hf_linear_int8.h"
+#include "hf_linear_int8_dot.h"
+#include "hf_pack_bf16.h"
+#include "hf_pack_int8.h"
 #include "hf_attention_adams2019.h"
 #include "hf_attention_causal.h"
 #include "hf_attention_causal_adams2019.h"
@@ -227,6 +234,60 @@ void linear(int M, int K, int N) {
     });
 }
 
+// Reduced-precision linear, Y = X·Wᵀ + b with X float32: ours packs W once
+// (bf16, or int8 with per-column scales) and converts or quantizes X inside
+// the call; oneDNN gets its best case, X already in bf16 / u8 and W
+// reordered once into its own layout (its int8 output is the raw int32 sum
+// converted to float, without our per-row and per-column rescaling).
+void linear_lowp(int M, int K, int N, bool int8) {
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    auto x = keep(rnd({K, M}, 1)), w = keep(rnd({K, N}, 2, 0.05f)), b = keep(rnd({N}, 3));
+    auto y = keep(Buffer<float>(N, M));
+    const std::string s = std::string(int8 ? "linear_int8/" : "linear_bf16/") + std::to_string(M) + "x" +
+                          std::to_string(K) + "x" + std::to_string(N) + "/";
+    const bool compute = M >= 128;
+    const double wbytes = int8 ? 1.0 : 2.0;
+    const double work = compute ? 2.0 * M * K * N : wbytes * K * N + 4.0 * ((double)M * K + (double)M * N);
+    const int Np = (N + 47) / 48 * 48, kf = int8 ? 4 : 2, groups = (K + kf - 1) / kf;
+    auto wp = keep(Buffer<void>(int8 ? halide_type_t(halide_type_int, 8) : halide_type_t(halide_type_bfloat, 16),
+                                {kf, 48, groups, Np / 48}));
+    auto scale = keep(Buffer<float>(Np));
+    auto colsum = keep(Buffer<int32_t>(Np));
+    int rc = int8 ? hf_pack_int8(*w, *wp, *scale, *colsum) : hf_pack_bf16(*w, *wp);
+    if (rc) halformer::check_kernel(rc, "pack");
+    if (int8) {
+        add(s + "hand", work, compute, [=] { return hf_linear_int8(*x, *wp, *scale, *colsum, *b, *y); });
+        if (M <= 32) {
+            add(s + "hand_dot", work, compute, [=] { return hf_linear_int8_dot(*x, *wp, *scale, *colsum, *b, *y); });
+        }
+    } else {
+        add(s + "hand", work, compute, [=] { return hf_linear_bf16(*x, *wp, *b, *y); });
+        if (M <= 32) add(s + "hand_dot", work, compute, [=] { return hf_linear_bf16_dot(*x, *wp, *b, *y); });
+    }
+    const dt adt = int8 ? dt::u8 : dt::bf16, wdt = int8 ? dt::s8 : dt::bf16;
+    dnnl::memory::desc a_md({M, K}, adt, tag::ab), c_md({M, N}, dt::f32, tag::ab), bias_md({1, N}, dt::f32, tag::ab),
+        w_any({K, N}, wdt, tag::any), w_md({K, N}, wdt, tag::ba);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_any, bias_md, c_md), engine());
+    auto wmem = keep(dnnl::memory(pd.weights_desc(), engine()));
+    auto asrc = keep(dnnl::memory(a_md, engine()));
+    std::memset(asrc->get_data_handle(), int8 ? 3 : 0x3f, (size_t)M * K * (int8 ? 1 : 2));
+    dnnl::memory wsrc(w_md, engine());
+    std::memset(wsrc.get_data_handle(), int8 ? 2 : 0x3c, (size_t)K * N * (int8 ? 1 : 2));
+    dnnl::reorder(wsrc, *wmem).execute(stream(), wsrc, *wmem);
+    stream().wait();
+    auto prim = keep(dnnl::matmul(pd));
+    auto args = keep(std::unordered_map<int, dnnl::memory>{{DNNL_ARG_SRC, *asrc},
+                                                           {DNNL_ARG_WEIGHTS, *wmem},
+                                                           {DNNL_ARG_BIAS, dnnl::memory(bias_md, engine(), b->data())},
+                                                           {DNNL_ARG_DST, dnnl::memory(c_md, engine(), y->data())}});
+    add(s + "onednn", work, compute, [=] {
+        prim->execute(stream(), *args);
+        stream().wait();
+        return 0;
+    });
+}
+
 void attention(int T, bool causal) {
     const int H = 8, dk = 64;
     auto q = keep(rnd({dk, T, H, 1}, 4)), k = keep(rnd({dk, T, H, 1}, 5)), v = keep(rnd({dk, T, H, 1}, 6));
@@ -389,6 +450,10 @@ int main(int argc, char **argv) {
     for (int M : {1, 4, 32, 128, 1024}) {
         for (auto kn : std::vector<std::pair<int, int>>{{512, 512}, {512, 2048}, {2048, 512}, {512, 37000}}) {
             linear(M, kn.first, kn.second);
+            if (kn.second != 37000) {
+                linear_lowp(M, kn.first, kn.second, false);
+                linear_lowp(M, kn.first, kn.second, true);
+            }
         }
     }
     for (int T : {128, 512, 2048}) {
