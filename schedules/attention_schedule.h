@@ -20,6 +20,45 @@ struct AttentionKnobs {
     int score_vectors = 2;   // score register block width, in vectors of keys
 };
 
+// Decode (one query per head and sequence; `out` already split, fused and
+// parallel): K is read in place, never transposed. A key's score is a dot
+// product along d, which is contiguous in the cache: vector partial sums over
+// d (an rfactor), one horizontal add per key. Measured 2026-11-23
+// (sapphirerapids, 2 threads, the demo translator's beam decode: 128 rows × 8
+// heads × 64, a time-major cache of 33 steps): see the commit; the
+// transposing schedule spent most of its time gathering K across the cache's
+// rows (512 KB apart).
+inline void schedule_attention_decode_cpu(AttentionStages s, const Halide::Target &t) {
+    using namespace Halide;
+    const int lanes = f32_lanes(t);
+    Var u("u"), at = s.h;
+    RVar ro("ro"), ri("ri");
+    // Parallel over sequences, everything per (head, sequence): the bounds
+    // of a fused (head, sequence) loop would cover every head.
+    s.out.compute_root()
+        .reorder(s.d, s.i, s.h, s.b)
+        .parallel(s.b)
+        .vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    s.kt.compute_inline();
+    Func part = s.score.update().split(s.rd.x, ro, ri, lanes, TailStrategy::GuardWithIf).rfactor(ri, u);
+    s.score.compute_at(s.out, at);
+    s.score.update().atomic().vectorize(ri);
+    part.compute_at(s.out, at).vectorize(u);
+    part.update().reorder(u, ro, s.j).vectorize(u);
+    s.block_max.compute_at(s.out, at);
+    s.block_max.update().atomic().vectorize(s.rj.x, lanes);
+    s.p.compute_at(s.out, at).vectorize(s.j, lanes, TailStrategy::GuardWithIf);
+    s.block_sum.compute_at(s.out, at);
+    s.block_sum.update().atomic().vectorize(s.rj.x, lanes);
+    s.block_out.compute_at(s.out, at).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    s.block_out.update().reorder(s.d, s.rj, s.kb, s.i).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    s.row_max.compute_at(s.out, at);
+    s.weight.compute_at(s.out, at);
+    s.denom.compute_at(s.out, at);
+    s.numer.compute_at(s.out, at).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+    s.numer.update().reorder(s.d, s.rb, s.i).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
+}
+
 // Parallel over (batch, head). Per head, K is transposed once into kt(j, d) so
 // that scores vectorize over keys with a broadcast query element. Per tile of
 // query_tile queries: the tile's scores over all keys (query_tile × Tkv
@@ -32,6 +71,10 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
     const int lanes = f32_lanes(t);
     const int tq = std::max(1, knobs.query_tile);
     Var hb("hb"), io("io"), ii("ii"), jo("jo"), ji("ji");
+    if (tq == 1) {
+        schedule_attention_decode_cpu(s, t);
+        return;
+    }
     s.out.compute_root()
         .split(s.i, io, ii, tq, TailStrategy::GuardWithIf)
         .reorder(s.d, ii, io, s.h, s.b)
