@@ -93,29 +93,24 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     const size_t layers = dec.layers.size();
     const bool beam = !opt.sample && K > 1;
 
-    // Cross-attention K|V once per source, repeated for each beam.
-    std::vector<int32_t> cross_len(R);
+    if (memory && P != 1) throw Error("internal: an encoder-decoder prefix is bos alone");
+    // Cross-attention K|V once per source, read by all of its beams (the
+    // attention kernel takes a source's beams as queries of one sequence).
+    std::vector<int32_t> cross_len(src_lens.begin(), src_lens.end());
     cross_kv.resize(layers);
     attach(cross_kv);
     if (memory) {
-        float *kvb = kv_tmp.need((size_t)S * B * 2 * D);
-        for (int r = 0; r < R; r++) cross_len[r] = src_lens[r / K];
-        std::vector<int32_t> beam_src(R);  // row r of the beams reads sentence r / K
-        for (int r = 0; r < R; r++) beam_src[r] = r / K;
         for (size_t l = 0; l < layers; l++) {
             const auto &w = dec.layers[l].cross;
-            View vx(memory, {{D, 1}, {S * B, D}}), vw(w.in_w + (size_t)D * D, {{D, 1}, {2 * D, D}}),
-                vb(w.in_b + D, {{2 * D, 1}}), vy(kvb, {{2 * D, 1}, {S * B, 2 * D}});
+            float *ckv = cross_kv[l].need((size_t)S * B * 2 * D);
             if (lowp()) {
                 linear_lowp("linear", memory, S * B, D, w.in_w + (size_t)D * D, 2 * D, D, w.in_b + D, nullptr,
-                            nullptr, kvb, 2 * D);
+                            nullptr, ckv, 2 * D);
             } else {
+                View vx(memory, {{D, 1}, {S * B, D}}), vw(w.in_w + (size_t)D * D, {{D, 1}, {2 * D, D}}),
+                    vb(w.in_b + D, {{2 * D, 1}}), vy(ckv, {{2 * D, 1}, {S * B, 2 * D}});
                 run("linear", [&] { return HF_PICK(device(), hf_linear)(vx.get(), vw.get(), vb.get(), vy.get()); });
             }
-            float *dst = cross_kv[l].need((size_t)S * R * 2 * D);
-            View src(kvb, {{2 * D, 1}, {B, 2 * D}, {S, B * 2 * D}}), rows(beam_src.data(), {{R, 1}}, true),
-                out(dst, {{2 * D, 1}, {R, 2 * D}, {S, R * 2 * D}});
-            run("gather", [&] { return HF_PICK(device(), hf_gather_rows)(src.get(), rows.get(), out.get()); });
         }
     }
     self_kv.resize(layers);
@@ -145,7 +140,8 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     auto run_layers = [&](int T, int start) {
         for (size_t l = 0; l < layers; l++) {
             layer(dec.layers[l], true, x, xa, T, R, start, self_kv[l].get(), kv_len.data(),
-                  memory ? cross_kv[l].get() : nullptr, memory ? cross_len.data() : nullptr, S);
+                  memory ? cross_kv[l].get() : nullptr, memory ? cross_len.data() : nullptr, S,
+                  memory && T == 1 ? K : 1);
         }
     };
     embed(dec, tokens.data(), P, R, 0, x);

@@ -154,7 +154,7 @@ LinearFn linear_dot_act_kernel(Device d, Act a) {
 
 void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                         float *kv, const int32_t *kv_len, const float *cross_mem,
-                        const int32_t *cross_len, int S) {
+                        const int32_t *cross_len, int S, int cross_group) {
     const int D = cfg.d_model, H = cfg.num_heads, dk = D / H, F = cfg.d_ff, M = T * R;
     const float eps = cfg.layer_norm_eps, scale = 1.0f / std::sqrt((float)dk);
     const bool pre = cfg.norm_first;
@@ -230,10 +230,24 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
             in = hb;
         }
         linear("linear", in, L.cross.in_w, L.cross.in_b, D, qb, D);
-        View vq = qview(qb), vk = kvview(cross_mem, S), vv = kvview(cross_mem + D, S), vo = qview(ab);
-        View vl(cross_len, {{R, 1}}, true);
-        auto fn = T == 1 ? HF_PICK(device(), hf_attention_decode) : HF_PICK(device(), hf_attention);
-        run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), 0, scale, vo.get()); });
+        if (cross_group > 1) {
+            // One query per beam: the G beams of source s are G queries of
+            // sequence s over its one copy of K|V (rows r = s·G + g).
+            if (T != 1 || R % cross_group) throw Error("internal: grouped cross-attention needs one step of whole groups");
+            const int G = cross_group, Bs = R / G;
+            auto gview = [&](float *p) { return View(p, {{dk, 1}, {G, D}, {H, dk}, {Bs, G * D}}); };
+            auto mview = [&](const float *p) { return View(p, {{dk, 1}, {S, Bs * 2 * D}, {H, dk}, {Bs, 2 * D}}); };
+            View vq = gview(qb), vk = mview(cross_mem), vv = mview(cross_mem + D), vo = gview(ab);
+            View vl(cross_len, {{Bs, 1}}, true);
+            run("attention", [&] {
+                return HF_PICK(device(), hf_attention_decode)(vq.get(), vk.get(), vv.get(), vl.get(), 0, scale, vo.get());
+            });
+        } else {
+            View vq = qview(qb), vk = kvview(cross_mem, S), vv = kvview(cross_mem + D, S), vo = qview(ab);
+            View vl(cross_len, {{R, 1}}, true);
+            auto fn = T == 1 ? HF_PICK(device(), hf_attention_decode) : HF_PICK(device(), hf_attention);
+            run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), 0, scale, vo.get()); });
+        }
         out_proj(L.cross, L.cross_norm);
     }
 

@@ -194,10 +194,14 @@ struct Model::Impl {
     void embed(const StackW &s, const int32_t *tokens, int T, int R, int start, float *x);
     // One layer over T new positions of R rows, starting at position `start`.
     // kv: this layer's self-attention K|V cache (2D, R, ≥ start+T), time-major;
-    // kv_len: valid keys per row; cross_kv/cross_len/S: encoder memory or null.
+    // kv_len: valid keys per row; cross_mem/cross_len/S: the encoder's K|V or null.
+    // cross_group: rows per source in cross_mem (beam search: the beams of a
+    // source are consecutive rows and read one copy of its K|V, as that many
+    // queries of one sequence); cross_mem then has R / cross_group rows and
+    // cross_len one entry per source. T must be 1 when cross_group > 1.
     void layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len,
-               int S);
+               int S, int cross_group = 1);
     // Runs a stack; result in x0 (returns the pointer).
     float *encoder(const std::vector<Sequence> &src, int S, std::vector<int32_t> &lens);
     void final_norm(const NormW &n, float *x, int M);
