@@ -11,6 +11,10 @@
 //                            L − Tq when Tq new queries follow a cache of L − Tq)
 //   scale                    score scale, normally 1/√dk
 //   o       [B, H, Tq,  dk]  Halide (d, i, h, b)
+//   kv_rows [B, Tkv] int32   only with indexed=true: key j of sequence b is
+//                            row kv_rows(j, b) of k and v (beam search: the
+//                            cache rows a hypothesis inherited from its
+//                            ancestors, read in place instead of copied)
 //
 // The cases of the seeds: self-attention (Tq = Tkv, kv_len = T), causal
 // (decoder self-attention), key padding (kv_len per sequence), cross-attention
@@ -38,6 +42,7 @@ class Attention : public Generator<Attention> {
 public:
     GeneratorParam<bool> causal{"causal", false};
     GeneratorParam<int> key_block{"key_block", 64};
+    GeneratorParam<bool> indexed{"indexed", false};
     // Schedule knobs (schedules/attention_schedule.h).
     GeneratorParam<int> query_tile{"query_tile", 8};
     GeneratorParam<int> heads_per_task{"heads_per_task", 1};
@@ -54,6 +59,11 @@ public:
     Input<int32_t> q_offset{"q_offset"};
     Input<float> scale{"scale"};
     Output<Buffer<float, 4>> o{"o"};
+    Input<Buffer<int32_t, 2>> *kv_rows = nullptr;
+
+    void configure() {
+        if (indexed) kv_rows = add_input<Buffer<int32_t, 2>>("kv_rows");
+    }
 
     void generate() {
         /* THE ALGORITHM */
@@ -67,7 +77,11 @@ public:
         // queries past Tq read a clamped row and are never stored (a schedule
         // may compute whole query tiles).
         Expr Tq = q.dim(1).extent();
-        kt(j, d, h, b) = k(d, min(j, Tkv - 1), h, b);
+        // The row of k and v that holds key j of sequence b.
+        auto row = [&](Expr jj) {
+            return indexed ? clamp((*kv_rows)(jj, b), 0, k.dim(3).extent() - 1) : b;
+        };
+        kt(j, d, h, b) = k(d, min(j, Tkv - 1), h, row(min(j, Tkv - 1)));
         score(j, i, h, b) = 0.0f;
         score(j, i, h, b) += q(rd, min(i, Tq - 1), h, b) * kt(j, rd, h, b);
         Expr limit = clamp(kv_len(b), 0, Tkv);
@@ -86,7 +100,7 @@ public:
         block_sum(kb, i, h, b) = 0.0f;
         block_sum(kb, i, h, b) += p(jb, i, h, b);
         block_out(d, kb, i, h, b) = 0.0f;
-        block_out(d, kb, i, h, b) += p(jb, i, h, b) * v(d, min(jb, Tkv - 1), h, b);
+        block_out(d, kb, i, h, b) += p(jb, i, h, b) * v(d, min(jb, Tkv - 1), h, row(min(jb, Tkv - 1)));
 
         // Combine the blocks.
         rb = RDom(0, nblocks, "rb");
@@ -108,6 +122,7 @@ public:
         q_offset.set_estimate(0);
         scale.set_estimate(0.125f);
         o.set_estimates({{0, 64}, {0, 128}, {0, 8}, {0, 1}});
+        if (kv_rows) kv_rows->set_estimates({{0, 128}, {0, 1}});
     }
 
     void schedule() {

@@ -21,11 +21,9 @@
 
 #include "hf_argmax.h"
 #include "hf_linear.h"
-#include "hf_gather_rows.h"
 #include "hf_topk8.h"
 
 HF_DEVICE_KERNELS(hf_argmax)
-HF_DEVICE_KERNELS(hf_gather_rows)
 HF_DEVICE_KERNELS(hf_linear)
 HF_DEVICE_KERNELS(hf_topk8)
 
@@ -114,12 +112,18 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
         }
     }
     self_kv.resize(layers);
-    self_kv_alt.resize(layers);
     attach(self_kv);
-    attach(self_kv_alt);
-    for (size_t l = 0; l < layers; l++) {
-        self_kv[l].need((size_t)cap * R * 2 * D);
-        if (beam) self_kv_alt[l].need((size_t)cap * R * 2 * D);
+    for (size_t l = 0; l < layers; l++) self_kv[l].need((size_t)cap * R * 2 * D);
+    // Beam search: row kv_rows[r·cap + t] of the self-attention caches holds
+    // position t of hypothesis r. A hypothesis that takes another parent
+    // takes the parent's row list (cap ints), never its cache: every
+    // position is written once, at the row that computed it, and read in
+    // place by the attention kernel.
+    std::vector<int32_t> kv_rows, kv_rows_alt;
+    if (beam) {
+        kv_rows.resize((size_t)R * cap);
+        kv_rows_alt.resize((size_t)R * cap);
+        for (int r = 0; r < R; r++) std::fill_n(&kv_rows[(size_t)r * cap], cap, r);
     }
 
     step_seconds.clear();
@@ -141,7 +145,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
         for (size_t l = 0; l < layers; l++) {
             layer(dec.layers[l], true, x, xa, T, R, start, self_kv[l].get(), kv_len.data(),
                   memory ? cross_kv[l].get() : nullptr, memory ? cross_len.data() : nullptr, S,
-                  memory && T == 1 ? K : 1);
+                  memory && T == 1 ? K : 1, beam && T == 1 ? kv_rows.data() : nullptr, cap);
         }
     };
     embed(dec, tokens.data(), P, R, 0, x);
@@ -255,20 +259,13 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
 
         const int len = P + step;  // positions already in the cache
         if (beam) {
-            bool identity = true;
-            for (int r = 0; r < R; r++) identity = identity && parent[r] == r;
-            if (!identity) {
-                // Each beam takes its parent's cache: one gather per layer.
-                for (size_t l = 0; l < layers; l++) {
-                    View src(self_kv[l].get(), {{2 * D, 1}, {R, 2 * D}, {len, R * 2 * D}}),
-                        rows(parent.data(), {{R, 1}}, true),
-                        out(self_kv_alt[l].get(), {{2 * D, 1}, {R, 2 * D}, {len, R * 2 * D}});
-                    run("gather", [&] {
-                        return HF_PICK(device(), hf_gather_rows)(src.get(), rows.get(), out.get());
-                    });
-                    std::swap(self_kv[l], self_kv_alt[l]);
-                }
+            for (int r = 0; r < R; r++) {
+                const int32_t *from = &kv_rows[(size_t)parent[r] * cap];
+                int32_t *to = &kv_rows_alt[(size_t)r * cap];
+                std::copy(from, from + len, to);
+                std::fill(to + len, to + cap, r);  // positions from len on: written at row r
             }
+            std::swap(kv_rows, kv_rows_alt);
         }
         std::fill(kv_len.begin(), kv_len.end(), len + 1);
         x = x0.get();

@@ -8,6 +8,7 @@
 #include "hf_attention.h"
 #include "hf_attention_causal.h"
 #include "hf_attention_causal_decode.h"
+#include "hf_attention_causal_decode_rows.h"
 #include "hf_attention_decode.h"
 #include "hf_embedding.h"
 #include "hf_embedding_concat.h"
@@ -33,6 +34,7 @@
 HF_DEVICE_KERNELS(hf_attention)
 HF_DEVICE_KERNELS(hf_attention_causal)
 HF_DEVICE_KERNELS(hf_attention_causal_decode)
+HF_DEVICE_KERNELS(hf_attention_causal_decode_rows)
 HF_DEVICE_KERNELS(hf_attention_decode)
 HF_DEVICE_KERNELS(hf_embedding)
 HF_DEVICE_KERNELS(hf_embedding_concat)
@@ -68,7 +70,6 @@ void Model::Impl::set_device(Device d) {
         s->dev = dev.get();
     }
     self_kv.clear();
-    self_kv_alt.clear();
     cross_kv.clear();
 }
 
@@ -154,7 +155,8 @@ LinearFn linear_dot_act_kernel(Device d, Act a) {
 
 void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                         float *kv, const int32_t *kv_len, const float *cross_mem,
-                        const int32_t *cross_len, int S, int cross_group) {
+                        const int32_t *cross_len, int S, int cross_group, const int32_t *kv_rows,
+                        int kv_rows_stride) {
     const int D = cfg.d_model, H = cfg.num_heads, dk = D / H, F = cfg.d_ff, M = T * R;
     const float eps = cfg.layer_norm_eps, scale = 1.0f / std::sqrt((float)dk);
     const bool pre = cfg.norm_first;
@@ -216,9 +218,17 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
     {
         View vq = qview(qb), vk = kvview(kv, start + T), vv = kvview(kv + D, start + T), vo = qview(ab);
         View vl(kv_len, {{R, 1}}, true);
-        auto fn = T == 1 ? (causal ? HF_PICK(device(), hf_attention_causal_decode) : HF_PICK(device(), hf_attention_decode))
-                         : (causal ? HF_PICK(device(), hf_attention_causal) : HF_PICK(device(), hf_attention));
-        run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), start, scale, vo.get()); });
+        if (kv_rows && causal && T == 1) {
+            View vrows(kv_rows, {{start + T, 1}, {R, kv_rows_stride}}, true);
+            run("attention", [&] {
+                return HF_PICK(device(), hf_attention_causal_decode_rows)(vq.get(), vk.get(), vv.get(), vl.get(), start,
+                                                                          scale, vrows.get(), vo.get());
+            });
+        } else {
+            auto fn = T == 1 ? (causal ? HF_PICK(device(), hf_attention_causal_decode) : HF_PICK(device(), hf_attention_decode))
+                             : (causal ? HF_PICK(device(), hf_attention_causal) : HF_PICK(device(), hf_attention));
+            run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), start, scale, vo.get()); });
+        }
     }
     out_proj(L.self, L.self_norm);
 

@@ -172,7 +172,7 @@ struct Model::Impl {
     // kernels write them, DeviceContext::to_host reads them back. Data the
     // host writes for a kernel (token ids, lengths) goes in plain vectors.
     Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, enc_out, logits, topv, topi;
-    std::vector<Scratch> self_kv, self_kv_alt, cross_kv;
+    std::vector<Scratch> self_kv, cross_kv;
 
     void bind();  // resolves every tensor of cfg from `source`, validating shapes
 
@@ -195,13 +195,15 @@ struct Model::Impl {
     // One layer over T new positions of R rows, starting at position `start`.
     // kv: this layer's self-attention K|V cache (2D, R, ≥ start+T), time-major;
     // kv_len: valid keys per row; cross_mem/cross_len/S: the encoder's K|V or null.
+    // kv_rows (T = 1, causal): row kv_rows[r·kv_rows_stride + t] of the
+    // cache holds position t of row r (beam search), else row r.
     // cross_group: rows per source in cross_mem (beam search: the beams of a
     // source are consecutive rows and read one copy of its K|V, as that many
     // queries of one sequence); cross_mem then has R / cross_group rows and
     // cross_len one entry per source. T must be 1 when cross_group > 1.
     void layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len,
-               int S, int cross_group = 1);
+               int S, int cross_group = 1, const int32_t *kv_rows = nullptr, int kv_rows_stride = 0);
     // Runs a stack; result in x0 (returns the pointer).
     float *encoder(const std::vector<Sequence> &src, int S, std::vector<int32_t> &lens);
     void final_norm(const NormW &n, float *x, int M);
