@@ -129,6 +129,15 @@ grep -q "line 3: .*UTF-8" "$tmp/tr2.err" || fail "translate: line 3 not named: $
 mkdir "$tmp/notok"
 cp "$tmp/m/model.safetensors" "$tmp/notok/"
 grep -v '"tokenizer"' "$tmp/m/config.json" | sed -z 's/,\n}/\n}/' > "$tmp/notok/config.json"
+# --precision: bf16 and int8 translate the same inputs to as many lines; an
+# unknown precision is refused by name.
+for p in bf16 int8; do
+    "$hf" translate "$tmp/m" "Öffne die Datei" "open the file" --batch 1 --precision $p > "$tmp/tr_$p.out" 2> /dev/null \
+        || fail "translate --precision $p"
+    [ "$(wc -l < "$tmp/tr_$p.out")" = 2 ] || fail "translate --precision $p: $(wc -l < "$tmp/tr_$p.out") lines"
+done
+expect_error "fp8" "$hf" translate "$tmp/m" "open the file" --precision fp8
+expect_error "fp8" "$hf" generate "$tmp/m" --text "open the file" --precision fp8
 expect_error "tokenizer" "$hf" translate "$tmp/notok" "open the file"
 cp -r "$tmp/m" "$tmp/m_missing"
 rm "$tmp/m_missing/tokenizer.model"

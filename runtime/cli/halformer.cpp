@@ -220,6 +220,7 @@ int cmd_info(const Args &a) {
     std::printf("model: %s\n", a.dir.c_str());
     std::printf("config:\n%s", c.to_json().c_str());
     std::printf("parameters: %lld (%.1f M)\n", (long long)m.parameter_count(), m.parameter_count() / 1e6);
+    std::printf("precision: %s (projections; --precision fp32|bf16|int8)\n", precision_name(m.precision()));
     if (m.has_tokenizer()) {
         const Tokenizer &t = m.tokenizer();
         std::printf("tokenizer: %s, %d pieces (pad %d, bos %d, eos %d, unk %d)\n", t.path().c_str(), t.vocab_size(),
