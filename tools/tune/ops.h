@@ -7,7 +7,14 @@
 #include "Halide.h"
 #include "tests/reference.h"
 
+// The AOT packers (linked from halformer_kernels): the tuner's packed
+// weights are the runtime's, byte for byte.
+#include "hf_pack_bf16.h"
+#include "hf_pack_int8.h"
+
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -113,6 +120,99 @@ private:
     Buffer<float> x, w, b, res, y;
 };
 
+// linear_packed: x [M, K], w [N, K] packed by hf_pack_bf16 / hf_pack_int8
+// (+ int8 scale, colsum), bias [N] (+ residual) → y [M, N]. The reference
+// applies the format's quantization (as tests/test_linear_packed.cpp) and
+// sums in double: only float32 summation separates it from the kernel.
+class LinearPackedData : public OpData {
+public:
+    LinearPackedData(const Shape &s, const std::string &format, const std::string &act, bool residual)
+        : M(dim(s, "M")), K(dim(s, "K")), N(dim(s, "N")), int8(format == "int8"), act(act), has_res(residual),
+          kf(int8 ? 4 : 2), groups((K + kf - 1) / kf), Np((N + kPanel - 1) / kPanel * kPanel),
+          x(ref::random_buffer({K, M}, 1)), w(ref::random_buffer({K, N}, 2, -0.1f, 0.1f)),
+          b(ref::random_buffer({N}, 3)), res(ref::random_buffer({N, M}, 4)), y(N, M) {
+        if (format != "bf16" && format != "int8")
+            throw std::runtime_error("the tuner has no linear_packed data for format=" + format);
+        wp = Buffer<>(int8 ? Halide::Int(8) : Halide::BFloat(16), {kf, kPanel, groups, Np / kPanel});
+        int rc;
+        if (int8) {
+            scale = Buffer<float>(Np);
+            colsum = Buffer<int32_t>(Np);
+            rc = hf_pack_int8(w.raw_buffer(), wp.raw_buffer(), scale.raw_buffer(), colsum.raw_buffer());
+        } else {
+            rc = hf_pack_bf16(w.raw_buffer(), wp.raw_buffer());
+        }
+        if (rc != 0) throw std::runtime_error("hf_pack_" + format + " failed (" + std::to_string(rc) + ")");
+    }
+    std::vector<InputValue> inputs() override {
+        std::vector<InputValue> in{{"x", x}, {"w", wp}};
+        if (int8) {
+            in.push_back({"scale", scale});
+            in.push_back({"colsum", colsum});
+        }
+        in.push_back({"bias", b});
+        if (has_res) in.push_back({"residual", res});
+        return in;
+    }
+    Halide::Realization outputs() override { return Halide::Realization({y}); }
+    std::vector<std::vector<int>> output_extents() override { return {{N, M}}; }
+    double error() override {
+        auto rows = check_rows(M);
+        ref::Array r({N, (int)rows.size()});
+        for (size_t i = 0; i < rows.size(); i++) {
+            const int m = rows[i];
+            // int8: the row's step max|x| / 127 (1 for a zero row), codes
+            // nearbyint(x / step) (ties to even, as Halide's round) within ±127.
+            float amax = 0;
+            for (int k = 0; k < K; k++) amax = std::fmax(amax, std::fabs(x(k, m)));
+            const float sx = amax > 0 ? amax / 127.0f : 1.0f;
+            for (int n = 0; n < N; n++) {
+                double sum = 0;
+                for (int k = 0; k < K; k++) {
+                    double xq = int8 ? std::fmax(-127.0f, std::fmin(127.0f, std::nearbyint(x(k, m) / sx)))
+                                     : bf16_round(x(k, m));
+                    sum += xq * packed_at(n, k);
+                }
+                if (int8) sum *= (double)sx * scale(n);
+                r(n, (int)i) = ref::activate(sum + b(n), act) + (has_res ? res(n, m) : 0.0);
+            }
+        }
+        return rel_error_rows(y, rows, r);
+    }
+
+private:
+    static constexpr int kPanel = 48;  // generators/packing.h
+    int M, K, N;
+    bool int8;
+    std::string act;
+    bool has_res;
+    int kf, groups, Np;
+    Buffer<float> x, w, b, res, y;
+    Buffer<> wp;
+    Buffer<float> scale;
+    Buffer<int32_t> colsum;
+
+    // float32 → bfloat16 → float32, to nearest, ties to even.
+    static float bf16_round(float v) {
+        uint32_t u;
+        std::memcpy(&u, &v, 4);
+        u += 0x7fff + ((u >> 16) & 1);
+        u &= 0xffff0000u;
+        std::memcpy(&v, &u, 4);
+        return v;
+    }
+    // W[n, k] as packed: a bfloat16 value, or an int8 code.
+    double packed_at(int n, int k) const {
+        const size_t i = (size_t)k % kf + (size_t)kf * (n % kPanel) + (size_t)kf * kPanel * (k / kf) +
+                         (size_t)kf * kPanel * groups * (n / kPanel);
+        if (int8) return ((const int8_t *)wp.data())[i];
+        uint32_t u = (uint32_t)((const uint16_t *)wp.data())[i] << 16;
+        float v;
+        std::memcpy(&v, &u, 4);
+        return v;
+    }
+};
+
 // ffn: x [M, D] → act(x·W1ᵀ + b1)·W2ᵀ + b2 (+ x) → y [M, D]
 class FFNData : public OpData {
 public:
@@ -216,35 +316,55 @@ private:
     Buffer<float> x, g, be, res, y;
 };
 
-// attention: q (dk, Tq, H, B), k/v (dk, Tkv, H, B), per-sequence kv_len
+// attention: q (dk, Tq, H, B), k/v (dk, Tkv, H, B), per-sequence kv_len;
+// indexed: key t of sequence b in row kv_rows(t, b) of k and v
 class AttentionData : public OpData {
 public:
-    AttentionData(const Shape &s, bool causal)
+    AttentionData(const Shape &s, bool causal, bool indexed)
         : B(dim(s, "B")), H(dim(s, "H")), Tq(dim(s, "Tq")), Tkv(dim(s, "Tkv")), dk(dim(s, "dk")),
-          causal(causal), q_offset(Tkv - Tq), scale(1.0f / std::sqrt((float)dk)),
+          causal(causal), indexed(indexed), q_offset(Tkv - Tq), scale(1.0f / std::sqrt((float)dk)),
           q(ref::random_buffer({dk, Tq, H, B}, 1)), k(ref::random_buffer({dk, Tkv, H, B}, 2)),
-          v(ref::random_buffer({dk, Tkv, H, B}, 3)), kv_len(B), o(dk, Tq, H, B) {
+          v(ref::random_buffer({dk, Tkv, H, B}, 3)), kv_len(B), kv_rows(Tkv, B), o(dk, Tq, H, B) {
         // Sequences of a batch end at different lengths (the padded case).
         for (int b = 0; b < B; b++) kv_len(b) = std::max(1, Tkv - 3 * b);
+        // As beam search leaves them: rows shared and crossed between
+        // hypotheses, each hypothesis' newest key in its own row.
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < Tkv; t++) kv_rows(t, b) = t == Tkv - 1 ? b : (b * 7 + t * 3) % B;
     }
     std::vector<InputValue> inputs() override {
-        return {{"q", q}, {"k", k}, {"v", v}, {"kv_len", kv_len}, {"q_offset", (double)q_offset}, {"scale", scale}};
+        std::vector<InputValue> in{{"q", q}, {"k", k}, {"v", v}, {"kv_len", kv_len},
+                                   {"q_offset", (double)q_offset}, {"scale", scale}};
+        if (indexed) in.push_back({"kv_rows", kv_rows});
+        return in;
     }
     Halide::Realization outputs() override { return Halide::Realization({o}); }
     std::vector<std::vector<int>> output_extents() override { return {{dk, Tq, H, B}}; }
     double error() override {
         std::vector<int> lens(kv_len.data(), kv_len.data() + B);
-        return ref::rel_error(*o.get(), ref::attention(arr(q), arr(k), arr(v),
-                                                lens, q_offset, scale, causal));
+        ref::Array ka = arr(k), va = arr(v);
+        if (indexed) {  // the cache as each sequence sees it
+            ref::Array kr = ka, vr = va;
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < H; h++)
+                    for (int t = 0; t < Tkv; t++)
+                        for (int d = 0; d < dk; d++) {
+                            kr(d, t, h, b) = ka(d, t, h, kv_rows(t, b));
+                            vr(d, t, h, b) = va(d, t, h, kv_rows(t, b));
+                        }
+            ka = kr;
+            va = vr;
+        }
+        return ref::rel_error(*o.get(), ref::attention(arr(q), ka, va, lens, q_offset, scale, causal));
     }
 
 private:
     int B, H, Tq, Tkv, dk;
-    bool causal;
+    bool causal, indexed;
     int32_t q_offset;
     float scale;
     Buffer<float> q, k, v;
-    Buffer<int32_t> kv_len;
+    Buffer<int32_t> kv_len, kv_rows;
     Buffer<float> o;
 };
 
@@ -303,8 +423,12 @@ inline std::unique_ptr<OpData> make_op_data(const std::string &generator,
         return std::make_unique<SoftmaxData>(shape, get("log", "false") == "true", get("mask", "false") == "true");
     if (generator == "layer_norm")
         return std::make_unique<LayerNormData>(shape, get("residual", "false") == "true");
+    if (generator == "linear_packed")
+        return std::make_unique<LinearPackedData>(shape, get("format", "bf16"), get("activation", "none"),
+                                                  get("residual", "false") == "true");
     if (generator == "attention")
-        return std::make_unique<AttentionData>(shape, get("causal", "false") == "true");
+        return std::make_unique<AttentionData>(shape, get("causal", "false") == "true",
+                                               get("indexed", "false") == "true");
     if (generator == "embedding") return std::make_unique<EmbeddingData>(shape, get("pe", "sinusoidal"));
     throw std::runtime_error("the tuner has no op data for generator " + generator);
 }

@@ -8,6 +8,7 @@
 #include "ops.h"
 #include "halformer/config.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -116,6 +117,15 @@ inline bool panel_fits(const Point &p, int regs) {
     return rows >= 1 && vn * rows + vn + 1 <= regs;
 }
 
+// linear_packed's register block: rows_m rows × one 48-wide panel (3 vectors
+// on AVX-512, 6 with 8 lanes) beside the panel's weight vectors and a
+// broadcast; 0 is the schedule's default (linear_packed_rows).
+inline bool packed_fits(const Point &p, int regs) {
+    int vn = regs == 32 ? 3 : 6;
+    int rows = p.at("rows_m") > 0 ? p.at("rows_m") : std::max(1, (regs - vn - 2) / vn);
+    return vn * rows + vn + 1 <= regs;
+}
+
 inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &w) {
     using halformer::Act;
     const int d = c.d_model, F = c.d_ff, H = c.num_heads, dk = c.head_dim(), P = w.prefill_rows,
@@ -141,6 +151,29 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
              {linear_shape(1, d, 3 * d), linear_shape(1, d, F), linear_shape(1, F, d), linear_shape(R, d, 3 * d)},
              {linear_shape(3, 33, 71)}};
     tasks.push_back(dot);
+
+    // Reduced precision (Model::set_precision): every projection, the FFN's
+    // two included, is one of these; decode rows above 1 take the prefill
+    // kernels (runtime/src/lowp.cpp: kDotRows).
+    for (const char *fmt : {"bf16", "int8"}) {
+        const std::string base = std::string("hf_linear_") + fmt;
+        auto variants = [&](const std::string &k) {
+            return std::vector<std::string>{k, k + "_relu", k + "_gelu", k + "_gelu_tanh", k + "_residual"};
+        };
+        // (past 8 rows the block spills on AVX-512: packed_fits)
+        const std::vector<int> rows_m{0, 1, 2, 3, 4, 5, 6, 7, 8};
+        Task pre{std::string("linear_") + fmt, "prefill", base, variants(base), {{"rows_m", rows_m}},
+                 {linear_shape(P, d, 3 * d), linear_shape(P, d, d), linear_shape(P, d, F), linear_shape(P, F, d),
+                  linear_shape(R, d, 3 * d)},
+                 {linear_shape(1, d, 3 * d), linear_shape(17, 33, 71)}};
+        pre.feasible = packed_fits;
+        tasks.push_back(pre);
+        Task dec{std::string("linear_") + fmt, "decode", base + "_dot", variants(base + "_dot"), {{"rows_m", rows_m}},
+                 {linear_shape(1, d, 3 * d), linear_shape(1, d, F), linear_shape(1, F, d)},
+                 {linear_shape(3, 33, 71)}};
+        dec.feasible = packed_fits;
+        tasks.push_back(dec);
+    }
 
     Task ffn{"ffn", "prefill", ffn_kernel,
              // every activation: the schedule is the two products'
@@ -169,11 +202,21 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
     attp.feasible = [](const Point &p, int regs) { return p.at("query_tile") * (p.at("score_vectors") + 1) <= 2 * regs; };
     tasks.push_back(attp);
 
-    Task attd{"attention", "decode", "hf_attention_decode", {"hf_attention_decode", "hf_attention_causal_decode"},
-              {{"key_block", {16, 8, 32, 64, 128}}, {"heads_per_task", {16, 1, 2, 4, 8, 32}},
-               {"score_vectors", {2, 1, 3, 4}}},
-              {att(1, 1, L, false), att(R, 1, L, false)},
-              {att(3, 1, 1, false), att(2, 1, 19, true), att_hd(2, 3, 1, 9, 12, false), att_hd(2, 1, 1, 9, 20, true)}};
+    // Beam search's self-attention: each hypothesis reads its cache rows
+    // through kv_rows (here rows shared and crossed: AttentionData).
+    auto att_rows = [&](int B, int heads, int Tkv, int head_dim) {
+        Shape s = att_hd(B, heads, 1, Tkv, head_dim, true);
+        s.label += " rows";
+        s.gen["indexed"] = "true";
+        return s;
+    };
+    // (The decode schedule reads only key_block: schedule_attention_decode_cpu.)
+    Task attd{"attention", "decode", "hf_attention_decode",
+              {"hf_attention_decode", "hf_attention_causal_decode", "hf_attention_causal_decode_rows"},
+              {{"key_block", {16, 8, 32, 64, 128}}},
+              {att(1, 1, L, false), att(R, 1, L, false), att_rows(R, H, L, dk)},
+              {att(3, 1, 1, false), att(2, 1, 19, true), att_hd(2, 3, 1, 9, 12, false), att_hd(2, 1, 1, 9, 20, true),
+               att_rows(3, 1, 1, dk), att_rows(5, 3, 19, 20)}};
     tasks.push_back(attd);
 
     auto rows = [](int M, int D) {

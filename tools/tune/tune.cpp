@@ -52,7 +52,7 @@ struct Options {
     std::string config = "base";      // base | model directory
     std::vector<std::string> ops;     // empty: all
     double budget_s = 20 * 60;
-    bool resume = false, force = false, adams = true, check_records = false;
+    bool resume = false, force = false, adams = true, check_records = false, list_kernels = false;
     std::string out_dir;              // record directory (default: the source tree's)
     std::string work_dir;             // state, samples, weights
     int threads = 0;
@@ -73,6 +73,7 @@ struct Options {
         "                      [--rows 128] [--cache-len 128] [--decode-rows 4]\n"
         "                      [--out DIR] [--work DIR] [--threads N]\n"
         "       halformer tune --check-records   (the build applies its records?)\n"
+        "       halformer tune --list-kernels    (the kernels the tasks' records cover)\n"
         "Searches each op's schedule on this machine at the model's shapes and\n"
         "writes DIR/record.json (default: schedules/tuned/<target>/ in the source\n"
         "tree), report.md and tuning.png. Rebuild to apply the record.\n");
@@ -117,6 +118,7 @@ Options parse_options(int argc, char **argv) {
         else if (a == "--force") o.force = true;
         else if (a == "--no-adams") o.adams = false;
         else if (a == "--check-records") o.check_records = true;
+        else if (a == "--list-kernels") o.list_kernels = true;
         else if (a == "--out") o.out_dir = next();
         else if (a == "--work") o.work_dir = next();
         else if (a == "--threads") o.threads = parse_int(a, next(), 1);
@@ -1265,6 +1267,19 @@ int main(int argc, char **argv) {
                 for (const auto &t : all) names += " " + t.id();
                 throw halformer::Error("--ops: no op '" + op + "' (ops:" + names + ")");
             }
+        }
+        // Every kernel a task's winner is recorded for, one a line
+        // (tests/check_tune_coverage.py compares them with the runtime's calls).
+        if (o.list_kernels) {
+            std::set<std::string> names;
+            for (const auto &t : tasks)
+                for (const auto &k : t.group) {
+                    if (std::string(kernel_info(k).generator) != t.generator())
+                        throw halformer::Error(t.id() + ": " + k + " is no " + t.generator() + " kernel");
+                    names.insert(k);
+                }
+            for (const auto &k : names) std::printf("%s\n", k.c_str());
+            return 0;
         }
         int threads = o.threads > 0 ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
         setenv("HL_NUM_THREADS", std::to_string(threads).c_str(), 1);

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Every kernel the inference runtime calls is tuned by `halformer tune`.
+
+The kernels called: the hf_* identifiers in the code of runtime/src/*.cpp
+(comments, strings and #include lines left out; training, runtime/src/train/,
+is not searched by the tuner). The kernels covered: `halformer tune
+--list-kernels`, every kernel of every task's group (tools/tune/tasks.h). A
+kernel called and not covered would keep its hand schedule on every machine
+however long one tunes; it fails this check unless EXCLUDED says why.
+
+Usage: check_tune_coverage.py HALFORMER SOURCE_DIR
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+# Called by the runtime, deliberately not tuned: kernel (or prefix*) → why.
+EXCLUDED = {
+    "hf_pack_*": "packs the weights once, at load (Model::set_precision)",
+    "hf_topk8": "no tunable knob (generator topk)",
+    "hf_argmax": "no tunable knob (generator topk)",
+}
+
+
+def matches(name, pattern):
+    return name == pattern or (pattern.endswith("*") and name.startswith(pattern[:-1]))
+
+
+def excluded(name):
+    for pattern, why in EXCLUDED.items():
+        if matches(name, pattern):
+            return why
+    return None
+
+
+# Comments and string/char literals (kept apart so that "//" inside a string
+# is no comment), and preprocessor #include lines.
+TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|^[ \t]*#[ \t]*include[^\n]*',
+                    re.S | re.M)
+KERNEL = re.compile(r"\bhf_[a-z0-9_]+\b")
+
+
+def called_kernels(src):
+    """kernel → first 'file:line' where the runtime's code names it."""
+    found = {}
+    files = sorted(glob.glob(os.path.join(src, "runtime", "src", "*.cpp")))
+    if not files:
+        sys.exit(f"FAIL: no runtime sources in {src}/runtime/src")
+    for path in files:
+        text = open(path, encoding="utf-8").read()
+        # Blank the comments etc. keeping the newlines, so line numbers stay.
+        code = TOKENS.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+        for m in KERNEL.finditer(code):
+            line = code.count("\n", 0, m.start()) + 1
+            found.setdefault(m.group(0), f"{os.path.relpath(path, src)}:{line}")
+    return found
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    halformer, src = sys.argv[1], sys.argv[2]
+    out = subprocess.run([halformer, "tune", "--list-kernels"], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"FAIL: {halformer} tune --list-kernels exited with {out.returncode}:\n{out.stderr}")
+    covered = set(out.stdout.split())
+    if not covered:
+        sys.exit("FAIL: halformer tune --list-kernels listed no kernel")
+    called = called_kernels(src)
+    if not called:
+        sys.exit("FAIL: found no hf_* kernel in runtime/src/*.cpp")
+
+    uncovered, skipped = [], []
+    for name in sorted(called):
+        why = excluded(name)
+        if why:
+            skipped.append(f"  {name}: {why}")
+        elif name not in covered:
+            uncovered.append(name)
+    print(f"{len(called)} kernels called by runtime/src/*.cpp, {len(covered)} covered by halformer tune's tasks")
+    print(f"not tuned, by design ({len(skipped)}):")
+    print("\n".join(skipped))
+    for pattern in EXCLUDED:
+        if not any(matches(n, pattern) for n in called):
+            print(f"note: exclusion {pattern} matches no kernel the runtime calls (stale?)")
+    if uncovered:
+        for name in uncovered:
+            print(f"FAIL: {name} (named at {called[name]}) is in no tuning task's group: "
+                  "add it to a task in tools/tune/tasks.h, or to EXCLUDED here with the reason")
+        return 1
+    print("tune.coverage: every kernel the runtime calls is tuned")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
