@@ -194,9 +194,35 @@ dnnl::stream &stream() {
     return s;
 }
 
-void linear(int M, int K, int N) {
+// oneDNN matmul Y[M, N] (f32) = A[M, K]·W + bias with W given as [N, K]
+// (nn.Linear) and reordered once into oneDNN's preferred layout: its best
+// case, prepacked weights. The buffers must outlive the benchmark.
+void add_onednn_matmul(const std::string &name, double work, bool compute, int M, int K, int N,
+                       dnnl::memory::data_type adt, dnnl::memory::data_type wdt, void *a, void *w, float *bias,
+                       float *y) {
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
+    dnnl::memory::desc a_md({M, K}, adt, tag::ab), c_md({M, N}, dt::f32, tag::ab), bias_md({1, N}, dt::f32, tag::ab),
+        w_any({K, N}, wdt, tag::any), w_md({K, N}, wdt, tag::ba);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_any, bias_md, c_md), engine());
+    auto wmem = keep(dnnl::memory(pd.weights_desc(), engine()));
+    dnnl::memory wsrc(w_md, engine(), w);
+    dnnl::reorder(wsrc, *wmem).execute(stream(), wsrc, *wmem);
+    stream().wait();
+    auto prim = keep(dnnl::matmul(pd));
+    auto args = keep(std::unordered_map<int, dnnl::memory>{{DNNL_ARG_SRC, dnnl::memory(a_md, engine(), a)},
+                                                           {DNNL_ARG_WEIGHTS, *wmem},
+                                                           {DNNL_ARG_BIAS, dnnl::memory(bias_md, engine(), bias)},
+                                                           {DNNL_ARG_DST, dnnl::memory(c_md, engine(), y)}});
+    add(name, work, compute, [=] {
+        prim->execute(stream(), *args);
+        stream().wait();
+        return 0;
+    });
+}
+
+void linear(int M, int K, int N) {
+    using dt = dnnl::memory::data_type;
     auto x = keep(rnd({K, M}, 1)), w = keep(rnd({K, N}, 2, 0.05f)), b = keep(rnd({N}, 3));
     auto y = keep(Buffer<float>(N, M));
     const std::string s = "linear/" + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N) + "/";
@@ -214,24 +240,8 @@ void linear(int M, int K, int N) {
     });
     // oneDNN matmul with bias; weights reordered once into its preferred
     // layout (its best case: prepacked weights).
-    dnnl::memory::desc a_md({M, K}, dt::f32, tag::ab), c_md({M, N}, dt::f32, tag::ab),
-        bias_md({1, N}, dt::f32, tag::ab), w_any({K, N}, dt::f32, tag::any), w_md({K, N}, dt::f32, tag::ba);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_any, bias_md, c_md), engine());
-    auto wmem = keep(dnnl::memory(pd.weights_desc(), engine()));
-    dnnl::memory wsrc(w_md, engine(), w->data());
-    dnnl::reorder(wsrc, *wmem).execute(stream(), wsrc, *wmem);
-    stream().wait();
-    auto prim = keep(dnnl::matmul(pd));
-    auto args = keep(std::unordered_map<int, dnnl::memory>{
-        {DNNL_ARG_SRC, dnnl::memory(a_md, engine(), x->data())},
-        {DNNL_ARG_WEIGHTS, *wmem},
-        {DNNL_ARG_BIAS, dnnl::memory(bias_md, engine(), b->data())},
-        {DNNL_ARG_DST, dnnl::memory(c_md, engine(), y->data())}});
-    add(s + "onednn", work, compute, [=] {
-        prim->execute(stream(), *args);
-        stream().wait();
-        return 0;
-    });
+    add_onednn_matmul(s + "onednn", work, compute, M, K, N, dt::f32, dt::f32, x->data(), w->data(), b->data(),
+                      y->data());
 }
 
 // Reduced-precision linear, Y = X·Wᵀ + b with X float32: ours packs W once
@@ -241,7 +251,6 @@ void linear(int M, int K, int N) {
 // converted to float, without our per-row and per-column rescaling).
 void linear_lowp(int M, int K, int N, bool int8) {
     using dt = dnnl::memory::data_type;
-    using tag = dnnl::memory::format_tag;
     auto x = keep(rnd({K, M}, 1)), w = keep(rnd({K, N}, 2, 0.05f)), b = keep(rnd({N}, 3));
     auto y = keep(Buffer<float>(N, M));
     const std::string s = std::string(int8 ? "linear_int8/" : "linear_bf16/") + std::to_string(M) + "x" +
@@ -265,27 +274,13 @@ void linear_lowp(int M, int K, int N, bool int8) {
         add(s + "hand", work, compute, [=] { return hf_linear_bf16(*x, *wp, *b, *y); });
         if (M <= 32) add(s + "hand_dot", work, compute, [=] { return hf_linear_bf16_dot(*x, *wp, *b, *y); });
     }
-    const dt adt = int8 ? dt::u8 : dt::bf16, wdt = int8 ? dt::s8 : dt::bf16;
-    dnnl::memory::desc a_md({M, K}, adt, tag::ab), c_md({M, N}, dt::f32, tag::ab), bias_md({1, N}, dt::f32, tag::ab),
-        w_any({K, N}, wdt, tag::any), w_md({K, N}, wdt, tag::ba);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_any, bias_md, c_md), engine());
-    auto wmem = keep(dnnl::memory(pd.weights_desc(), engine()));
-    auto asrc = keep(dnnl::memory(a_md, engine()));
-    std::memset(asrc->get_data_handle(), int8 ? 3 : 0x3f, (size_t)M * K * (int8 ? 1 : 2));
-    dnnl::memory wsrc(w_md, engine());
-    std::memset(wsrc.get_data_handle(), int8 ? 2 : 0x3c, (size_t)K * N * (int8 ? 1 : 2));
-    dnnl::reorder(wsrc, *wmem).execute(stream(), wsrc, *wmem);
-    stream().wait();
-    auto prim = keep(dnnl::matmul(pd));
-    auto args = keep(std::unordered_map<int, dnnl::memory>{{DNNL_ARG_SRC, *asrc},
-                                                           {DNNL_ARG_WEIGHTS, *wmem},
-                                                           {DNNL_ARG_BIAS, dnnl::memory(bias_md, engine(), b->data())},
-                                                           {DNNL_ARG_DST, dnnl::memory(c_md, engine(), y->data())}});
-    add(s + "onednn", work, compute, [=] {
-        prim->execute(stream(), *args);
-        stream().wait();
-        return 0;
-    });
+    // Inputs in oneDNN's types, filled with small constants (its speed does
+    // not depend on the values).
+    const size_t esize = int8 ? 1 : 2;
+    auto a = keep(std::vector<uint8_t>((size_t)M * K * esize, int8 ? 3 : 0x3f));
+    auto wv = keep(std::vector<uint8_t>((size_t)K * N * esize, int8 ? 2 : 0x3c));
+    add_onednn_matmul(s + "onednn", work, compute, M, K, N, int8 ? dt::u8 : dt::bf16, int8 ? dt::s8 : dt::bf16,
+                      a->data(), wv->data(), b->data(), y->data());
 }
 
 void attention(int T, bool causal) {
