@@ -5,7 +5,7 @@ KV-cached incremental decoder so the comparison is fair, then the ratios.
 
   /usr/bin/python3 bench/torch_baseline.py [--batch 1] [--src-len 32]
       [--beam 4] [--new-tokens 32] [--threads 2] [--iters 5]
-      [--halformer build/halformer] [--json-out FILE]
+      [--halformer build/halformer] [--precision fp32|bf16|int8] [--json-out FILE]
 
 Reports the keys of `halformer bench --json` (encoder_ms, decoder_step_ms,
 greedy_tokens_per_s, beam_tokens_per_s, peak_rss_mb) for both, medians of
@@ -187,6 +187,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--halformer", default="build/halformer")
+    ap.add_argument("--precision", default="fp32", help="halformer's --precision (PyTorch stays fp32)")
     ap.add_argument("--json-out")
     ap.add_argument("--layers", action="store_true",
                     help="also time nn.MultiheadAttention and one TransformerEncoderLayer (printed as JSON)")
@@ -216,7 +217,7 @@ def main():
                  "peak_rss_mb": peak_rss_mb()}
     cmd = [a.halformer, "bench", "--config", "base", "--batch", str(a.batch), "--src-len", str(a.src_len),
            "--beam", str(a.beam), "--new-tokens", str(a.new_tokens), "--threads", str(a.threads),
-           "--iters", str(a.iters), "--json"]
+           "--iters", str(a.iters), "--precision", a.precision, "--json"]
     hf = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     print(f"workload: base model, batch {a.batch}, source length {a.src_len}, {a.new_tokens} new tokens, "
           f"beam {a.beam}, {a.threads} threads, medians of {a.iters} runs; torch {torch.__version__}")
