@@ -37,24 +37,15 @@ namespace {
 
 constexpr int kTopK = 8;  // hf_topk8: beam + 1 candidates per beam
 
-// One draw from softmax(logits / T) restricted to the top_k largest logits
-// and then to the smallest prefix holding top_p of the probability.
-int32_t sample_row(const float *logits, int V, const GenerateOptions &o, SplitMix &rng) {
-    std::vector<int32_t> ids(V);
-    for (int v = 0; v < V; v++) ids[v] = v;
-    auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-    int n = V;
-    if (o.top_k > 0 && o.top_k < V) {
-        n = o.top_k;
-        std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), better);
-    } else if (o.top_p < 1.0f) {
-        std::sort(ids.begin(), ids.end(), better);
-    }
+// One draw among n candidates given best first (logit vals[k] of id ids[k];
+// any order when top_p = 1): softmax(vals / T), cut to the smallest prefix
+// holding top_p of the probability.
+int32_t draw(const float *vals, const int32_t *ids, int n, const GenerateOptions &o, SplitMix &rng) {
     double mx = -std::numeric_limits<double>::infinity();
-    for (int k = 0; k < n; k++) mx = std::max(mx, (double)logits[ids[k]]);
+    for (int k = 0; k < n; k++) mx = std::max(mx, (double)vals[k]);
     std::vector<double> w(n);
     double total = 0;
-    for (int k = 0; k < n; k++) total += w[k] = std::exp(((double)logits[ids[k]] - mx) / o.temperature);
+    for (int k = 0; k < n; k++) total += w[k] = std::exp(((double)vals[k] - mx) / o.temperature);
     if (o.top_p < 1.0f) {
         double cum = 0;
         int keep = 0;
@@ -71,6 +62,24 @@ int32_t sample_row(const float *logits, int V, const GenerateOptions &o, SplitMi
         if (u < 0) return ids[k];
     }
     return ids[n - 1];
+}
+
+// Sampling without a top-k that hf_topk8 covers: the candidates are chosen
+// from the whole row on the host (top_k > 8, or top_p alone: sorted).
+int32_t sample_row(const float *logits, int V, const GenerateOptions &o, SplitMix &rng) {
+    std::vector<int32_t> ids(V);
+    for (int v = 0; v < V; v++) ids[v] = v;
+    auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+    int n = V;
+    if (o.top_k > 0 && o.top_k < V) {
+        n = o.top_k;
+        std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), better);
+    } else if (o.top_p < 1.0f) {
+        std::sort(ids.begin(), ids.end(), better);
+    }
+    std::vector<float> vals(n);
+    for (int k = 0; k < n; k++) vals[k] = logits[ids[k]];
+    return draw(vals.data(), ids.data(), n, o, rng);
 }
 
 struct Candidate {
@@ -90,6 +99,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     const int cap = P + max_new - 1;
     const size_t layers = dec.layers.size();
     const bool beam = !opt.sample && K > 1;
+    const bool kernel_top_k = opt.sample && opt.top_k > 0 && opt.top_k <= kTopK;
 
     if (memory && P != 1) throw Error("internal: an encoder-decoder prefix is bos alone");
     // Cross-attention K|V once per source, read by all of its beams (the
@@ -181,6 +191,15 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
                 View vs(out, {{V, 1}, {R, V}}), vv(topv, {{1, 1}, {R, 1}}), vi(topi, {{1, 1}, {R, 1}}, true);
                 run("argmax", [&] { return HF_PICK(device(), hf_argmax)(vs.get(), vv.get(), vi.get()); });
                 dev->to_host(topi, (size_t)R * sizeof(int32_t));
+            } else if (kernel_top_k) {
+                // top-k ≤ 8: the candidates come from the top-k kernel (best
+                // first, ties to the lower id, as the host sort orders them);
+                // only 8 values and ids per row come back.
+                View vs(out, {{V, 1}, {R, V}}), vv(topv, {{kTopK, 1}, {R, kTopK}}),
+                    vi(topi, {{kTopK, 1}, {R, kTopK}}, true);
+                run("topk", [&] { return HF_PICK(device(), hf_topk8)(vs.get(), vv.get(), vi.get()); });
+                dev->to_host(topv, (size_t)R * kTopK * sizeof(float));
+                dev->to_host(topi, (size_t)R * kTopK * sizeof(int32_t));
             } else {
                 dev->to_host(out, (size_t)R * V * sizeof(float));  // sampling reads the logits
             }
@@ -189,7 +208,11 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
         for (int b = 0; b < B; b++) {
             if (!beam) {
                 const int r = b;
-                next[r] = done[b] ? cfg.pad_id : opt.sample ? sample_row(out + (size_t)r * V, V, opt, rng[b]) : topi[r];
+                next[r] = done[b]         ? cfg.pad_id
+                          : kernel_top_k ? draw(topv + (size_t)r * kTopK, topi + (size_t)r * kTopK,
+                                                std::min(opt.top_k, V), opt, rng[b])
+                          : opt.sample   ? sample_row(out + (size_t)r * V, V, opt, rng[b])
+                                         : topi[r];
                 if (!done[b]) {
                     hist[r].push_back(next[r]);
                     if (next[r] == eos_stop) done[b] = 1;
