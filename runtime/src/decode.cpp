@@ -20,11 +20,9 @@
 #include "splitmix.h"
 
 #include "hf_argmax.h"
-#include "hf_linear.h"
 #include "hf_topk8.h"
 
 HF_DEVICE_KERNELS(hf_argmax)
-HF_DEVICE_KERNELS(hf_linear)
 HF_DEVICE_KERNELS(hf_topk8)
 
 #include <algorithm>
@@ -108,18 +106,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     cross_kv.resize(layers);
     attach(cross_kv);
     if (memory) {
-        for (size_t l = 0; l < layers; l++) {
-            const auto &w = dec.layers[l].cross;
-            float *ckv = cross_kv[l].need((size_t)S * B * 2 * D);
-            if (lowp()) {
-                linear_lowp("linear", memory, S * B, D, w.in_w + (size_t)D * D, 2 * D, D, w.in_b + D, nullptr,
-                            nullptr, ckv, 2 * D);
-            } else {
-                View vx(memory, {{D, 1}, {S * B, D}}), vw(w.in_w + (size_t)D * D, {{D, 1}, {2 * D, D}}),
-                    vb(w.in_b + D, {{2 * D, 1}}), vy(ckv, {{2 * D, 1}, {S * B, 2 * D}});
-                run("linear", [&] { return HF_PICK(device(), hf_linear)(vx.get(), vw.get(), vb.get(), vy.get()); });
-            }
-        }
+        for (size_t l = 0; l < layers; l++) cross_kv_of(l, memory, S * B, cross_kv[l].need((size_t)S * B * 2 * D));
     }
     self_kv.resize(layers);
     attach(self_kv);

@@ -302,6 +302,16 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
     std::swap(x, x_alt);
 }
 
+void Model::Impl::cross_kv_of(size_t l, const float *memory, int rows, float *out) {
+    const int D = cfg.d_model;
+    const AttnW &w = dec.layers[l].cross;
+    const float *wkv = w.in_w + (size_t)D * D, *bkv = w.in_b + D;  // rows D..3D of in_proj
+    if (lowp()) return linear_lowp("linear", memory, rows, D, wkv, 2 * D, D, bkv, nullptr, nullptr, out, 2 * D);
+    View vx(memory, {{D, 1}, {rows, D}}), vw(wkv, {{D, 1}, {2 * D, D}}), vb(bkv, {{2 * D, 1}}),
+        vy(out, {{2 * D, 1}, {rows, 2 * D}});
+    run("linear", [&] { return HF_PICK(device(), hf_linear)(vx.get(), vw.get(), vb.get(), vy.get()); });
+}
+
 void Model::Impl::final_norm(const NormW &n, float *x, int M) {
     if (!n) return;
     const int D = cfg.d_model;
@@ -441,16 +451,7 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
         m.cross_kv.resize(m.dec.layers.size());
         m.attach(m.cross_kv);
         for (size_t l = 0; l < m.dec.layers.size(); l++) {
-            const auto &w = m.dec.layers[l].cross;
-            float *ckv = m.cross_kv[l].need((size_t)S * R * 2 * D);
-            View vx(memory, {{D, 1}, {S * R, D}}), vw(w.in_w + (size_t)D * D, {{D, 1}, {2 * D, D}}),
-                vb(w.in_b + D, {{2 * D, 1}}), vy(ckv, {{2 * D, 1}, {S * R, 2 * D}});
-            if (m.lowp()) {
-                m.linear_lowp("linear", memory, S * R, D, w.in_w + (size_t)D * D, 2 * D, D, w.in_b + D, nullptr,
-                              nullptr, ckv, 2 * D);
-            } else {
-                m.run("linear", [&] { return HF_PICK(m.device(), hf_linear)(vx.get(), vw.get(), vb.get(), vy.get()); });
-            }
+            m.cross_kv_of(l, memory, S * R, m.cross_kv[l].need((size_t)S * R * 2 * D));
         }
     }
     std::vector<int32_t> tokens, lens;

@@ -204,6 +204,9 @@ struct Model::Impl {
     void layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len,
                int S, int cross_group = 1, const int32_t *kv_rows = nullptr, int kv_rows_stride = 0);
+    // The cross-attention K|V of decoder layer l over the encoder memory
+    // (rows positions × sequences): out (2D, rows), computed once per batch.
+    void cross_kv_of(size_t l, const float *memory, int rows, float *out);
     // Runs a stack; result in x0 (returns the pointer).
     float *encoder(const std::vector<Sequence> &src, int S, std::vector<int32_t> &lens);
     void final_norm(const NormW &n, float *x, int M);
