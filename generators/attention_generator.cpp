@@ -47,6 +47,7 @@ public:
     GeneratorParam<int> query_tile{"query_tile", 8};
     GeneratorParam<int> heads_per_task{"heads_per_task", 1};
     GeneratorParam<int> score_vectors{"score_vectors", 2};
+    GeneratorParam<int> value_vectors{"value_vectors", 2};
     GeneratorParam<int> gpu_query_tile{"gpu_query_tile", 0};  // GPU: queries per block (0: 8)
     // The kernel name tuned records know this build by (set by the build; see
     // schedules/tuned.h). Empty: hand values only.
@@ -99,8 +100,12 @@ public:
         p(j, i, h, b) = select(mj > kMaskedHalf, exp(mj - block_max(j / KB, i, h, b)), 0.0f);
         block_sum(kb, i, h, b) = 0.0f;
         block_sum(kb, i, h, b) += p(jb, i, h, b);
+        // v reads as zero past the head size: a schedule may compute whole
+        // vectors of head dims (the values past dk are never stored). The
+        // clamp is `likely` in range, so loops over d split off the tail.
+        Expr v_jb = v(clamp(likely(d), 0, dk - 1), min(jb, Tkv - 1), h, row(min(jb, Tkv - 1)));
         block_out(d, kb, i, h, b) = 0.0f;
-        block_out(d, kb, i, h, b) += p(jb, i, h, b) * v(d, min(jb, Tkv - 1), h, row(min(jb, Tkv - 1)));
+        block_out(d, kb, i, h, b) += p(jb, i, h, b) * select(d < dk, v_jb, 0.0f);
 
         // Combine the blocks.
         rb = RDom(0, nblocks, "rb");
@@ -129,7 +134,7 @@ public:
         if (auto_schedule) return;
         AttentionStages s{o, kt, score, masked, block_max, p, block_sum, block_out,
                           row_max, weight, denom, numer,
-                          d, j, i, h, b, kb, rd, rj, rb, q};
+                          d, j, i, h, b, kb, rd, rj, rb, q, v};
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         if (get_target().has_gpu_feature()) {
@@ -139,7 +144,8 @@ public:
         schedule_attention_cpu(s,
                                {rec.get("query_tile", query_tile), rec.get("key_block", key_block),
                                 rec.get("heads_per_task", heads_per_task),
-                                rec.get("score_vectors", score_vectors)},
+                                rec.get("score_vectors", score_vectors),
+                                rec.get("value_vectors", value_vectors)},
                                get_target());
     }
 

@@ -6,12 +6,14 @@
 #include "hf_attention_causal_decode.h"
 #include "hf_attention_decode.h"
 #include "hf_attention_causal_decode_rows.h"
+#include "hf_attention_decode_rows.h"
 
 HF_DECLARE_LI(hf_attention)
 HF_DECLARE_LI(hf_attention_causal)
 HF_DECLARE(hf_attention_causal_decode)
 HF_DECLARE(hf_attention_decode)
 HF_DECLARE_GPU(hf_attention_causal_decode_rows)
+HF_DECLARE_GPU(hf_attention_decode_rows)
 
 using ref::Buffer;
 using AttnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
@@ -188,28 +190,26 @@ TEST(AttentionSeedExample, ThreeTokens) {
     EXPECT_NEAR(w(2, 0, 0, 0), 0.46, 0.01);
 }
 
-// Beam search's self-attention: hypothesis b reads key t from cache row
-// kv_rows(t, b) (rows it inherited), against the reference on the cache as
-// each hypothesis sees it. Rows repeat, skip and cross; one hypothesis has no
-// valid key; head sizes 64 and 80 (a vector tail); caches of 1, 5 and 33.
-TEST(AttentionRows, ReadsInheritedCacheRows) {
-    using RowsFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t,
-                           float, halide_buffer_t *, halide_buffer_t *);
-    Kernel<RowsFn> fn = HF_KERNEL(hf_attention_causal_decode_rows);
-    uint32_t seed = 900;
+// Attention through row lists: sequence b reads key t from row kv_rows(t, b)
+// of k and v, against the reference on the rows as each sequence sees them.
+// Rows repeat, skip and cross; one sequence has no valid key; head sizes 64
+// and 80 (a vector tail); 1, 5 and 33 keys; Tq queries per sequence.
+using RowsFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
+                       halide_buffer_t *, halide_buffer_t *);
+static void check_rows(Kernel<RowsFn> fn, bool causal, int Tq, int rows_in_kv, uint32_t seed) {
     for (int dk : {64, 80}) {
         for (int L : {1, 5, 33}) {
             const int B = 6, H = 3;
-            Buffer<float> q = ref::random_buffer({dk, 1, H, B}, seed++, -2, 2);
-            Buffer<float> k = ref::random_buffer({dk, L, H, B}, seed++, -2, 2);
-            Buffer<float> v = ref::random_buffer({dk, L, H, B}, seed++);
+            Buffer<float> q = ref::random_buffer({dk, Tq, H, B}, seed++, -2, 2);
+            Buffer<float> k = ref::random_buffer({dk, L, H, rows_in_kv}, seed++, -2, 2);
+            Buffer<float> v = ref::random_buffer({dk, L, H, rows_in_kv}, seed++);
             Buffer<int32_t> rows(L, B), len(B);
             std::mt19937 rng(seed++);
             for (int b = 0; b < B; b++) {
-                for (int t = 0; t < L; t++) rows(t, b) = t == L - 1 ? b : (int)(rng() % B);
+                for (int t = 0; t < L; t++) rows(t, b) = t == L - 1 ? b : (int)(rng() % rows_in_kv);
                 len(b) = b == 4 ? 0 : L - (b % 2);
             }
-            // The cache as hypothesis b sees it.
+            // The keys and values as sequence b sees them.
             Buffer<float> kl(dk, L, H, B), vl(dk, L, H, B);
             for (int b = 0; b < B; b++)
                 for (int h = 0; h < H; h++)
@@ -220,11 +220,25 @@ TEST(AttentionRows, ReadsInheritedCacheRows) {
                         }
             std::vector<int> lens(B);
             for (int b = 0; b < B; b++) lens[b] = len(b);
-            Buffer<float> o(dk, 1, H, B);
+            Buffer<float> o(dk, Tq, H, B);
             const float scale = 1.0f / std::sqrt((float)dk);
-            HF_CALL(fn(q, k, v, len, L - 1, scale, rows, o));
-            auto r = ref::attention(ref::to_array(q), ref::to_array(kl), ref::to_array(vl), lens, L - 1, scale, true);
+            const int q_offset = causal ? L - Tq : 0;
+            HF_CALL(fn(q, k, v, len, q_offset, scale, rows, o));
+            auto r = ref::attention(ref::to_array(q), ref::to_array(kl), ref::to_array(vl), lens, q_offset, scale,
+                                    causal);
             EXPECT_LE(ref::rel_error(o, r), ref::kTolerance) << "dk=" << dk << " L=" << L;
         }
     }
+}
+
+// Beam search's self-attention: a hypothesis reads the cache rows it
+// inherited from its ancestors.
+TEST(AttentionRows, ReadsInheritedCacheRows) {
+    check_rows(HF_KERNEL(hf_attention_causal_decode_rows), true, 1, 6, 900);
+}
+
+// Cross-attention once finished inputs left the batch: the beams of a source
+// (2 queries) read its encoder K|V among those of 9 sources.
+TEST(AttentionRows, ReadsTheSourcesLeftInTheBatch) {
+    check_rows(HF_KERNEL(hf_attention_decode_rows), false, 2, 9, 950);
 }

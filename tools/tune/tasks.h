@@ -195,11 +195,16 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
     auto att = [&](int B, int Tq, int Tkv, bool causal) { return att_hd(B, H, Tq, Tkv, dk, causal); };
     Task attp{"attention", "prefill", "hf_attention", {"hf_attention", "hf_attention_causal"},
               {{"query_tile", {8, 1, 2, 4, 6, 12, 16}}, {"key_block", {64, 16, 32, 128, 256}},
-               {"heads_per_task", {1, 2, 4}}, {"score_vectors", {2, 1, 3, 4}}},
+               {"heads_per_task", {1, 2, 4}}, {"score_vectors", {2, 1, 3, 4}}, {"value_vectors", {2, 1, 3, 4}}},
               {att(1, P, P, false), att(1, P, P, true)},
               // (other models: few heads, a head size that is no multiple of a vector)
               {att(2, 1, 1, false), att(2, 3, 17, true), att_hd(1, 3, 5, 7, 12, false), att_hd(1, 3, 5, 7, 12, true)}};
-    attp.feasible = [](const Point &p, int regs) { return p.at("query_tile") * (p.at("score_vectors") + 1) <= 2 * regs; };
+    // Register blocks: scores query_tile × score_vectors, P·V query_tile ×
+    // value_vectors accumulators (plus the vectors of v they share).
+    attp.feasible = [](const Point &p, int regs) {
+        return p.at("query_tile") * (p.at("score_vectors") + 1) <= 2 * regs &&
+               (p.at("query_tile") + 1) * p.at("value_vectors") <= regs;
+    };
     tasks.push_back(attp);
 
     // Beam search's self-attention: each hypothesis reads its cache rows
@@ -212,7 +217,8 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
     };
     // (The decode schedule reads only key_block: schedule_attention_decode_cpu.)
     Task attd{"attention", "decode", "hf_attention_decode",
-              {"hf_attention_decode", "hf_attention_causal_decode", "hf_attention_causal_decode_rows"},
+              {"hf_attention_decode", "hf_attention_causal_decode", "hf_attention_causal_decode_rows",
+               "hf_attention_decode_rows"},
               {{"key_block", {16, 8, 32, 64, 128}}},
               {att(1, 1, L, false), att(R, 1, L, false), att_rows(R, H, L, dk)},
               {att(3, 1, 1, false), att(2, 1, 19, true), att_hd(2, 3, 1, 9, 12, false), att_hd(2, 1, 1, 9, 20, true),
