@@ -4,7 +4,9 @@
 // sampling (temperature, top-k, top-p, seeded). The decoder runs one position
 // per step over all beams of all inputs at once (R = batch × beam rows);
 // self-attention K|V are appended to the cache, the cross-attention K|V are
-// computed once per source.
+// computed once per source. An input that is done leaves the batch: the
+// later steps run only the rows of inputs still decoding, whose caches stay
+// where they were written and are read through row lists.
 //
 // Beam search, exactly (tests/make_fixtures.py implements the same rule in
 // PyTorch): each live beam proposes its beam+1 best next tokens with score
@@ -111,23 +113,31 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     self_kv.resize(layers);
     attach(self_kv);
     for (size_t l = 0; l < layers; l++) self_kv[l].need((size_t)cap * R * 2 * D);
-    // Beam search: row kv_rows[r·cap + t] of the self-attention caches holds
-    // position t of hypothesis r. A hypothesis that takes another parent
-    // takes the parent's row list (cap ints), never its cache: every
-    // position is written once, at the row that computed it, and read in
-    // place by the attention kernel.
-    std::vector<int32_t> kv_rows, kv_rows_alt;
-    if (beam) {
-        kv_rows.resize((size_t)R * cap);
-        kv_rows_alt.resize((size_t)R * cap);
-        for (int r = 0; r < R; r++) std::fill_n(&kv_rows[(size_t)r * cap], cap, r);
-    }
-
+    // Row c of a step's batch (c < Ra, the rows still decoding) is slot
+    // act[c] (slot r = b·K + k: beam k of input b). Row kv_rows[c·cap + t]
+    // of the self-attention caches holds position t of row c: a step writes
+    // its position at the batch's row c, and a hypothesis that takes another
+    // parent takes the parent's row list (cap ints), never its cache. Every
+    // position is written once and read in place by the attention kernel.
+    // The lists are passed to the kernel for beam search, and for greedy or
+    // sampling once an input has left the batch (before that they are the
+    // identity).
+    int Ra = R;
+    std::vector<int> act(R), pos(R), pos_next(R);
+    for (int r = 0; r < R; r++) act[r] = pos[r] = r;
+    std::vector<int32_t> kv_rows((size_t)R * cap), kv_rows_alt((size_t)R * cap);
+    for (int r = 0; r < R; r++) std::fill_n(&kv_rows[(size_t)r * cap], cap, r);
+    bool compacted = false;
+    // The sources still decoding: their lengths, and (once compacted) the
+    // source each reads its encoder K|V from, S times per source.
+    std::vector<int32_t> cross_rows;
     step_seconds.clear();
+    step_rows.clear();
     auto step_start = std::chrono::steady_clock::now();
     auto end_step = [&] {
         auto now = std::chrono::steady_clock::now();
         step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
+        step_rows.push_back(Ra);
         step_start = now;
     };
     const int eos_stop = opt.stop_at_eos ? eos : -2;  // -2: no token id matches
@@ -139,10 +149,20 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     }
     float *x = x0.need((size_t)std::max(P, 1) * R * D), *xa = x1.need((size_t)std::max(P, 1) * R * D);
     auto run_layers = [&](int T, int start) {
+        RowMap rows;
+        rows.cache_rows = R;
+        if (T == 1 && (beam || compacted)) {
+            rows.kv_rows = kv_rows.data();
+            rows.kv_rows_stride = cap;
+        }
+        if (compacted && memory) {
+            rows.cross_rows = cross_rows.data();
+            rows.cross_sources = B;
+        }
         for (size_t l = 0; l < layers; l++) {
-            layer(dec.layers[l], true, x, xa, T, R, start, self_kv[l].get(), kv_len.data(),
+            layer(dec.layers[l], true, x, xa, T, Ra, start, self_kv[l].get(), kv_len.data(),
                   memory ? cross_kv[l].get() : nullptr, memory ? cross_len.data() : nullptr, S,
-                  memory && T == 1 ? K : 1, beam && T == 1 ? kv_rows.data() : nullptr, cap);
+                  memory && T == 1 ? K : 1, rows);
         }
     };
     embed(dec, tokens.data(), P, R, 0, x);
@@ -165,60 +185,59 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     auto penalty = [&](size_t len) { return std::pow((5.0 + (double)len) / 6.0, (double)opt.length_penalty); };
 
     for (int step = 0; step < max_new; step++) {
+        // Rows of this step's batch: c = pos[r] for slot r.
         if (beam) {
-            project(last, R, D, out, true);
-            View vs(out, {{V, 1}, {R, V}}), vv(topv, {{kTopK, 1}, {R, kTopK}}),
-                vi(topi, {{kTopK, 1}, {R, kTopK}}, true);
+            project(last, Ra, D, out, true);
+            View vs(out, {{V, 1}, {Ra, V}}), vv(topv, {{kTopK, 1}, {Ra, kTopK}}),
+                vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
             run("topk", [&] { return HF_PICK(device(), hf_topk8)(vs.get(), vv.get(), vi.get()); });
-            dev->to_host(topv, (size_t)R * kTopK * sizeof(float));
-            dev->to_host(topi, (size_t)R * kTopK * sizeof(int32_t));
+            dev->to_host(topv, (size_t)Ra * kTopK * sizeof(float));
+            dev->to_host(topi, (size_t)Ra * kTopK * sizeof(int32_t));
         } else {
-            project(last, R, D, out, false);
+            project(last, Ra, D, out, false);
             if (!opt.sample) {
-                View vs(out, {{V, 1}, {R, V}}), vv(topv, {{1, 1}, {R, 1}}), vi(topi, {{1, 1}, {R, 1}}, true);
+                View vs(out, {{V, 1}, {Ra, V}}), vv(topv, {{1, 1}, {Ra, 1}}), vi(topi, {{1, 1}, {Ra, 1}}, true);
                 run("argmax", [&] { return HF_PICK(device(), hf_argmax)(vs.get(), vv.get(), vi.get()); });
-                dev->to_host(topi, (size_t)R * sizeof(int32_t));
+                dev->to_host(topi, (size_t)Ra * sizeof(int32_t));
             } else if (kernel_top_k) {
                 // top-k ≤ 8: the candidates come from the top-k kernel (best
                 // first, ties to the lower id, as the host sort orders them);
                 // only 8 values and ids per row come back.
-                View vs(out, {{V, 1}, {R, V}}), vv(topv, {{kTopK, 1}, {R, kTopK}}),
-                    vi(topi, {{kTopK, 1}, {R, kTopK}}, true);
+                View vs(out, {{V, 1}, {Ra, V}}), vv(topv, {{kTopK, 1}, {Ra, kTopK}}),
+                    vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
                 run("topk", [&] { return HF_PICK(device(), hf_topk8)(vs.get(), vv.get(), vi.get()); });
-                dev->to_host(topv, (size_t)R * kTopK * sizeof(float));
-                dev->to_host(topi, (size_t)R * kTopK * sizeof(int32_t));
+                dev->to_host(topv, (size_t)Ra * kTopK * sizeof(float));
+                dev->to_host(topi, (size_t)Ra * kTopK * sizeof(int32_t));
             } else {
-                dev->to_host(out, (size_t)R * V * sizeof(float));  // sampling reads the logits
+                dev->to_host(out, (size_t)Ra * V * sizeof(float));  // sampling reads the logits
             }
         }
         const bool last_step = step == max_new - 1;
         for (int b = 0; b < B; b++) {
+            if (done[b]) continue;  // left the batch
             if (!beam) {
-                const int r = b;
-                next[r] = done[b]         ? cfg.pad_id
-                          : kernel_top_k ? draw(topv + (size_t)r * kTopK, topi + (size_t)r * kTopK,
-                                                std::min(opt.top_k, V), opt, rng[b])
-                          : opt.sample   ? sample_row(out + (size_t)r * V, V, opt, rng[b])
-                                         : topi[r];
-                if (!done[b]) {
-                    hist[r].push_back(next[r]);
-                    if (next[r] == eos_stop) done[b] = 1;
-                }
+                const int r = b, c = pos[r];
+                next[r] = kernel_top_k ? draw(topv + (size_t)c * kTopK, topi + (size_t)c * kTopK,
+                                              std::min(opt.top_k, V), opt, rng[b])
+                          : opt.sample ? sample_row(out + (size_t)c * V, V, opt, rng[b])
+                                       : topi[c];
+                hist[r].push_back(next[r]);
+                if (next[r] == eos_stop) done[b] = 1;
                 continue;
             }
             for (int k = 0; k < K; k++) {
                 parent[b * K + k] = b * K + k;
                 next[b * K + k] = cfg.pad_id;
             }
-            if (done[b]) continue;
             std::vector<Candidate> cands;
             for (int k = 0; k < K; k++) {
                 const int r = b * K + k;
                 if (!alive[r]) continue;
+                const size_t c = (size_t)pos[r];
                 for (int j = 0; j < K + 1; j++) {
-                    const int32_t id = topi[(size_t)r * kTopK + j];
+                    const int32_t id = topi[c * kTopK + j];
                     if (id < 0) continue;
-                    cands.push_back({score[r] + (double)topv[(size_t)r * kTopK + j], k, j, id});
+                    cands.push_back({score[r] + (double)topv[c * kTopK + j], k, j, id});
                 }
             }
             std::stable_sort(cands.begin(), cands.end(), [](const Candidate &p, const Candidate &q) {
@@ -268,22 +287,47 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
         if (last_step || std::all_of(done.begin(), done.end(), [](char d) { return d; })) break;
 
         const int len = P + step;  // positions already in the cache
-        if (beam) {
-            for (int r = 0; r < R; r++) {
-                const int32_t *from = &kv_rows[(size_t)parent[r] * cap];
-                int32_t *to = &kv_rows_alt[(size_t)r * cap];
-                std::copy(from, from + len, to);
-                std::fill(to + len, to + cap, r);  // positions from len on: written at row r
-            }
-            std::swap(kv_rows, kv_rows_alt);
+        // The next batch: the slots of the inputs not done, in order.
+        int Rn = 0;
+        for (int c = 0; c < Ra; c++) {
+            const int r = act[c];
+            if (!done[beam ? r / K : r]) act[Rn++] = r;
         }
-        std::fill(kv_len.begin(), kv_len.end(), len + 1);
+        if (Rn < Ra) {
+            compacted = true;
+            if (memory) {
+                // The sources still decoding: K rows each (beam), one (greedy).
+                const int G = beam ? K : 1, Bs = Rn / G;
+                cross_len.resize(Bs);
+                cross_rows.resize((size_t)Bs * S);
+                for (int g = 0; g < Bs; g++) {
+                    const int src = act[g * G] / G;
+                    cross_len[g] = src_lens[src];
+                    std::fill_n(&cross_rows[(size_t)g * S], S, src);
+                }
+            }
+        }
+        for (int c = 0; c < Rn; c++) pos_next[act[c]] = c;
+        // Row lists in the next batch's order: a beam's is its parent's.
+        for (int c = 0; c < Rn; c++) {
+            const int r = act[c], from_slot = beam ? parent[r] : r;
+            const int32_t *from = &kv_rows[(size_t)pos[from_slot] * cap];
+            int32_t *to = &kv_rows_alt[(size_t)c * cap];
+            std::copy(from, from + len, to);
+            std::fill(to + len, to + cap, c);  // positions from len on: written at row c
+        }
+        std::swap(kv_rows, kv_rows_alt);
+        std::swap(pos, pos_next);
+        Ra = Rn;
+        std::vector<int32_t> tokens_now(Ra);
+        for (int c = 0; c < Ra; c++) tokens_now[c] = next[act[c]];
+        kv_len.assign(Ra, len + 1);
         x = x0.get();
         xa = x1.get();
-        embed(dec, next.data(), 1, R, len, x);
+        embed(dec, tokens_now.data(), 1, Ra, len, x);
         run_layers(1, len);
         last = x;
-        final_norm(dec.final_norm, last, R);
+        final_norm(dec.final_norm, last, Ra);
     }
 
     std::vector<std::vector<Hypothesis>> result(B);

@@ -10,6 +10,7 @@
 #include "hf_attention_causal_decode.h"
 #include "hf_attention_causal_decode_rows.h"
 #include "hf_attention_decode.h"
+#include "hf_attention_decode_rows.h"
 #include "hf_embedding.h"
 #include "hf_embedding_concat.h"
 #include "hf_embedding_learned.h"
@@ -36,6 +37,7 @@ HF_DEVICE_KERNELS(hf_attention_causal)
 HF_DEVICE_KERNELS(hf_attention_causal_decode)
 HF_DEVICE_KERNELS(hf_attention_causal_decode_rows)
 HF_DEVICE_KERNELS(hf_attention_decode)
+HF_DEVICE_KERNELS(hf_attention_decode_rows)
 HF_DEVICE_KERNELS(hf_embedding)
 HF_DEVICE_KERNELS(hf_embedding_concat)
 HF_DEVICE_KERNELS(hf_embedding_learned)
@@ -155,8 +157,7 @@ LinearFn linear_dot_act_kernel(Device d, Act a) {
 
 void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                         float *kv, const int32_t *kv_len, const float *cross_mem,
-                        const int32_t *cross_len, int S, int cross_group, const int32_t *kv_rows,
-                        int kv_rows_stride) {
+                        const int32_t *cross_len, int S, int cross_group, const RowMap &rows) {
     const int D = cfg.d_model, H = cfg.num_heads, dk = D / H, F = cfg.d_ff, M = T * R;
     const float eps = cfg.layer_norm_eps, scale = 1.0f / std::sqrt((float)dk);
     const bool pre = cfg.norm_first;
@@ -202,9 +203,11 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
         }
         std::swap(x, x_alt);
     };
-    // q (d, i, h, r) over a (D, M) buffer; k/v over a (2D, R, L) cache.
+    // q (d, i, h, r) over a (D, M) buffer; k/v over a (2D, CR, L) cache.
+    const int CR = rows.cache_rows ? rows.cache_rows : R;
+    if (CR < R) throw Error("internal: a cache of fewer rows than the batch");
     auto qview = [&](float *p) { return View(p, {{dk, 1}, {T, R * D}, {H, dk}, {R, D}}); };
-    auto kvview = [&](const float *p, int L) { return View(p, {{dk, 1}, {L, R * 2 * D}, {H, dk}, {R, 2 * D}}); };
+    auto kvview = [&](const float *p, int L) { return View(p, {{dk, 1}, {L, CR * 2 * D}, {H, dk}, {CR, 2 * D}}); };
 
     // Self-attention.
     const float *in = x;
@@ -214,12 +217,12 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
     }
     linear("linear", in, L.self.in_w, L.self.in_b, D, qb, D);
     linear("linear", in, L.self.in_w + (size_t)D * D, L.self.in_b + D, 2 * D,
-           kv + (size_t)start * R * 2 * D, 2 * D);
+           kv + (size_t)start * CR * 2 * D, 2 * D);
     {
         View vq = qview(qb), vk = kvview(kv, start + T), vv = kvview(kv + D, start + T), vo = qview(ab);
         View vl(kv_len, {{R, 1}}, true);
-        if (kv_rows && causal && T == 1) {
-            View vrows(kv_rows, {{start + T, 1}, {R, kv_rows_stride}}, true);
+        if (rows.kv_rows && causal && T == 1) {
+            View vrows(rows.kv_rows, {{start + T, 1}, {R, rows.kv_rows_stride}}, true);
             run("attention", [&] {
                 return HF_PICK(device(), hf_attention_causal_decode_rows)(vq.get(), vk.get(), vv.get(), vl.get(), start,
                                                                           scale, vrows.get(), vo.get());
@@ -240,18 +243,28 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
             in = hb;
         }
         linear("linear", in, L.cross.in_w, L.cross.in_b, D, qb, D);
-        if (cross_group > 1) {
+        if (cross_group > 1 || rows.cross_rows) {
             // One query per beam: the G beams of source s are G queries of
             // sequence s over its one copy of K|V (rows r = s·G + g).
             if (T != 1 || R % cross_group) throw Error("internal: grouped cross-attention needs one step of whole groups");
-            const int G = cross_group, Bs = R / G;
+            const int G = cross_group, Bs = R / G, Bm = rows.cross_rows ? rows.cross_sources : Bs;
             auto gview = [&](float *p) { return View(p, {{dk, 1}, {G, D}, {H, dk}, {Bs, G * D}}); };
-            auto mview = [&](const float *p) { return View(p, {{dk, 1}, {S, Bs * 2 * D}, {H, dk}, {Bs, 2 * D}}); };
+            auto mview = [&](const float *p) { return View(p, {{dk, 1}, {S, Bm * 2 * D}, {H, dk}, {Bm, 2 * D}}); };
             View vq = gview(qb), vk = mview(cross_mem), vv = mview(cross_mem + D), vo = gview(ab);
             View vl(cross_len, {{Bs, 1}}, true);
-            run("attention", [&] {
-                return HF_PICK(device(), hf_attention_decode)(vq.get(), vk.get(), vv.get(), vl.get(), 0, scale, vo.get());
-            });
+            if (rows.cross_rows) {
+                // Sources that left the batch keep their K|V in place.
+                View vrows(rows.cross_rows, {{S, 1}, {Bs, S}}, true);
+                run("attention", [&] {
+                    return HF_PICK(device(), hf_attention_decode_rows)(vq.get(), vk.get(), vv.get(), vl.get(), 0, scale,
+                                                                       vrows.get(), vo.get());
+                });
+            } else {
+                run("attention", [&] {
+                    return HF_PICK(device(), hf_attention_decode)(vq.get(), vk.get(), vv.get(), vl.get(), 0, scale,
+                                                                  vo.get());
+                });
+            }
         } else {
             View vq = qview(qb), vk = kvview(cross_mem, S), vv = kvview(cross_mem + D, S), vo = qview(ab);
             View vl(cross_len, {{R, 1}}, true);

@@ -135,6 +135,20 @@ public:
     virtual std::string where() const = 0;
 };
 
+// Where a decoder layer's rows find their keys and values (Impl::layer).
+// cache_rows: rows of the self-attention cache (0: the batch's rows).
+// kv_rows (T = 1, causal): row kv_rows[r·kv_rows_stride + t] of the cache
+// holds position t of row r, else row r. cross_rows (with cross_group):
+// source g of the call is source cross_rows[g·S] of the encoder K|V, which
+// holds cross_sources of them (the sources still in the batch).
+struct RowMap {
+    int cache_rows = 0;
+    const int32_t *kv_rows = nullptr;
+    int kv_rows_stride = 0;
+    const int32_t *cross_rows = nullptr;
+    int cross_sources = 0;
+};
+
 struct Model::Impl {
     Config cfg;
     std::unique_ptr<Tokenizer> tok;  // when cfg.tokenizer names one
@@ -166,6 +180,7 @@ struct Model::Impl {
     bool lowp() const { return precision != Precision::FP32; }
     Profile prof;
     std::vector<double> step_seconds;
+    std::vector<int> step_rows;  // rows of the batch at each step of the last decode
 
     // Activations and caches (grow-only).
     // On a GPU each is shadowed on the device, where its contents live:
@@ -193,17 +208,21 @@ struct Model::Impl {
     // embed: tokens [T][R] → x (D, T·R).
     void embed(const StackW &s, const int32_t *tokens, int T, int R, int start, float *x);
     // One layer over T new positions of R rows, starting at position `start`.
-    // kv: this layer's self-attention K|V cache (2D, R, ≥ start+T), time-major;
-    // kv_len: valid keys per row; cross_mem/cross_len/S: the encoder's K|V or null.
+    // kv: this layer's self-attention K|V cache (2D, cache_rows, ≥ start+T),
+    // time-major (cache_rows 0: R); the R rows write their new positions at
+    // cache rows 0..R-1. kv_len: valid keys per row; cross_mem/cross_len/S:
+    // the encoder's K|V or null.
     // kv_rows (T = 1, causal): row kv_rows[r·kv_rows_stride + t] of the
-    // cache holds position t of row r (beam search), else row r.
+    // cache holds position t of row r (beam search, or rows that moved when
+    // finished inputs left the batch), else row r.
     // cross_group: rows per source in cross_mem (beam search: the beams of a
     // source are consecutive rows and read one copy of its K|V, as that many
     // queries of one sequence); cross_mem then has R / cross_group rows and
     // cross_len one entry per source. T must be 1 when cross_group > 1.
+    // rows: where the rows' keys and values are (RowMap).
     void layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len,
-               int S, int cross_group = 1, const int32_t *kv_rows = nullptr, int kv_rows_stride = 0);
+               int S, int cross_group = 1, const RowMap &rows = {});
     // The cross-attention K|V of decoder layer l over the encoder memory
     // (rows positions × sequences): out (2D, rows), computed once per batch.
     void cross_kv_of(size_t l, const float *memory, int rows, float *out);

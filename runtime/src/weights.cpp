@@ -261,5 +261,6 @@ int Model::output_rows() const { return impl_->gen_w ? impl_->gen_rows : impl_->
 Profile &Model::profile() { return impl_->prof; }
 void Model::reset_profile() { impl_->prof.clear(); }
 const std::vector<double> &Model::step_seconds() const { return impl_->step_seconds; }
+const std::vector<int> &Model::step_rows() const { return impl_->step_rows; }
 
 }  // namespace halformer

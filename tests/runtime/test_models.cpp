@@ -280,6 +280,15 @@ TEST(Generate, StopsAtEosAndNothingFollows) {
         ASSERT_EQ(together.size(), srcs.size());
         for (size_t b = 0; b < srcs.size(); b++)
             EXPECT_EQ(together[b][0].tokens, expected[b]) << name << " batch row " << b;
+        // (encoder-decoder: one batch; the rows that stopped left it, so the
+        // rows above ran through steps of a smaller batch)
+        const bool ed = m.config().architecture == Architecture::EncoderDecoder;
+        if (ed) {
+            const auto &rows = m.step_rows();
+            ASSERT_FALSE(rows.empty());
+            EXPECT_EQ(rows.front(), (int)srcs.size()) << name;
+            EXPECT_LT(rows.back(), rows.front()) << name << ": no input left the batch";
+        }
 
         // Beam search: a hypothesis ends at its first eos; one without eos
         // ran to the limit.
@@ -300,6 +309,7 @@ TEST(Generate, StopsAtEosAndNothingFollows) {
             }
         }
         EXPECT_GT(beam_eos, 0) << name << ": no beam hypothesis ends with eos";
+        if (ed) EXPECT_LT(m.step_rows().back(), (int)srcs.size() * o.beam) << name << ": beam: no input left the batch";
         o.stop_at_eos = false;
         for (const auto &hyps : m.generate(srcs, o))
             for (const auto &h : hyps)

@@ -160,6 +160,9 @@ public:
     // Wall time of each decoder step of the last generate() call: entry 0 is
     // the prefix pass, then one entry per incremental step (all rows at once).
     const std::vector<double> &step_seconds() const;
+    // Rows of the batch at each of those steps (inputs × beams still
+    // decoding: an input leaves the batch once it is done).
+    const std::vector<int> &step_rows() const;
 
     struct Impl;
 
