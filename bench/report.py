@@ -64,6 +64,10 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch comparison")
+    ap.add_argument("--native-only", action="store_true",
+                    help="only the variant this CPU runs (no --isa sweep over the older ones)")
+    ap.add_argument("--filter", default="", help="kernel benchmarks to run (a Google Benchmark regex)")
+    ap.add_argument("--tag", default="", help="prefix of the results folder's name")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     kexe = os.path.join(a.build, "bench", "halformer_bench_kernels")
@@ -76,16 +80,18 @@ def main():
         if f"kernel variant this CPU runs: {v}" in info:
             variants.append(v)
     native = variants[-1]
+    if a.native_only:
+        variants = [native]
     date = datetime.date.today().isoformat()
     commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "unknown"
     dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".",
                             ":(exclude)bench/results"], capture_output=True, text=True).stdout.strip()
     slug = re.sub(r"[^a-z0-9]+", "-", cpu_name().lower()).strip("-")[:40]
-    outdir = os.path.join(root, "bench", "results", f"{slug}-{date}")
+    outdir = os.path.join(root, "bench", "results", f"{a.tag + '-' if a.tag else ''}{slug}-{date}")
     os.makedirs(outdir, exist_ok=True)
 
-    base_filter = "linear/(1|128)x512x2048|attention/8x512|softmax/1024|layer_norm/128" if a.quick else ""
+    base_filter = a.filter or ("linear/(1|128)x512x2048|attention/8x512|softmax/1024|layer_norm/128" if a.quick else "")
     model_args = ["--iters", "1", "--new-tokens", "8"] if a.quick else ["--iters", "3"]
     results, models, context = {}, {}, None
     for v in variants:
