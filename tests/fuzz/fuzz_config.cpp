@@ -1,0 +1,29 @@
+// libFuzzer target: a model's config.json. Parsing and validation must end
+// in a Config or a halformer::Error naming the problem, never a crash or
+// undefined behaviour; an accepted Config must survive its own round trip
+// (to_json, then from_json again, equal text).
+#include "halformer/config.h"
+#include "halformer/error.h"
+
+#include <cstdint>
+#include <string>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    const std::string text(reinterpret_cast<const char *>(data), size);
+    halformer::Config c;
+    try {
+        c = halformer::Config::from_json(text, "fuzz config.json");
+        c.validate();
+    } catch (const halformer::Error &) {
+        return 0;
+    }
+    const std::string once = c.to_json();
+    halformer::Config again;
+    try {
+        again = halformer::Config::from_json(once, "round trip");
+    } catch (const halformer::Error &) {
+        __builtin_trap();  // what we wrote, we must read back
+    }
+    if (again.to_json() != once) __builtin_trap();
+    return 0;
+}
