@@ -37,7 +37,11 @@ def progress(msg):
 
 
 def run_kernels(exe, filt, out):
+    # Repetitions of all benchmarks in random order: ours and the baselines
+    # are measured interleaved in time, so a machine that slows down or
+    # speeds up mid-run moves both (this machine is shared and noisy).
     cmd = [exe, f"--benchmark_filter={filt}", "--benchmark_format=json", f"--benchmark_out={out}",
+           "--benchmark_enable_random_interleaving=true",
            "--benchmark_out_format=json"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(out) as f:

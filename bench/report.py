@@ -36,7 +36,11 @@ def cpu_name():
 
 def run_kernels(exe, variant, filt, out):
     env = dict(os.environ, HALFORMER_ISA=variant)
+    # Repetitions of all benchmarks in random order: ours and the baselines
+    # are measured interleaved in time, so a machine that slows down or
+    # speeds up mid-run moves both (this machine is shared and noisy).
     cmd = [exe, f"--benchmark_filter={filt}", "--benchmark_format=json", f"--benchmark_out={out}",
+           "--benchmark_enable_random_interleaving=true",
            "--benchmark_out_format=json"]
     print(f"[{variant}] kernels: {' '.join(cmd[1:2])}", file=sys.stderr, flush=True)
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -117,15 +121,11 @@ def main():
             cmd = ["/usr/bin/python3", os.path.join(root, "bench", "torch_baseline.py"), "--halformer", hexe,
                    "--json-out", out] + extra + (["--iters", "1", "--new-tokens", "8"] if a.quick else ["--iters", "3"])
             if tag == "batch1":
-                cmd.append("--layers")
+                cmd += ["--layers", "--kernels", kexe]
             print(f"[pytorch] {' '.join(cmd[2:])}", file=sys.stderr, flush=True)
             if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0:
                 with open(out) as f:
                     torch_runs[tag] = json.load(f)
-        enc_layer = {}
-        for B in (1, 8):
-            r = run_model(hexe, native, ["--batch", str(B), "--src-len", "128", "--new-tokens", "1", "--iters", "5"])
-            enc_layer[B] = r["encoder_ms"] / 6
 
     peak_f = float(results[native] and context.get("fma_peak_gflops", 0))
     lines = [f"# Halformer benchmark report: {cpu_name()}", "",
@@ -133,7 +133,7 @@ def main():
              f"{context.get('num_cpus')} CPUs, {platform.system()} {platform.release()}",
              f"- probes (native run): FMA peak {float(context.get('fma_peak_gflops', 0)):.1f} GFLOP/s, "
              f"read bandwidth {float(context.get('read_bandwidth_gbs', 0)):.1f} GB/s",
-             "- medians of 5 repetitions; `peak` = fraction of the FMA peak (GFLOP/s rows) or of the read "
+             "- medians of 5 repetitions, all benchmarks' repetitions in random order (interleaved in time); `peak` = fraction of the FMA peak (GFLOP/s rows) or of the read "
              "bandwidth (GB/s rows; cache-resident data can exceed 1)",
              f"- our hand-scheduled kernels forced onto each compiled variant with HALFORMER_ISA; baselines "
              f"(OpenBLAS, oneDNN, Halide autoschedulers on the host target) measured in the {native} run", "",
@@ -174,24 +174,24 @@ def main():
     if torch_runs:
         lines += ["## Against PyTorch (same machine, threads and run)", "",
                   "PyTorch " + next(iter(torch_runs.values()))["torch"] + ", fp32 eager, KV-cached decoder "
-                  "(bench/torch_baseline.py); speed-up > 1 means Halformer is faster.", "",
+                  "(bench/torch_baseline.py; its iterations and ours alternate); speed-up > 1 means Halformer is "
+                  "faster.", "",
                   "| workload | metric | halformer | pytorch | speed-up |", "|---|---|---|---|---|"]
         for tag, r in torch_runs.items():
             for k, v in r["results"].items():
                 lines.append(f"| {tag} | {k} | {v['halformer']:.2f} | {v['pytorch']:.2f} | {v['ratio']:.2f}× |")
         layers = torch_runs.get("batch1", {}).get("layers") or {}
         if layers:
-            lines += ["", "| layer | halformer ms | pytorch ms | speed-up |", "|---|---|---|---|"]
-            for T in (128, 512, 2048):
-                ours = results[native].get(("mha", f"1x{T}x512", "hand"))
-                if ours and f"mha_1x{T}_ms" in layers:
-                    lines.append(f"| nn.MultiheadAttention 1×{T} (QKV + attention + out proj) | {ours['ms']:.3f} | "
-                                 f"{layers[f'mha_1x{T}_ms']:.3f} | {layers[f'mha_1x{T}_ms'] / ours['ms']:.2f}× |")
-            for B in (1, 8):
-                t = layers.get(f"encoder_layer_{B}x128_ms")
-                if t:
-                    lines.append(f"| encoder layer {B}×128 (ours: encoder_ms / 6) | {enc_layer[B]:.3f} | {t:.3f} | "
-                                 f"{t / enc_layer[B]:.2f}× |")
+            lines += ["", "| layer (ours and PyTorch's measured in alternating rounds) | halformer ms | pytorch ms "
+                      "| speed-up |", "|---|---|---|---|"]
+            names = {**{f"mha_1x{T}": f"nn.MultiheadAttention 1×{T} (QKV + attention + out proj)"
+                        for T in (128, 512, 2048)},
+                     **{f"encoder_layer_{B}x128": f"encoder layer {B}×128 (ours: the encoder's time / 6)"
+                        for B in (1, 8)}}
+            for key, label in names.items():
+                p = layers.get(key)
+                if isinstance(p, dict):
+                    lines.append(f"| {label} | {p['halformer']:.3f} | {p['pytorch']:.3f} | {p['ratio']:.2f}× |")
         lines.append("")
     lines += ["![kernels](kernels.png)", ""]
     with open(os.path.join(outdir, "report.md"), "w") as f:

@@ -22,6 +22,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import os
@@ -143,30 +144,58 @@ def beam(m, src, n, K):
     return hist
 
 
-def layer_timings(threads, iters):
+def layer_timings(a, rounds):
     """PyTorch's nn.MultiheadAttention (batch 1, T tokens) and one
-    nn.TransformerEncoderLayer(512, 8, 2048) on 1×128 and 8×128 tokens, and
-    the same layer's 1 → N thread speed-up: median ms."""
-    out = {}
+    nn.TransformerEncoderLayer(512, 8, 2048) on 1×128 and 8×128 tokens, each
+    round followed by ours (the `mha` kernel benchmarks of --kernels; the
+    base model's encoder on the same tokens, divided by its 6 layers):
+    median ms of each side over the rounds, and PyTorch / ours."""
     mha = nn.MultiheadAttention(D, H, batch_first=True).eval()
     layer = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True).eval()
 
-    def med(fn):
+    def med(fn, n=5):
         fn()
         ts = []
-        for _ in range(iters):
+        for _ in range(n):
             t0 = time.perf_counter()
             fn()
             ts.append((time.perf_counter() - t0) * 1e3)
         return statistics.median(ts)
 
-    with torch.no_grad():
-        for T in (128, 512, 2048):
-            x = torch.randn(1, T, D)
-            out[f"mha_1x{T}_ms"] = med(lambda: mha(x, x, x, need_weights=False))
+    torch_ms, ours_ms = {}, {}
+    for r in range(rounds):
+        print(f"\rlayers, interleaved: round {r + 1}/{rounds}", end="", file=sys.stderr, flush=True)
+        with torch.no_grad():
+            for T in (128, 512, 2048):
+                x = torch.randn(1, T, D)
+                torch_ms.setdefault(f"mha_1x{T}", []).append(med(lambda: mha(x, x, x, need_weights=False),
+                                                                  3 if T == 2048 else 5))
+            for B in (1, 8):
+                x = torch.randn(B, 128, D)
+                torch_ms.setdefault(f"encoder_layer_{B}x128", []).append(med(lambda: layer(x)))
+        if a.kernels:
+            with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
+                subprocess.run([a.kernels, "--benchmark_filter=^mha/1x(128|512|2048)x512/hand/",
+                                f"--benchmark_out={tmp.name}", "--benchmark_out_format=json"],
+                               check=True, capture_output=True)
+                bms = json.load(open(tmp.name))["benchmarks"]
+            for bm in bms:
+                if bm.get("aggregate_name") == "median":
+                    T = int(bm["run_name"].split("/")[1].split("x")[1])
+                    ours_ms.setdefault(f"mha_1x{T}", []).append(bm["real_time"])
         for B in (1, 8):
-            x = torch.randn(B, 128, D)
-            out[f"encoder_layer_{B}x128_ms"] = med(lambda: layer(x))
+            cmd = [a.halformer, "bench", "--config", "base", "--batch", str(B), "--src-len", "128",
+                   "--new-tokens", "1", "--iters", "3", "--threads", str(a.threads), "--precision", a.precision,
+                   "--json"]
+            r_ = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+            ours_ms.setdefault(f"encoder_layer_{B}x128", []).append(r_["encoder_ms"] / 6)
+    print("", file=sys.stderr)
+    out = {}
+    for k, v in torch_ms.items():
+        out[f"{k}_ms"] = statistics.median(v)  # (the keys report.py read before)
+        if k in ours_ms:
+            h = statistics.median(ours_ms[k])
+            out[k] = {"halformer": h, "pytorch": statistics.median(v), "ratio": statistics.median(v) / h}
     return out
 
 
@@ -191,17 +220,26 @@ def main():
     ap.add_argument("--json-out")
     ap.add_argument("--layers", action="store_true",
                     help="also time nn.MultiheadAttention and one TransformerEncoderLayer (printed as JSON)")
+    ap.add_argument("--kernels", help="halformer_bench_kernels: with --layers, our multi-head attention "
+                                      "measured in the same rounds")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     m = Base().eval()
     src = torch.randint(3, V, (a.batch, a.src_len))
     enc, steps, gt, bt = [], [], [], []
+    cmd = [a.halformer, "bench", "--config", "base", "--batch", str(a.batch), "--src-len", str(a.src_len),
+           "--beam", str(a.beam), "--new-tokens", str(a.new_tokens), "--threads", str(a.threads),
+           "--iters", "1", "--precision", a.precision, "--json"]
+    hf_runs = []
+    # One PyTorch iteration, then one halformer run, and so on: both sides
+    # see the same machine (it is shared, and its speed drifts within minutes).
     with torch.no_grad():
         greedy(m, src, 2, [])  # warm-up
         beam(m, src, 2, a.beam)
         for it in range(a.iters):
-            print(f"\rpytorch: iteration {it + 1}/{a.iters}", end="", file=sys.stderr, flush=True)
+            print(f"\rpytorch and halformer, interleaved: iteration {it + 1}/{a.iters}", end="", file=sys.stderr,
+                  flush=True)
             t0 = time.perf_counter()
             m.encode(src)
             enc.append((time.perf_counter() - t0) * 1e3)
@@ -211,26 +249,25 @@ def main():
             t0 = time.perf_counter()
             beam(m, src, a.new_tokens, a.beam)
             bt.append(a.batch * a.new_tokens / (time.perf_counter() - t0))
+            hf_runs.append(json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout))
     print("", file=sys.stderr)
     torch_res = {"encoder_ms": statistics.median(enc), "decoder_step_ms": statistics.median(steps),
                  "greedy_tokens_per_s": statistics.median(gt), "beam_tokens_per_s": statistics.median(bt),
                  "peak_rss_mb": peak_rss_mb()}
-    cmd = [a.halformer, "bench", "--config", "base", "--batch", str(a.batch), "--src-len", str(a.src_len),
-           "--beam", str(a.beam), "--new-tokens", str(a.new_tokens), "--threads", str(a.threads),
-           "--iters", str(a.iters), "--precision", a.precision, "--json"]
-    hf = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    keys = ("encoder_ms", "decoder_step_ms", "greedy_tokens_per_s", "beam_tokens_per_s", "peak_rss_mb")
+    hf = {k: (max if k == "peak_rss_mb" else statistics.median)([r[k] for r in hf_runs]) for k in keys}
     print(f"workload: base model, batch {a.batch}, source length {a.src_len}, {a.new_tokens} new tokens, "
-          f"beam {a.beam}, {a.threads} threads, medians of {a.iters} runs; torch {torch.__version__}")
+          f"beam {a.beam}, {a.threads} threads, medians of {a.iters} runs each, interleaved; torch {torch.__version__}")
     print(f"{'':24}{'halformer':>12}{'pytorch':>12}{'speed-up':>10}")
     rows = {}
-    for k in ("encoder_ms", "decoder_step_ms", "greedy_tokens_per_s", "beam_tokens_per_s", "peak_rss_mb"):
+    for k in keys:
         ratio = torch_res[k] / hf[k] if k.endswith("_ms") or k == "peak_rss_mb" else hf[k] / torch_res[k]
         rows[k] = {"halformer": hf[k], "pytorch": torch_res[k], "ratio": ratio}
         print(f"{k:24}{hf[k]:12.2f}{torch_res[k]:12.2f}{ratio:9.2f}x")
     layers = None
     if a.layers:
-        layers = layer_timings(a.threads, max(a.iters, 10))
-        print("pytorch layers (median ms): " + json.dumps(layers))
+        layers = layer_timings(a, max(a.iters, 5))
+        print("layers (median ms, interleaved): " + json.dumps(layers))
     if a.json_out:
         with open(a.json_out, "w") as f:
             json.dump({"workload": vars(a), "torch": torch.__version__, "results": rows, "layers": layers}, f, indent=1)
