@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,11 +97,25 @@ SafeTensors::SafeTensors(const std::string &path) : path_(path) {
             fail("truncated: " + std::to_string(size_) +
                  " bytes, shorter than the 8-byte header length");
         }
-        map_ = (const uint8_t *)mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-        if (map_ == MAP_FAILED) {
-            map_ = nullptr;
-            fail(std::string("cannot map: ") + std::strerror(errno));
+        // The whole file is read into memory, not mapped: a model file that
+        // is truncated or rewritten after loading cannot take a running
+        // model down (a mapped page past a truncated end raises SIGBUS).
+        uint8_t *buf = (uint8_t *)std::aligned_alloc(64, (size_ + 63) / 64 * 64);
+        if (!buf) fail("cannot allocate " + std::to_string(size_) + " bytes to read it");
+        map_ = buf;
+        size_t got = 0;
+        while (got < size_) {
+            const ssize_t r = ::pread(fd_, buf + got, size_ - got, (off_t)got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) fail(std::string("cannot read: ") + std::strerror(errno));
+            if (r == 0) {
+                fail("truncated while being read: " + std::to_string(got) + " of " + std::to_string(size_) +
+                     " bytes");
+            }
+            got += (size_t)r;
         }
+        ::close(fd_);
+        fd_ = -1;
         uint64_t n = 0;
         for (int k = 7; k >= 0; k--) n = n << 8 | map_[k];
         if (n > size_ - 8) {
@@ -181,8 +195,8 @@ SafeTensors::SafeTensors(const std::string &path) : path_(path) {
             }
         }
     } catch (...) {
-        if (map_) munmap((void *)map_, size_);
-        ::close(fd_);
+        std::free((void *)map_);
+        if (fd_ >= 0) ::close(fd_);
         map_ = nullptr;
         fd_ = -1;
         throw;
@@ -190,7 +204,7 @@ SafeTensors::SafeTensors(const std::string &path) : path_(path) {
 }
 
 SafeTensors::~SafeTensors() {
-    if (map_) munmap((void *)map_, size_);
+    std::free((void *)map_);
     if (fd_ >= 0) ::close(fd_);
 }
 

@@ -13,15 +13,15 @@
 #include <unistd.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    // The loader maps a file: hand it one in memory (memfd), by path.
+    // The loader reads a file: hand it one in memory (memfd), by path.
     static const int fd = memfd_create("halformer-fuzz", MFD_CLOEXEC);
     if (fd < 0) return 0;
     if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size) return 0;
     const std::string path = "/proc/self/fd/" + std::to_string(fd);
     try {
         halformer::SafeTensors st(path);
-        // Every tensor the index accepts lies inside the file (the mapped
-        // file is invisible to ASan, so check the bounds here).
+        // Every tensor the index accepts lies inside the file (checked here
+        // too, not only by ASan: the bounds are the loader's to keep).
         uint64_t header = 0;
         for (int k = 7; k >= 0; k--) header = header << 8 | data[k];
         volatile float sink = 0;

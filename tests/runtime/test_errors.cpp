@@ -106,6 +106,28 @@ TEST_F(BadModel, TruncatedData) {
     expect_error({"past the end of the data", "truncated"});
 }
 
+// A model file truncated and overwritten after loading: the loaded model
+// goes on (the file was read, not mapped: a mapped page past the new end
+// raises SIGBUS) and gives the same logits as before; the file is an F32 one,
+// whose tensors are used in place.
+TEST_F(BadModel, FileChangedAfterLoading) {
+    Model m = Model::load(dir);
+    const std::vector<Sequence> src = {{5, 6, 7, 8}}, tgt = {{1, 9, 4}};
+    const auto before = m.logits(src, tgt);
+    const Sequence tokens_before = m.generate(src, GenerateOptions{})[0][0].tokens;
+    std::string b = read(dir + "/model.safetensors");
+    write(dir + "/model.safetensors", b.substr(0, 64));
+    {
+        std::ofstream f(dir + "/model.safetensors", std::ios::binary | std::ios::app);
+        f << std::string(4096, '\x7f');
+    }
+    const auto after = m.logits(src, tgt);
+    ASSERT_EQ(after.size(), before.size());
+    for (size_t i = 0; i < after.size(); i++) EXPECT_EQ(after[i].data, before[i].data) << "sequence " << i;
+    EXPECT_EQ(m.generate(src, GenerateOptions{})[0][0].tokens, tokens_before);
+    expect_error({"model.safetensors"});  // loading it again reports the damage
+}
+
 TEST_F(BadModel, TruncatedHeader) {
     std::string b = read(dir + "/model.safetensors");
     write(dir + "/model.safetensors", b.substr(0, 40));

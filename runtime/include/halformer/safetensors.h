@@ -2,7 +2,9 @@
 // length N, N bytes of JSON {"name": {"dtype", "shape", "data_offsets":
 // [begin, end]}, "__metadata__": {...}}, then the raw little-endian data.
 //
-// The file is memory-mapped. Every entry is validated when the file is opened
+// The file is read into memory once, when it is opened (not mapped: changing
+// or truncating it afterwards cannot affect a loaded model). Every entry is
+// validated when the file is opened
 // (JSON, dtype, shape × dtype size = byte count, offsets inside the data, no
 // two tensors overlapping); a problem throws halformer::Error naming the file
 // and the tensor. F32 tensors are used in place when aligned; F16 and BF16
@@ -33,7 +35,7 @@ std::string shape_string(const std::vector<int64_t> &shape);
 
 class SafeTensors {
 public:
-    // Maps and validates `path`; throws halformer::Error.
+    // Reads and validates `path`; throws halformer::Error.
     explicit SafeTensors(const std::string &path);
     ~SafeTensors();
     SafeTensors(const SafeTensors &) = delete;
@@ -48,7 +50,7 @@ public:
 private:
     std::string path_;
     int fd_ = -1;
-    const uint8_t *map_ = nullptr;
+    const uint8_t *map_ = nullptr;  // the whole file (64-byte aligned, owned)
     size_t size_ = 0;
     const uint8_t *data_ = nullptr;  // start of the data section
     std::vector<TensorInfo> tensors_;
