@@ -184,15 +184,20 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     std::vector<int32_t> next(R), parent(R);
     auto penalty = [&](size_t len) { return std::pow((5.0 + (double)len) / 6.0, (double)opt.length_penalty); };
 
+    // The kTopK best values and ids of each row of the step's logits; only
+    // those come back to the host.
+    auto top_k = [&] {
+        View vs(out, {{V, 1}, {Ra, V}}), vv(topv, {{kTopK, 1}, {Ra, kTopK}}), vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
+        run("topk", [&] { return HF_PICK(device(), hf_topk8)(vs.get(), vv.get(), vi.get()); });
+        dev->to_host(topv, (size_t)Ra * kTopK * sizeof(float));
+        dev->to_host(topi, (size_t)Ra * kTopK * sizeof(int32_t));
+    };
+
     for (int step = 0; step < max_new; step++) {
         // Rows of this step's batch: c = pos[r] for slot r.
         if (beam) {
             project(last, Ra, D, out, true);
-            View vs(out, {{V, 1}, {Ra, V}}), vv(topv, {{kTopK, 1}, {Ra, kTopK}}),
-                vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
-            run("topk", [&] { return HF_PICK(device(), hf_topk8)(vs.get(), vv.get(), vi.get()); });
-            dev->to_host(topv, (size_t)Ra * kTopK * sizeof(float));
-            dev->to_host(topi, (size_t)Ra * kTopK * sizeof(int32_t));
+            top_k();
         } else {
             project(last, Ra, D, out, false);
             if (!opt.sample) {
@@ -201,13 +206,8 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
                 dev->to_host(topi, (size_t)Ra * sizeof(int32_t));
             } else if (kernel_top_k) {
                 // top-k ≤ 8: the candidates come from the top-k kernel (best
-                // first, ties to the lower id, as the host sort orders them);
-                // only 8 values and ids per row come back.
-                View vs(out, {{V, 1}, {Ra, V}}), vv(topv, {{kTopK, 1}, {Ra, kTopK}}),
-                    vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
-                run("topk", [&] { return HF_PICK(device(), hf_topk8)(vs.get(), vv.get(), vi.get()); });
-                dev->to_host(topv, (size_t)Ra * kTopK * sizeof(float));
-                dev->to_host(topi, (size_t)Ra * kTopK * sizeof(int32_t));
+                // first, ties to the lower id, as the host sort orders them).
+                top_k();
             } else {
                 dev->to_host(out, (size_t)Ra * V * sizeof(float));  // sampling reads the logits
             }
