@@ -16,11 +16,11 @@
 #   CMake, g++, SentencePiece and CLI11.
 set -euo pipefail
 if [ "${1:-}" = "--runtime" ]; then
-  pkgs=(libhalide14-0-dev cmake g++ make libsentencepiece-dev libcli11-dev)
+  pkgs=(libhalide14-0-dev cmake g++ make libsentencepiece-dev libcli11-dev libcpp-httplib-dev nlohmann-json3-dev pkg-config)
 else
 pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev libopenblas-dev libdnnl-dev
       ocl-icd-opencl-dev pocl-opencl-icd g++-aarch64-linux-gnu qemu-user python3-matplotlib
-      libcli11-dev libopenmpi-dev openmpi-bin gettext libsentencepiece-dev python3-nltk)
+      libcli11-dev libopenmpi-dev openmpi-bin gettext libsentencepiece-dev python3-nltk libcpp-httplib-dev nlohmann-json3-dev pkg-config)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

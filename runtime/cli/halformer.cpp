@@ -62,6 +62,8 @@ const char *kUsage =
     "  halformer tokenizer train|encode|decode|pairs ... (halformer tokenizer --help)\n"
     "  halformer translate DIR [TEXT...] [--beam K] [--batch N] ... (reads stdin lines without TEXT)\n"
     "  halformer eval DIR --src F --ref F [--beam K] [--out F] [--json F] | eval --hyp F --ref F\n"
+    "  halformer serve DIR [--host 127.0.0.1] [--port 8080] [--workers 2] [--max-batch 32] ...\n"
+    "                  (HTTP/JSON: POST /v1/generate, GET /health, GET /metrics; halformer serve --help)\n"
     "common options: --threads N, --isa sse41|avx2|avx512|sapphirerapids, --device cpu|cuda|opencl,\n"
     "                --precision fp32|bf16|int8 (projections; bf16/int8 on the CPU)\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n";
@@ -526,6 +528,7 @@ int cmd_train(int argc, char **argv);      // cli/train.cpp
 int cmd_tokenizer(int argc, char **argv);  // cli/tokenizer.cpp
 int cmd_translate(int argc, char **argv);  // cli/translate.cpp
 int cmd_eval(int argc, char **argv);       // cli/eval.cpp
+int cmd_serve(int argc, char **argv);      // cli/serve.cpp
 }
 
 int main(int argc, char **argv) {
@@ -542,6 +545,7 @@ int main(int argc, char **argv) {
         if (argc >= 2 && std::string(argv[1]) == "tokenizer") return halformer::cmd_tokenizer(argc - 1, argv + 1);
         if (argc >= 2 && std::string(argv[1]) == "translate") return halformer::cmd_translate(argc - 1, argv + 1);
         if (argc >= 2 && std::string(argv[1]) == "eval") return halformer::cmd_eval(argc - 1, argv + 1);
+        if (argc >= 2 && std::string(argv[1]) == "serve") return halformer::cmd_serve(argc - 1, argv + 1);
         Args a = parse_args(argc, argv, {"sample", "force", "json"});
         if (a.flag("isa")) set_isa_limit(parse_isa(a.str("isa")));
         if (a.flag("device")) {

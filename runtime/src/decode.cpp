@@ -174,14 +174,34 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     float *topv = this->topv.need((size_t)R * kTopK);
     int32_t *topi = (int32_t *)this->topi.need((size_t)R * kTopK);
     std::vector<SplitMix> rng(B);
-    for (int b = 0; b < B; b++) rng[b].s = opt.seed * 0x2545F4914F6CDD1Dull + (uint64_t)b;
+    for (int b = 0; b < B; b++) {
+        rng[b].s = opt.seeds.empty() ? opt.seed * 0x2545F4914F6CDD1Dull + (uint64_t)b
+                                     : opt.seeds[b] * 0x2545F4914F6CDD1Dull;  // as input 0 of a batch of one
+    }
 
     std::vector<std::vector<int32_t>> hist(R);
     std::vector<double> score(R, 0.0);
     std::vector<char> alive(R, 0), done(B, 0);
     for (int r = 0; r < R; r++) alive[r] = (r % K == 0);
     std::vector<std::vector<Hypothesis>> finished(B);
+    // An input's hypotheses, once it is done (opt.on_finished hears of it then).
+    std::vector<std::vector<Hypothesis>> result(B);
+    std::vector<char> reported(B, 0);
+    auto report = [&](int b) {
+        if (!beam) {
+            result[b].push_back({hist[b], 0.0});
+        } else {
+            auto &f = finished[b];
+            std::stable_sort(f.begin(), f.end(), [](const Hypothesis &p, const Hypothesis &q) { return p.score > q.score; });
+            if ((int)f.size() > opt.n_best) f.resize(opt.n_best);
+            result[b] = std::move(f);
+        }
+        reported[b] = 1;
+        if (opt.on_finished) opt.on_finished(b, result[b]);
+    };
     std::vector<int32_t> next(R), parent(R);
+    // Input b's own limit (GenerateOptions::max_new_tokens_each) within max_new.
+    auto limit_of = [&](int b) { return opt.max_new_tokens_each.empty() ? max_new : std::min(max_new, opt.max_new_tokens_each[b]); };
     auto penalty = [&](size_t len) { return std::pow((5.0 + (double)len) / 6.0, (double)opt.length_penalty); };
 
     // The kTopK best values and ids of each row of the step's logits; only
@@ -215,6 +235,16 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
         const bool last_step = step == max_new - 1;
         for (int b = 0; b < B; b++) {
             if (done[b]) continue;  // left the batch
+            if (opt.cancelled && opt.cancelled(b)) {
+                if (beam) {  // what it has: its live beams as they are
+                    for (int k = 0; k < K; k++) {
+                        const int r = b * K + k;
+                        if (alive[r]) finished[b].push_back({hist[r], score[r] / penalty(std::max<size_t>(hist[r].size(), 1))});
+                    }
+                }
+                done[b] = 1;
+                continue;
+            }
             if (!beam) {
                 const int r = b, c = pos[r];
                 next[r] = kernel_top_k ? draw(topv + (size_t)c * kTopK, topi + (size_t)c * kTopK,
@@ -222,7 +252,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
                           : opt.sample ? sample_row(out + (size_t)c * V, V, opt, rng[b])
                                        : topi[c];
                 hist[r].push_back(next[r]);
-                if (next[r] == eos_stop) done[b] = 1;
+                if (next[r] == eos_stop || (int)hist[r].size() >= limit_of(b)) done[b] = 1;
                 continue;
             }
             for (int k = 0; k < K; k++) {
@@ -275,7 +305,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
             }
             for (int k = 0; k < K; k++) hist[b * K + k] = std::move(new_hist[k]);
             if ((int)finished[b].size() >= K || chosen.empty()) done[b] = 1;
-            if (last_step && !done[b]) {
+            if (step == limit_of(b) - 1 && !done[b]) {
                 for (int k = 0; k < K; k++) {
                     const int r = b * K + k;
                     if (alive[r]) finished[b].push_back({hist[r], score[r] / penalty(hist[r].size())});
@@ -284,6 +314,9 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
             }
         }
         end_step();
+        for (int b = 0; b < B; b++) {
+            if (done[b] && !reported[b]) report(b);
+        }
         if (last_step || std::all_of(done.begin(), done.end(), [](char d) { return d; })) break;
 
         const int len = P + step;  // positions already in the cache
@@ -330,23 +363,16 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
         final_norm(dec.final_norm, last, Ra);
     }
 
-    std::vector<std::vector<Hypothesis>> result(B);
     for (int b = 0; b < B; b++) {
-        if (!beam) {
-            result[b].push_back({hist[b], 0.0});
-            continue;
-        }
-        auto &f = finished[b];
-        std::stable_sort(f.begin(), f.end(), [](const Hypothesis &p, const Hypothesis &q) { return p.score > q.score; });
-        if ((int)f.size() > opt.n_best) f.resize(opt.n_best);
-        result[b] = std::move(f);
+        if (!reported[b]) report(b);
     }
     return result;
 }
 
 std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence> &src,
                                                      const GenerateOptions &opt) {
-    Impl &m = *impl_;
+    Lease lease(*pool_, true);
+    Impl &m = *lease;
     const Config &c = m.cfg;
     if (c.architecture == Architecture::Encoder) throw Error("generate: an encoder-only model does not generate");
     if (opt.beam < 1 || opt.beam > kTopK - 1) {
@@ -364,6 +390,19 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
     if (opt.top_k < 0) throw Error("generate: top_k must be >= 0");
     if (!(opt.top_p > 0 && opt.top_p <= 1)) throw Error("generate: top_p must be in (0, 1], not " + std::to_string(opt.top_p));
     if (!std::isfinite(opt.length_penalty)) throw Error("generate: length_penalty must be finite");
+    if (!opt.max_new_tokens_each.empty()) {
+        if (opt.max_new_tokens_each.size() != src.size()) {
+            throw Error("generate: " + std::to_string(opt.max_new_tokens_each.size()) + " max_new_tokens_each for " +
+                        std::to_string(src.size()) + " inputs (give one per input, or none)");
+        }
+        for (int n : opt.max_new_tokens_each) {
+            if (n < 1) throw Error("generate: max_new_tokens_each must be >= 1, not " + std::to_string(n));
+        }
+    }
+    if (!opt.seeds.empty() && opt.seeds.size() != src.size()) {
+        throw Error("generate: " + std::to_string(opt.seeds.size()) + " seeds for " + std::to_string(src.size()) +
+                    " inputs (give one per input, or none)");
+    }
     const bool ed = c.architecture == Architecture::EncoderDecoder;
     DeviceScope scope(m.dev.get());
     auto limit = [&](int P) {
@@ -391,7 +430,14 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
     std::vector<std::vector<Hypothesis>> out;
     for (size_t b = 0; b < src.size(); b++) {
         GenerateOptions o = opt;
-        o.seed = opt.seed * 0x9E3779B97F4A7C15ull + b;
+        o.seed = (opt.seeds.empty() ? opt.seed : opt.seeds[b]) * 0x9E3779B97F4A7C15ull + (opt.seeds.empty() ? b : 0);
+        o.seeds.clear();
+        o.max_new_tokens_each.clear();
+        if (!opt.max_new_tokens_each.empty()) o.max_new_tokens_each = {opt.max_new_tokens_each[b]};
+        if (opt.on_finished) {
+            o.on_finished = [&opt, b](int, const std::vector<Hypothesis> &h) { opt.on_finished((int)b, h); };
+        }
+        if (opt.cancelled) o.cancelled = [&opt, b](int) { return opt.cancelled((int)b); };
         auto r = m.decode({src[b]}, nullptr, 0, {}, o, limit((int)src[b].size()));
         out.push_back(std::move(r[0]));
     }

@@ -1,5 +1,6 @@
 #include "device_context.h"
 
+#include "fault.h"
 #include "halformer/error.h"
 #include "halformer/kernel_error.h"
 
@@ -70,7 +71,7 @@ DeviceContext::~DeviceContext() {
 void DeviceContext::check(int rc, const char *what) const {
     if (rc == 0) return;
     std::string msg = std::string(device_name(device_)) + ": " + what + " failed (code " + std::to_string(rc) + ")";
-    std::string detail = last_kernel_error();
+    std::string detail = take_kernel_error();
     if (!detail.empty()) msg += ": " + detail;
     if (rc == halide_error_code_out_of_memory || detail.find("OUT_OF_MEMORY") != std::string::npos ||
         detail.find("MEM_OBJECT_ALLOCATION_FAILURE") != std::string::npos ||
@@ -97,7 +98,9 @@ void DeviceContext::track(const void *host, size_t bytes) {
     auto r = std::make_unique<Root>();
     r->bytes = bytes;
     r->buf = bytes_buffer((uint8_t *)host, &r->dim, 0, bytes);
-    check(halide_device_malloc(nullptr, &r->buf, iface_), "allocating an activation buffer");
+    check(fault_now(Fault::DeviceAlloc) ? injected("device allocation", halide_error_code_out_of_memory)
+                                        : halide_device_malloc(nullptr, &r->buf, iface_),
+          "allocating an activation buffer");
     roots_[(uintptr_t)host] = std::move(r);
 }
 
@@ -127,6 +130,9 @@ void DeviceContext::crop(const Root &r, size_t offset, size_t bytes, halide_buff
 
 void DeviceContext::bind(halide_buffer_t *buf, bool is_int) {
     if (!on_gpu()) return;
+    if (fault_now(Fault::Bind)) {
+        throw Error(std::string(device_name(device_)) + ": injected failure binding a kernel argument");
+    }
     Bound &b = bound_.emplace_back();
     b.view = buf;
     b.host = buf->host;
@@ -168,9 +174,16 @@ void DeviceContext::bind(halide_buffer_t *buf, bool is_int) {
             auto w = std::make_unique<Root>();
             w->bytes = span;
             w->buf = bytes_buffer(buf->host, &w->dim, 0, span);
-            check(halide_device_malloc(nullptr, &w->buf, iface_), "uploading weights");
+            check(fault_now(Fault::DeviceAlloc) ? injected("device allocation", halide_error_code_out_of_memory)
+                                                : halide_device_malloc(nullptr, &w->buf, iface_),
+                  "uploading weights");
             w->buf.flags = halide_buffer_flag_host_dirty;
-            check(halide_copy_to_device(nullptr, &w->buf, iface_), "uploading weights");
+            int rc = fault_now(Fault::Upload) ? injected("upload", halide_error_code_copy_to_device_failed)
+                                              : halide_copy_to_device(nullptr, &w->buf, iface_);
+            if (rc) {
+                halide_device_free(nullptr, &w->buf);  // the next call uploads it again
+                check(rc, "uploading weights");
+            }
             it = weights_.emplace(key, std::move(w)).first;
         }
         b.kind = Bound::Crop;
@@ -191,7 +204,11 @@ void DeviceContext::sync_bound() {
     }
 }
 
-void DeviceContext::release_bound() {
+void DeviceContext::release_bound() { check(unbind(true), "copying back a device range"); }
+
+void DeviceContext::abandon_bound() noexcept { unbind(false); }
+
+int DeviceContext::unbind(bool copy_back) noexcept {
     int rc = 0;
     for (Bound &b : bound_) {
         switch (b.kind) {
@@ -200,12 +217,21 @@ void DeviceContext::release_bound() {
             break;
         case Bound::Temp: {
             if (!b.crop.device) break;
-            halide_buffer_t dst{};
-            halide_dimension_t dd{};
-            crop(*b.root, b.offset, b.span, &dst, &dd);
-            b.crop.flags = halide_buffer_flag_device_dirty;
-            if (!rc) rc = halide_buffer_copy(nullptr, &b.crop, iface_, &dst);
-            halide_device_release_crop(nullptr, &dst);
+            if (copy_back && !rc) {
+                // As crop() does, without throwing (bind checked the range).
+                halide_dimension_t dd((int32_t)(b.offset / kWord), (int32_t)((b.span + kWord - 1) / kWord), 1);
+                halide_buffer_t dst{};
+                dst.type = halide_type_t(halide_type_uint, 32);
+                dst.dimensions = 1;
+                dst.dim = &dd;
+                rc = halide_device_crop(nullptr, &b.root->buf, &dst);
+                dd.min = 0;
+                if (!rc) {
+                    b.crop.flags = halide_buffer_flag_device_dirty;
+                    rc = halide_buffer_copy(nullptr, &b.crop, iface_, &dst);
+                    halide_device_release_crop(nullptr, &dst);
+                }
+            }
             halide_device_free(nullptr, &b.crop);
             break;
         }
@@ -219,7 +245,7 @@ void DeviceContext::release_bound() {
         b.view->flags = 0;
     }
     bound_.clear();
-    check(rc, "copying back a device range");
+    return rc;
 }
 
 void DeviceContext::transfer(const void *host, size_t bytes, bool to_device) {

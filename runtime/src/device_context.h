@@ -41,7 +41,13 @@ public:
     // memory until release_bound(); is_int: a small int array copied per call.
     void bind(halide_buffer_t *buf, bool is_int);
     // After a kernel call: copies back fallback copies, releases crops.
+    // Every binding is undone even when a copy fails (then it throws).
     void release_bound();
+    // After a call that threw (in bind or in the kernel): undoes every
+    // binding without copying anything back; never throws.
+    void abandon_bound() noexcept;
+    // Bindings not yet released (0 between kernel calls).
+    size_t bindings() const { return bound_.size(); }
     // Waits for the kernels launched so far (GPU kernels run asynchronously:
     // without this a kernel's timing is its launch). Call before release_bound.
     void sync_bound();
@@ -69,7 +75,7 @@ private:
     struct Bound {
         halide_buffer_t *view;
         uint8_t *host;
-        enum Kind { Crop, Temp, Transient } kind;
+        enum Kind { Crop, Temp, Transient } kind = Crop;
         halide_buffer_t crop{};  // Crop: the 1-D crop; Temp: the temp buffer
         halide_dimension_t dim{};
         const Root *root = nullptr;
@@ -80,6 +86,7 @@ private:
     void crop(const Root &r, size_t offset, size_t bytes, halide_buffer_t *out, halide_dimension_t *dim);
     void check(int rc, const char *what) const;
     void transfer(const void *host, size_t bytes, bool to_device);
+    int unbind(bool copy_back) noexcept;  // release_bound / abandon_bound; the first error code
 
     Device device_;
     const halide_device_interface_t *iface_ = nullptr;

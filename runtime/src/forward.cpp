@@ -409,10 +409,7 @@ std::vector<Tensor> split_rows(const float *data, int R, int W, const std::vecto
     return out;
 }
 
-}  // namespace
-
-std::vector<Tensor> Model::encode(const std::vector<Sequence> &src) {
-    Impl &m = *impl_;
+std::vector<Tensor> encode_in(Model::Impl &m, const std::vector<Sequence> &src) {
     if (!m.cfg.has_encoder()) throw Error("encode: a decoder-only model has no encoder");
     m.check_tokens(src, m.cfg.src_vocab_size, "source", 0);
     int S = 0;
@@ -424,13 +421,21 @@ std::vector<Tensor> Model::encode(const std::vector<Sequence> &src) {
     return split_rows(x, (int)src.size(), m.cfg.d_model, lens);
 }
 
+}  // namespace
+
+std::vector<Tensor> Model::encode(const std::vector<Sequence> &src) {
+    Lease lease(*pool_);
+    return encode_in(*lease, src);
+}
+
 std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::vector<Sequence> &tgt) {
-    Impl &m = *impl_;
+    Lease lease(*pool_);
+    Impl &m = *lease;
     const Config &c = m.cfg;
     const int D = c.d_model;
     if (c.architecture == Architecture::Encoder) {
         if (!tgt.empty()) throw Error("logits: an encoder-only model takes no target sequence");
-        if (!m.gen_w) return encode(src);
+        if (!m.gen_w) return encode_in(m, src);
         m.check_tokens(src, c.src_vocab_size, "source", 0);
         int S = 0;
         for (auto &s : src) S = std::max(S, (int)s.size());

@@ -11,6 +11,7 @@
 #include <HalideRuntime.h>
 
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <cstdlib>
 #include <stdexcept>
@@ -67,19 +68,50 @@ int limited_can_use(int count, const uint64_t *features) {
     return halide_default_can_use_target_features(count, features);
 }
 
+// Kernel error messages go to the thread whose kernel call failed. Halide
+// raises an error in the thread that hits it: for a parallel loop, one of
+// the thread pool's workers. So every parallel loop goes through par_for
+// below, which runs its tasks with t_slot pointing at the calling thread's
+// message (nested loops inherit it); keep_error writes there, under a lock
+// (two tasks of one call may fail at once).
 thread_local std::string t_last_error;
+thread_local std::string *t_slot = nullptr;
+std::mutex g_error_mu;
 
 void keep_error(void *, const char *msg) {
     std::string m = msg ? msg : "";
     while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
     if (m.rfind("Error: ", 0) == 0) m = m.substr(7);
-    t_last_error = m;
+    std::lock_guard<std::mutex> lock(g_error_mu);
+    std::string &slot = t_slot ? *t_slot : t_last_error;
+    slot = m;
+}
+
+struct Routed {
+    halide_task_t task;
+    uint8_t *closure;
+    std::string *slot;
+};
+
+int routed_task(void *user_context, int idx, uint8_t *closure) {
+    const Routed *r = (const Routed *)closure;
+    std::string *saved = t_slot;
+    t_slot = r->slot;
+    int rc = r->task(user_context, idx, r->closure);
+    t_slot = saved;
+    return rc;
+}
+
+int par_for(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
+    Routed r{task, closure, t_slot ? t_slot : &t_last_error};
+    return halide_default_do_par_for(user_context, routed_task, min, size, (uint8_t *)&r);
 }
 
 struct Installer {
     Installer() {
         halide_set_custom_can_use_target_features(limited_can_use);
         halide_set_error_handler(keep_error);
+        halide_set_custom_do_par_for(par_for);
     }
 } installer;
 
@@ -89,13 +121,27 @@ void set_bits(uint64_t *words, std::initializer_list<halide_target_feature_t> fs
 
 }  // namespace
 
-std::string last_kernel_error() { return t_last_error; }
+std::string last_kernel_error() {
+    std::lock_guard<std::mutex> lock(g_error_mu);
+    return t_last_error;
+}
+
+std::string take_kernel_error() {
+    std::lock_guard<std::mutex> lock(g_error_mu);
+    std::string m;
+    m.swap(t_last_error);
+    return m;
+}
 
 void check_kernel(int rc, const char *kernel) {
+    std::string detail;
+    {
+        std::lock_guard<std::mutex> lock(g_error_mu);
+        detail.swap(t_last_error);  // a message with rc == 0 (a warning) is dropped too
+    }
     if (rc == 0) return;
     std::string msg = std::string("kernel ") + kernel + " failed (code " + std::to_string(rc) + ")";
-    if (!t_last_error.empty()) msg += ": " + t_last_error;
-    t_last_error.clear();
+    if (!detail.empty()) msg += ": " + detail;
     throw KernelError(msg, rc);
 }
 

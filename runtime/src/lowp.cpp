@@ -74,10 +74,13 @@ const char *precision_name(Precision p) {
 }
 
 const PackedLinear &Model::Impl::pack(const float *w, int N, int K) {
+    // Sessions share the cache: prepack() has filled it, so this is a lookup
+    // (entries of a std::map stay where they are while others are added).
+    std::lock_guard<std::mutex> lock(packs->mu);
     auto key = std::make_pair(w, N);
-    auto it = packed.find(key);
-    if (it != packed.end()) return it->second;
-    PackedLinear &p = packed[key];
+    auto it = packs->map.find(key);
+    if (it != packs->map.end()) return it->second;
+    PackedLinear &p = packs->map[key];
     const bool int8 = precision == Precision::INT8;
     p.N = N;
     p.K = K;
@@ -140,8 +143,36 @@ void Model::set_precision(Precision p) {
         throw Error(std::string("precision ") + precision_name(p) + " runs on the CPU only (this model is on " +
                     device_name(m.device()) + ")");
     }
-    m.packed.clear();
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    pool_->require_idle("set_precision");
+    auto packs = std::make_shared<PackCache>();
+    m.packs = packs;
     m.precision = p;
+    if (p != Precision::FP32) {
+        DeviceScope scope(m.dev.get());
+        m.prepack();
+    }
+    for (Impl *s : pool_->idle) {
+        s->packs = packs;
+        s->precision = p;
+    }
+}
+
+void Model::Impl::prepack() {
+    const int D = cfg.d_model, F = cfg.d_ff;
+    for (const StackW *s : {&enc, &dec}) {
+        for (const LayerW &L : s->layers) {
+            for (const AttnW *a : {&L.self, &L.cross}) {
+                if (!a->in_w) continue;
+                pack(a->in_w, D, D);                   // the queries
+                pack(a->in_w + (size_t)D * D, 2 * D, D);  // keys and values
+                pack(a->out_w, D, D);
+            }
+            pack(L.w1, F, D);
+            pack(L.w2, D, F);
+        }
+    }
+    if (gen_w) pack(gen_w, gen_rows, D);
 }
 
 Precision Model::precision() const { return impl_->precision; }

@@ -3,15 +3,19 @@
 #pragma once
 
 #include "device_context.h"
+#include "fault.h"
 #include "halformer/model.h"
 #include "halformer/safetensors.h"
 
 #include <HalideRuntime.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <mutex>
 
 // The kernel to call on the model's device: hf_x, hf_x_cuda or hf_x_opencl.
 // HF_DEVICE_KERNELS(hf_x) declares the GPU builds (same signature).
@@ -73,21 +77,35 @@ public:
         if (dev && ptr_) dev->untrack(ptr_.get());
     }
     DeviceContext *dev = nullptr;
+    // A buffer of at least n floats. If it must grow and cannot, throws
+    // Error and keeps the buffer it had (and its device shadow).
     float *need(size_t n) {
         if (n > cap_) {
             void *p = nullptr;
-            if (posix_memalign(&p, 64, std::max<size_t>(n, 16) * sizeof(float)) != 0) {
-                throw Error("out of memory allocating " + std::to_string(n * 4) + " bytes");
+            const bool inject = fault_now(Fault::HostAlloc);
+            if (inject || n > (SIZE_MAX / sizeof(float)) - 16 ||
+                posix_memalign(&p, 64, std::max<size_t>(n, 16) * sizeof(float)) != 0) {
+                throw Error(std::string(inject ? "injected failure: " : "") + "out of memory allocating " +
+                            std::to_string(n) + " floats (" + std::to_string((double)n * 4 / (1 << 20)) + " MiB)");
             }
-            if (dev && ptr_) dev->untrack(ptr_.get());
-            ptr_.reset((float *)p);
-            cap_ = n;
+            std::unique_ptr<float, Free> fresh((float *)p);
             if (dev) dev->track(p, std::max<size_t>(n, 16) * sizeof(float));
+            if (dev && ptr_) dev->untrack(ptr_.get());
+            ptr_ = std::move(fresh);
+            cap_ = n;
         }
         return ptr_.get();
     }
     float *get() const { return ptr_.get(); }
     size_t capacity() const { return cap_; }
+    // Frees the buffer (the next need() allocates again); returns its bytes.
+    size_t release() {
+        const size_t bytes = cap_ * sizeof(float);
+        if (dev && ptr_) dev->untrack(ptr_.get());
+        ptr_.reset();
+        cap_ = 0;
+        return bytes;
+    }
 
 private:
     struct Free {
@@ -124,6 +142,14 @@ struct PackedLinear {
     Scratch scale, colsum; // int8: [Np] float32, [Np] int32
 };
 
+// The packed projections of one precision, shared by a model's sessions:
+// filled by Impl::prepack when the precision is set; Impl::pack finds one
+// (or packs it, under the lock).
+struct PackCache {
+    std::mutex mu;
+    std::map<std::pair<const float *, int>, PackedLinear> map;
+};
+
 // Where tensors come from: a safetensors file or generated storage.
 class TensorSource {
 public:
@@ -149,9 +175,14 @@ struct RowMap {
     int cross_sources = 0;
 };
 
+// A Model's state is split in two. Shared by every session, read-only while
+// calls run: cfg, tok, source (owns the weights), enc/dec/gen_* (pointers
+// into it), params, precision and packs. Per session: everything else (the
+// device context, scratch, caches, profile, step times). The Model's first
+// Impl owns what is shared; spawn() makes another session over it.
 struct Model::Impl {
     Config cfg;
-    std::unique_ptr<Tokenizer> tok;  // when cfg.tokenizer names one
+    std::shared_ptr<Tokenizer> tok;  // when cfg.tokenizer names one
     // Declared before every Scratch: destroyed after them.
     std::unique_ptr<DeviceContext> dev = std::make_unique<DeviceContext>();
     Device device() const { return dev->device(); }
@@ -161,7 +192,12 @@ struct Model::Impl {
     void attach(std::vector<Scratch> &v) {
         for (auto &s : v) s.dev = dev.get();
     }
-    std::unique_ptr<TensorSource> source;
+    std::shared_ptr<TensorSource> source;
+    // A new session over this one's weights (CPU): fresh buffers, the same
+    // shared state.
+    std::unique_ptr<Impl> spawn() const;
+    // Frees the activations and caches; returns the bytes freed.
+    size_t release_buffers();
     StackW enc, dec;
     const float *gen_w = nullptr, *gen_b = nullptr;
     int gen_rows = 0;
@@ -170,8 +206,10 @@ struct Model::Impl {
     Scratch zero_bias;
     Precision precision = Precision::FP32;
     // Packed copies of the projections' weights, by (W's address, rows).
-    std::map<std::pair<const float *, int>, PackedLinear> packed;
+    std::shared_ptr<PackCache> packs = std::make_shared<PackCache>();
     const PackedLinear &pack(const float *w, int N, int K);
+    // Packs every projection the forward passes use (set_precision).
+    void prepack();
     // Y[M, N] (row stride y_stride) = act(X·Wᵀ + b) [+ residual] in the
     // reduced precision: X [M, K] with row stride x_stride, W [N, K] (packed
     // on first use), residual with y's strides. act: null for none.
@@ -191,12 +229,26 @@ struct Model::Impl {
 
     void bind();  // resolves every tensor of cfg from `source`, validating shapes
 
-    // Calls one kernel, timing it and checking its return code.
+    // Calls one kernel, timing it and checking its return code. Whatever
+    // happens in the call (a kernel error, a failed device binding, an
+    // exception), the device bindings of its views are released before
+    // run returns or throws: none outlives the views it points to.
     template <typename F>
     void run(const char *name, F &&call) {
         auto t0 = std::chrono::steady_clock::now();
-        int rc = call();
-        if (rc == 0 && dev->profile_sync()) dev->sync_bound();
+        if (dev->bindings() != 0) {
+            throw Error(std::string("internal: ") + std::to_string(dev->bindings()) +
+                        " device bindings outlived their call (before kernel " + name + ")");
+        }
+        int rc;
+        try {
+            rc = call();
+            if (rc == 0 && fault_now(Fault::Kernel)) rc = injected("a kernel", halide_error_code_generic_error);
+            if (rc == 0 && dev->profile_sync()) dev->sync_bound();
+        } catch (...) {
+            dev->abandon_bound();
+            throw;
+        }
         dev->release_bound();
         auto &k = prof[name];
         k.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -237,6 +289,43 @@ struct Model::Impl {
                                                 const float *memory, int S,
                                                 const std::vector<int32_t> &src_lens,
                                                 const GenerateOptions &opt, int max_new);
+};
+
+// A Model's sessions: the first (the Model's Impl) and those spawned when
+// calls overlap, up to max_sessions; and what returned calls leave behind.
+struct Model::Pool {
+    std::mutex mu;
+    std::condition_variable freed;
+    Impl *primary = nullptr;
+    std::vector<Impl *> idle;
+    std::vector<std::unique_ptr<Impl>> spawned;
+    int sessions = 1, max_sessions = 1, busy = 0;
+    Profile prof;
+    std::vector<double> step_seconds;
+    std::vector<int> step_rows;
+
+    explicit Pool(Impl &first);
+    Impl &acquire();
+    // Folds the session's profile (and with steps, its step times) into
+    // the pool's and makes it idle.
+    void release(Impl &s, bool steps);
+    // Throws Error naming `what` if a call is running.
+    void require_idle(const char *what);
+};
+
+// One call's session: taken from the pool, given back when it ends.
+class Lease {
+public:
+    Lease(Model::Pool &pool, bool steps = false) : pool_(pool), s_(pool.acquire()), steps_(steps) {}
+    ~Lease() { pool_.release(s_, steps_); }
+    Lease(const Lease &) = delete;
+    Lease &operator=(const Lease &) = delete;
+    Model::Impl &operator*() { return s_; }
+
+private:
+    Model::Pool &pool_;
+    Model::Impl &s_;
+    bool steps_;
 };
 
 }  // namespace halformer

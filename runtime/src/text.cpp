@@ -113,6 +113,10 @@ void generate_batches(Model &m, const Tokenizer &tok, Prepared &p, const Generat
 
 bool Model::has_tokenizer() const { return impl_->tok != nullptr; }
 
+std::string Model::text_of(const Sequence &tokens, const Sequence *prompt) const {
+    return hypothesis_text(tokenizer(), config().eos_id, tokens, prompt);
+}
+
 const Tokenizer &Model::tokenizer() const {
     if (!impl_->tok) {
         throw Error("this model has no tokenizer (config.json names none): it works with token ids only");

@@ -198,11 +198,6 @@ void Model::Impl::bind() {
     }
 }
 
-Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Model::Model(Model &&) noexcept = default;
-Model &Model::operator=(Model &&) noexcept = default;
-Model::~Model() = default;
-
 namespace {
 
 void set_model_device(Model::Impl &m, Device d) {
@@ -258,9 +253,5 @@ int64_t Model::parameter_count() const { return impl_->params; }
 bool Model::has_head() const { return impl_->gen_w != nullptr; }
 bool Model::tied_head() const { return impl_->tied; }
 int Model::output_rows() const { return impl_->gen_w ? impl_->gen_rows : impl_->cfg.d_model; }
-Profile &Model::profile() { return impl_->prof; }
-void Model::reset_profile() { impl_->prof.clear(); }
-const std::vector<double> &Model::step_seconds() const { return impl_->step_seconds; }
-const std::vector<int> &Model::step_rows() const { return impl_->step_rows; }
 
 }  // namespace halformer

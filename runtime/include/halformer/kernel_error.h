@@ -17,8 +17,11 @@ private:
     int code_;
 };
 
-// The message of the last kernel error on this thread ("" if none).
+// The message of the last kernel error of this thread's calls ("" if none;
+// an error raised in a thread-pool worker counts for the thread whose call
+// ran the work). take_kernel_error() also clears it.
 std::string last_kernel_error();
+std::string take_kernel_error();
 // Throws KernelError naming `kernel` and Halide's message if rc != 0.
 void check_kernel(int rc, const char *kernel);
 

@@ -10,7 +10,20 @@
 // reused while shapes do not grow), and calls one kernel per step; all
 // arithmetic happens in the kernels. Errors throw halformer::Error (bad model,
 // bad input) or halformer::KernelError (a kernel's nonzero return).
-// A Model is not thread-safe: use one per thread.
+//
+// Threads: logits(), generate(), encode() and the text calls may be made
+// from any number of threads on one Model. The weights (converted, and
+// packed by set_precision) are shared, read-only; each call runs in a
+// session of its own (activations, KV caches, step times), taken from a
+// pool the Model keeps and given back when the call returns. At most
+// max_sessions() calls run at once (CPU: the machine's hardware threads, at
+// least 2; a GPU model runs one call at a time); later callers wait. A
+// kernel error reaches the thread whose call failed. set_precision,
+// set_max_sessions, reset_profile, release_memory and moving or destroying
+// the Model must not overlap calls. Process-wide Halide settings (the
+// kernels' thread pool size, halide_set_num_threads, and the error and
+// variant hooks installed by the runtime) are shared by every Model: set the
+// pool size once, before the first call.
 #pragma once
 
 #include "halformer/config.h"
@@ -20,6 +33,7 @@
 #include "halformer/tokenizer.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,6 +61,13 @@ struct Tensor {
     std::vector<float> data;
 };
 
+struct Hypothesis {
+    std::vector<int32_t> tokens;  // generated ids (eos included when produced)
+    // beam: total log-probability / ((5 + len) / 6)^α; greedy and sampling:
+    // total log-probability is not computed (0).
+    double score = 0;
+};
+
 struct GenerateOptions {
     // Tokens to generate at most (eos included); -1: as many as max_positions
     // allows, up to 256. More than the positions allow is an Error.
@@ -59,15 +80,25 @@ struct GenerateOptions {
     int top_k = 0;      // 0: no top-k filter
     float top_p = 1.0f; // 1: no nucleus filter
     uint64_t seed = 0;
+    // Sampling: one seed per input; input b then draws exactly what it would
+    // alone with seed = seeds[b] (a server batching requests keeps each
+    // request's answer). Empty: every input draws from `seed`, each its own stream.
+    std::vector<uint64_t> seeds;
+    // One limit per input (each at most what max_new_tokens allows): input b
+    // stops after max_new_tokens_each[b] tokens and gets what it would get
+    // alone with that max_new_tokens. Empty: max_new_tokens for all.
+    std::vector<int> max_new_tokens_each;
     bool stop_at_eos = true;  // false: always generate max_new_tokens (benchmarks)
+    // Called (on the calling thread, during generate) as soon as input b is
+    // done, with the hypotheses generate() will return for it: a server can
+    // answer a short request while the long ones of its batch go on.
+    std::function<void(int b, const std::vector<Hypothesis> &)> on_finished;
+    // Asked (on the calling thread) before each step for every input still
+    // decoding: true makes input b leave the batch now, with what it has
+    // (a server's client went away). Null: never.
+    std::function<bool(int b)> cancelled;
 };
 
-struct Hypothesis {
-    std::vector<int32_t> tokens;  // generated ids (eos included when produced)
-    // beam: total log-probability / ((5 + len) / 6)^α; greedy and sampling:
-    // total log-probability is not computed (0).
-    double score = 0;
-};
 
 // One line of text through translate() / continue_text(): the output, or
 // the reason this line got none (the other lines still do).
@@ -115,6 +146,14 @@ public:
     void set_precision(Precision p);
     Precision precision() const;
     DeviceMemory device_memory() const;
+    // Calls that may run at once (>= 1; a GPU model keeps 1). Error on a
+    // GPU device for n > 1.
+    void set_max_sessions(int n);
+    int max_sessions() const;
+    // Frees the buffers idle sessions grew (a large request's activations
+    // and caches); the next call allocates what it needs again. Returns the
+    // bytes freed.
+    size_t release_memory();
     int64_t parameter_count() const;
     bool has_head() const;       // encoder-only: a generator.* projection
     bool tied_head() const;      // output projection is tgt_embed.weight
@@ -140,6 +179,9 @@ public:
     // Text, for a model directory whose config.json names a tokenizer.
     bool has_tokenizer() const;
     const Tokenizer &tokenizer() const;  // Error when the model has none
+    // The text of generated ids (a Hypothesis' tokens): up to eos, decoded.
+    // With prompt (decoder-only): the continuation of that prompt.
+    std::string text_of(const Sequence &tokens, const Sequence *prompt = nullptr) const;
     // Encoder-decoder: translates each text. Lines are sorted by length and
     // run batch_size at a time; results come back in input order. A line
     // that is empty, not UTF-8 or longer than max_positions tokens gets
@@ -155,9 +197,11 @@ public:
     // [tokens, d_model] (no bos/eos added). Errors as translate() throws.
     std::vector<Tensor> embed(const std::vector<std::string> &texts);
 
+    // Per-kernel times summed over the calls that have returned (all threads).
     Profile &profile();
     void reset_profile();
-    // Wall time of each decoder step of the last generate() call: entry 0 is
+    // Wall time of each decoder step of the last generate() call to return
+    // (any thread): entry 0 is
     // the prefix pass, then one entry per incremental step (all rows at once).
     const std::vector<double> &step_seconds() const;
     // Rows of the batch at each of those steps (inputs × beams still
@@ -165,11 +209,13 @@ public:
     const std::vector<int> &step_rows() const;
 
     struct Impl;
+    struct Pool;
 
 private:
     friend class Trainer;  // trains the weights a Model runs (train.h)
     explicit Model(std::unique_ptr<Impl> impl);
-    std::unique_ptr<Impl> impl_;
+    std::unique_ptr<Impl> impl_;  // the first session; owns what sessions share
+    std::unique_ptr<Pool> pool_;  // sessions, and the results calls leave behind
 };
 
 }  // namespace halformer

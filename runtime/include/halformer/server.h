@@ -1,0 +1,76 @@
+// An HTTP/JSON server over one loaded Model (`halformer serve`).
+//
+//   POST /v1/generate   {"ids": [5, 6, 7]} or {"text": "..."} and the
+//                       decoding options of `halformer generate` (beam,
+//                       n_best, length_penalty, max_new_tokens, sample,
+//                       temperature, top_k, top_p, seed) → {"ids", "text",
+//                       "score", "alternatives", "input_tokens",
+//                       "output_tokens", "queue_ms", "total_ms"}
+//   GET  /health        {"status": "ok" | "draining", ...}
+//   GET  /metrics       Prometheus text: requests by status, tokens, queue
+//                       depth, batches, latency histogram
+//
+// Requests are batched: a batch worker takes every waiting request whose
+// options can share a batch (up to max_batch), runs them as one generate()
+// call, and answers each as soon as it is done (a finished input leaves the
+// batch; a short request does not wait for the long ones of its batch).
+// `workers` batches run at once, each in its own Model session, so a long
+// batch does not hold new requests back. Every answer equals the same
+// request run alone (per-request seeds and limits).
+//
+// Limits: a body past max_body is 413; an input past the token limit 413;
+// a malformed or wrong request 400 with {"error": "..."}; when max_queue
+// requests wait, 503. A client that disconnects cancels its request (it
+// leaves its batch at the next step). shutdown() stops accepting, answers
+// every request already accepted, then returns.
+#pragma once
+
+#include "halformer/model.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace halformer {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;                 // 0: any free port (see Server::port())
+    int workers = 2;                 // batches at once (Model sessions)
+    int max_batch = 32;              // requests per batch
+    int max_queue = 256;             // waiting requests; past it: 503
+    double batch_wait_ms = 2.0;      // a worker waits this long for a batch to fill
+    size_t max_body = 1 << 20;       // bytes; past it: 413
+    int max_input_tokens = 0;        // 0: the model's max_positions
+    int max_new_tokens = 256;        // the most one request may ask for
+    int http_threads = 128;          // connections served at once
+    int read_timeout_s = 10;         // per read from a client
+    bool log = false;                // one line per request on stderr
+};
+
+class Server {
+public:
+    // The model must outlive the server; its max_sessions is raised to
+    // `workers` if lower (CPU).
+    Server(Model &model, const ServerOptions &options);
+    ~Server();  // shutdown()
+    Server(const Server &) = delete;
+    Server &operator=(const Server &) = delete;
+
+    // Binds and starts serving in background threads; throws Error if the
+    // address cannot be bound. Returns the port.
+    int start();
+    int port() const;
+    // Stops accepting; requests already accepted are answered; returns when
+    // all are. Safe to call twice.
+    void shutdown();
+    // The /metrics text.
+    std::string metrics() const;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace halformer

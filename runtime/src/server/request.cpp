@@ -1,0 +1,171 @@
+#include "request.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <sstream>
+
+namespace halformer::serve {
+
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void bad(const std::string &msg) { throw RequestError(400, msg); }
+
+const char *type_of(const json &v) { return v.type_name(); }
+
+int integer(const json &v, const char *name, int lo, int hi) {
+    if (!v.is_number_integer()) bad(std::string("'") + name + "' must be an integer, not " + type_of(v));
+    // Compare as 64-bit: a huge value must not wrap into range.
+    const bool neg = v.is_number_unsigned() ? false : v.get<int64_t>() < 0;
+    const int64_t x = neg ? v.get<int64_t>() : (int64_t)std::min<uint64_t>(v.get<uint64_t>(), (uint64_t)INT64_MAX);
+    if (x < lo || x > hi) {
+        bad(std::string("'") + name + "' is " + v.dump() + "; it must be in [" + std::to_string(lo) + ", " +
+            std::to_string(hi) + "]");
+    }
+    return (int)x;
+}
+
+double number(const json &v, const char *name) {
+    if (!v.is_number()) bad(std::string("'") + name + "' must be a number, not " + type_of(v));
+    const double x = v.get<double>();
+    if (!std::isfinite(x)) bad(std::string("'") + name + "' must be finite");
+    return x;
+}
+
+bool boolean(const json &v, const char *name) {
+    if (!v.is_boolean()) bad(std::string("'") + name + "' must be true or false, not " + type_of(v));
+    return v.get<bool>();
+}
+
+}  // namespace
+
+Request parse_request(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits) {
+    // nlohmann's parser nests by recursion in places: bound the depth first
+    // (a request is at most 2 levels deep).
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (char ch : body) {
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (ch == '\\') escaped = true;
+            else if (ch == '"') in_string = false;
+        } else if (ch == '"') {
+            in_string = true;
+        } else if (ch == '[' || ch == '{') {
+            if (++depth > 16) bad("the JSON nests deeper than 16 levels");
+        } else if (ch == ']' || ch == '}') {
+            depth--;
+        }
+    }
+    json j;
+    try {
+        j = json::parse(body);  // strict: no comments, no trailing commas; nesting depth is bounded below
+    } catch (const json::parse_error &e) {
+        bad(std::string("malformed JSON: ") + e.what());
+    }
+    if (!j.is_object()) bad(std::string("the body must be a JSON object, not ") + type_of(j));
+    Request r;
+    GenerateOptions &o = r.options;
+    const bool ed = cfg.architecture == Architecture::EncoderDecoder;
+    const int vocab = ed ? cfg.src_vocab_size : cfg.tgt_vocab_size;
+    bool have_input = false;
+    int max_new = -1;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        const std::string &k = it.key();
+        const json &v = it.value();
+        if (k == "ids") {
+            if (!v.is_array()) bad(std::string("'ids' must be an array of token ids, not ") + type_of(v));
+            r.ids.reserve(std::min<size_t>(v.size(), 1 << 16));
+            for (size_t i = 0; i < v.size(); i++) {
+                if (!v[i].is_number_integer()) {
+                    bad("'ids'[" + std::to_string(i) + "] must be an integer, not " + type_of(v[i]));
+                }
+                const bool ok = v[i].is_number_unsigned() ? v[i].get<uint64_t>() < (uint64_t)vocab
+                                                           : v[i].get<int64_t>() >= 0 && v[i].get<int64_t>() < vocab;
+                if (!ok) {
+                    bad("'ids'[" + std::to_string(i) + "] = " + v[i].dump() + " is outside the vocabulary [0, " +
+                        std::to_string(vocab) + ")");
+                }
+                r.ids.push_back((int32_t)v[i].get<int64_t>());
+            }
+            have_input = true;
+        } else if (k == "text") {
+            if (!v.is_string()) bad(std::string("'text' must be a string, not ") + type_of(v));
+            if (!encode) bad("'text' needs a model with a tokenizer (this one works with 'ids' only)");
+            r.text = v.get<std::string>();
+            r.is_text = true;
+            if (r.text.find_first_not_of(" \t\r\n") == std::string::npos) bad("'text' is empty");
+            try {
+                r.ids = encode(r.text);
+            } catch (const Error &e) {
+                bad(std::string("'text': ") + e.what());
+            }
+            if (r.ids.empty()) bad("'text' has no tokens");
+            have_input = true;
+        } else if (k == "beam") {
+            o.beam = integer(v, "beam", 1, 7);
+        } else if (k == "n_best") {
+            o.n_best = integer(v, "n_best", 1, 7);
+        } else if (k == "length_penalty") {
+            o.length_penalty = (float)number(v, "length_penalty");
+        } else if (k == "max_new_tokens") {
+            max_new = integer(v, "max_new_tokens", 1, limits.max_new_tokens);
+        } else if (k == "sample") {
+            o.sample = boolean(v, "sample");
+        } else if (k == "temperature") {
+            o.temperature = (float)number(v, "temperature");
+            if (!(o.temperature > 0)) bad("'temperature' must be positive");
+        } else if (k == "top_k") {
+            o.top_k = integer(v, "top_k", 0, 1 << 20);
+        } else if (k == "top_p") {
+            o.top_p = (float)number(v, "top_p");
+            if (!(o.top_p > 0 && o.top_p <= 1)) bad("'top_p' must be in (0, 1]");
+        } else if (k == "seed") {
+            if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
+                bad(std::string("'seed' must be a non-negative integer, not ") + v.dump());
+            }
+            r.seed = v.get<uint64_t>();
+        } else {
+            bad("unknown field '" + k +
+                "' (expected ids or text, and beam, n_best, length_penalty, max_new_tokens, sample, temperature, "
+                "top_k, top_p, seed)");
+        }
+    }
+    if (!have_input) bad("the request needs 'ids' or 'text'");
+    if (j.contains("ids") && j.contains("text")) bad("give 'ids' or 'text', not both");
+    if (r.ids.empty()) bad("'ids' is empty");
+    if (o.n_best > o.beam) bad("'n_best' (" + std::to_string(o.n_best) + ") must be at most 'beam' (" +
+                               std::to_string(o.beam) + ")");
+    if (o.sample && o.beam > 1) bad("'sample' and 'beam' > 1 are exclusive");
+    // Positions: a source takes up to max_positions; a prompt leaves room
+    // for what it asks to generate. Past the limit: 413.
+    const int max_in = limits.max_input_tokens > 0 ? std::min(limits.max_input_tokens, cfg.max_positions)
+                                                   : cfg.max_positions;
+    const int P = (int)r.ids.size();
+    if (P > max_in - (ed ? 0 : 1)) {
+        throw RequestError(413, "the input is " + std::to_string(P) + " tokens; this server takes at most " +
+                                    std::to_string(max_in - (ed ? 0 : 1)));
+    }
+    const int allowed = ed ? cfg.max_positions : cfg.max_positions - P + 1;
+    if (max_new == -1) {
+        // A translation is rarely more than twice its source.
+        max_new = ed ? std::min({2 * P + 10, limits.max_new_tokens, allowed}) : std::min(limits.max_new_tokens, allowed);
+    } else if (max_new > allowed) {
+        throw RequestError(413, std::to_string(P) + " input tokens + " + std::to_string(max_new) +
+                                    " new tokens are past the model's max_positions = " +
+                                    std::to_string(cfg.max_positions));
+    }
+    o.max_new_tokens = max_new;
+    return r;
+}
+
+std::string batch_key(const GenerateOptions &o) {
+    std::ostringstream k;
+    k << o.beam << '/' << o.n_best << '/' << o.length_penalty << '/' << o.sample << '/' << o.temperature << '/'
+      << o.top_k << '/' << o.top_p << '/' << o.stop_at_eos;
+    return k.str();
+}
+
+}  // namespace halformer::serve

@@ -1,0 +1,52 @@
+// Internal: the JSON request body of `halformer serve`'s POST /v1/generate,
+// parsed and checked against the model before it may join a batch (a bad
+// request must never fail the batch it would have joined).
+//
+//   {"ids": [5, 6, 7]}                or   {"text": "Open the file."}
+//   optional: "beam" (1..7), "n_best", "length_penalty", "max_new_tokens",
+//             "sample", "temperature", "top_k", "top_p", "seed"
+//
+// ids: the source (encoder-decoder) or the prompt (decoder-only); text needs
+// a model with a tokenizer. Unknown fields, wrong types, out-of-range values
+// and inputs the model cannot take are a RequestError with the HTTP status
+// to answer (400, or 413 for an input past the token limit).
+#pragma once
+
+#include "halformer/config.h"
+#include "halformer/model.h"
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace halformer::serve {
+
+struct RequestError : std::runtime_error {
+    int status;
+    RequestError(int status_, const std::string &msg) : std::runtime_error(msg), status(status_) {}
+};
+
+struct Limits {
+    int max_input_tokens = 0;  // 0: the model's max_positions
+    int max_new_tokens = 256;  // cap on what one request may ask for
+};
+
+struct Request {
+    Sequence ids;
+    bool is_text = false;
+    std::string text;
+    GenerateOptions options;  // max_new_tokens: this request's own limit (always set)
+    uint64_t seed = 0;
+};
+
+// Text to ids (the model's tokenizer; throws Error), or null without one.
+using Encoder = std::function<Sequence(const std::string &)>;
+
+// Parses and checks one body.
+Request parse_request(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits);
+
+// Requests whose options allow one batch share this key (everything but
+// seed and max_new_tokens, which generate() takes per input).
+std::string batch_key(const GenerateOptions &o);
+
+}  // namespace halformer::serve

@@ -1,0 +1,144 @@
+// One Model, many threads: the sessions a Model hands its calls (each with
+// its own activations, caches and device context) over one set of weights.
+#include "model_impl.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace halformer {
+
+namespace {
+
+int default_sessions(Device d) {
+    if (d != Device::CPU) return 1;
+    return std::max(2, (int)std::thread::hardware_concurrency());
+}
+
+void fold(Profile &into, Profile &from) {
+    for (auto &[name, k] : from) {
+        into[name].seconds += k.seconds;
+        into[name].calls += k.calls;
+    }
+    from.clear();
+}
+
+}  // namespace
+
+std::unique_ptr<Model::Impl> Model::Impl::spawn() const {
+    auto s = std::make_unique<Impl>();
+    s->cfg = cfg;
+    s->tok = tok;
+    s->source = source;
+    s->enc = enc;
+    s->dec = dec;
+    s->gen_w = gen_w;
+    s->gen_b = gen_b;  // may point into this session's zero_bias: the first session outlives the others
+    s->gen_rows = gen_rows;
+    s->tied = tied;
+    s->params = params;
+    s->precision = precision;
+    s->packs = packs;
+    return s;
+}
+
+size_t Model::Impl::release_buffers() {
+    size_t n = 0;
+    for (Scratch *s : {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi}) {
+        n += s->release();
+    }
+    for (auto *v : {&self_kv, &cross_kv}) {
+        for (Scratch &s : *v) n += s.release();
+        v->clear();
+    }
+    return n;
+}
+
+Model::Pool::Pool(Impl &first) : primary(&first), idle{&first}, max_sessions(default_sessions(first.device())) {}
+
+Model::Impl &Model::Pool::acquire() {
+    std::unique_lock<std::mutex> lock(mu);
+    freed.wait(lock, [&] { return !idle.empty() || sessions < max_sessions; });
+    busy++;
+    if (!idle.empty()) {
+        Impl *s = idle.back();
+        idle.pop_back();
+        return *s;
+    }
+    sessions++;
+    try {
+        spawned.push_back(primary->spawn());
+    } catch (...) {
+        sessions--;
+        busy--;
+        freed.notify_one();
+        throw;
+    }
+    return *spawned.back();
+}
+
+void Model::Pool::release(Impl &s, bool steps) {
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        fold(prof, s.prof);
+        if (steps) {
+            step_seconds = s.step_seconds;
+            step_rows = s.step_rows;
+        }
+        idle.push_back(&s);
+        busy--;
+    }
+    freed.notify_one();
+}
+
+void Model::Pool::require_idle(const char *what) {
+    if (busy > 0) {
+        throw Error(std::string(what) + ": " + std::to_string(busy) +
+                    " call(s) are running on this model (it must not overlap calls)");
+    }
+}
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)), pool_(std::make_unique<Pool>(*impl_)) {}
+Model::Model(Model &&) noexcept = default;
+Model &Model::operator=(Model &&) noexcept = default;
+Model::~Model() = default;
+
+void Model::set_max_sessions(int n) {
+    if (n < 1) throw Error("max_sessions must be >= 1, not " + std::to_string(n));
+    if (n > 1 && device() != Device::CPU) {
+        throw Error(std::string("a model on ") + device_name(device()) + " runs one call at a time (max_sessions 1)");
+    }
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    pool_->max_sessions = n;
+    pool_->freed.notify_all();
+}
+
+int Model::max_sessions() const {
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    return pool_->max_sessions;
+}
+
+size_t Model::release_memory() {
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    pool_->require_idle("release_memory");
+    size_t n = 0;
+    for (Impl *s : pool_->idle) n += s->release_buffers();
+    return n;
+}
+
+Profile &Model::profile() {
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    // The Trainer runs on the first session directly, not through a lease.
+    for (Impl *s : pool_->idle) fold(pool_->prof, s->prof);
+    return pool_->prof;
+}
+
+void Model::reset_profile() {
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    for (Impl *s : pool_->idle) s->prof.clear();
+    pool_->prof.clear();
+}
+
+const std::vector<double> &Model::step_seconds() const { return pool_->step_seconds; }
+const std::vector<int> &Model::step_rows() const { return pool_->step_rows; }
+
+}  // namespace halformer
