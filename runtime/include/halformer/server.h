@@ -44,7 +44,7 @@ struct ServerOptions {
     int max_input_tokens = 0;        // 0: the model's max_positions
     int max_new_tokens = 256;        // the most one request may ask for
     int http_threads = 128;          // connections served at once
-    int read_timeout_s = 10;         // per read from a client
+    int read_timeout_s = 10;         // a connection idle or stalled this long is closed
     bool log = false;                // one line per request on stderr
 };
 

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/socket.h>
+
 namespace halformer {
 
 namespace {
@@ -131,6 +133,7 @@ struct Server::Impl {
     std::thread listener;
     std::vector<std::thread> workers;
     int bound_port = 0;
+    int listen_fd = -1;
     bool started = false, stopped = false;
     std::mutex stop_mu;
 
@@ -140,6 +143,9 @@ struct Server::Impl {
     bool stopping = false;           // workers: exit once the queue is empty
     std::atomic<bool> draining{false};
     std::atomic<int> running{0};
+    // Accepted requests whose answer is not yet written (shutdown waits for 0).
+    int inflight = 0;
+    std::condition_variable drained;
     Metrics metrics;
 
     Impl(Model &m, const ServerOptions &o) : model(m), opt(o) {
@@ -284,16 +290,25 @@ struct Server::Impl {
                                                    " requests wait); retry later"));
             }
             queue.push_back(job);
+            inflight++;
         }
         qcv.notify_all();
         metrics.request(200);
         res.status = 200;
         // The answer is written when the job is done; meanwhile the
         // connection is watched, and a client that went away cancels it.
-        res.set_chunked_content_provider("application/json", [this, job](size_t, httplib::DataSink &sink) {
+        // Counts the request in flight until httplib drops the response
+        // (written, or given up): shutdown waits for that.
+        struct Inflight {
+            Impl *s;
+            ~Inflight() { s->answered(); }
+        };
+        std::shared_ptr<Inflight> guard(new Inflight{this});
+        res.set_chunked_content_provider("application/json", [this, job, guard](size_t, httplib::DataSink &sink) {
             std::unique_lock<std::mutex> lock(job->mu);
             if (!job->cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return job->done; })) {
                 if (!sink.is_writable()) {
+                    lock.unlock();
                     cancel(*job);
                     return false;
                 }
@@ -302,9 +317,17 @@ struct Server::Impl {
             const std::string body = job->body;
             lock.unlock();
             sink.write(body.data(), body.size());
-            sink.done();
+            sink.done();  // writes the last chunk: the answer is out
             return true;
         });
+    }
+
+    void answered() {
+        {
+            std::lock_guard<std::mutex> lock(qmu);
+            inflight--;
+        }
+        drained.notify_all();
     }
 
     void cancel(Job &job) {
@@ -353,7 +376,20 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
     auto &http = s.http;
     const int threads = o.http_threads;
     http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    // Remember the listening socket: httplib listens with a backlog of 5,
+    // and a burst of clients past it would see resets (start() raises it).
+    http.set_socket_options([&s](socket_t sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);  // restart on the same port at once
+        s.listen_fd = sock;
+    });
     http.set_payload_max_length(o.max_body);
+    // A client's connection serves many requests: closing it after a few
+    // (httplib's default is 5) races with the client's next request.
+    // An idle or stalled connection is closed after read_timeout_s (httplib
+    // waits for a request's first bytes with the keep-alive timeout).
+    http.set_keep_alive_max_count(100000);
+    http.set_keep_alive_timeout(o.read_timeout_s);
     http.set_read_timeout(o.read_timeout_s, 0);
     http.set_write_timeout(o.read_timeout_s, 0);
     http.Post("/v1/generate", [&s](const httplib::Request &req, httplib::Response &res) { s.generate(req, res); });
@@ -408,6 +444,7 @@ int Server::start() {
         }
         s.bound_port = o.port;
     }
+    if (s.listen_fd >= 0) ::listen(s.listen_fd, SOMAXCONN);
     for (int i = 0; i < o.workers; i++) s.workers.emplace_back([&s] { s.work(); });
     s.listener = std::thread([&s] { s.http.listen_after_bind(); });
     s.started = true;
@@ -422,9 +459,14 @@ void Server::shutdown() {
     Impl &s = *impl_;
     std::lock_guard<std::mutex> lock(s.stop_mu);
     if (!s.started || s.stopped) return;
+    // New requests get 503 from now on; the accepted ones are answered in
+    // full (httplib cuts a chunked answer short once stopped, so stop()
+    // waits for them); then the port is closed.
     s.draining = true;
-    // Stop accepting; listen returns once every accepted connection has
-    // been answered (the workers are still running their batches).
+    {
+        std::unique_lock<std::mutex> q(s.qmu);
+        s.drained.wait(q, [&] { return s.inflight == 0; });
+    }
     s.http.stop();
     if (s.listener.joinable()) s.listener.join();
     {

@@ -1,0 +1,517 @@
+// halformer serve (halformer/server.h), in process, on the loopback address:
+//  * load: 64 clients × 20 mixed requests against the committed translator;
+//    0 errors, every answer equal to the same request run alone through
+//    Model::generate; throughput against one-at-a-time serving and p50/p99
+//    latency printed (bench/serve_load.sh records them; speed is not
+//    asserted);
+//  * faults: malformed and wrong requests, an oversized body, a full queue,
+//    a slow client, a stalled client, clients killed mid-request, shutdown
+//    with requests in flight.
+// SIGTERM and a restart under load: tests/check_serve.py (the binary).
+#include "halformer/server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <netinet/in.h>
+#include <random>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace halformer;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const std::string kModel = std::string(HALFORMER_SOURCE_DIR) + "/models/en-de";
+
+const char *kSentences[] = {
+    "Open the file.",
+    "Show hidden files",
+    "The window is too small.",
+    "Save the document before you close the program.",
+    "Where is the nearest train station?",
+    "Click the button to continue.",
+    "The printer is not connected to the computer.",
+    "Please enter your password again.",
+    "This folder contains no images.",
+    "Delete the selected messages from the server and empty the trash when the download has finished.",
+    "Yes",
+    "How many users can log in at the same time?",
+    "The settings will be applied after a restart of the application.",
+    "Copy",
+    "Select a language for the user interface.",
+    "An error occurred while reading the file from the disk.",
+};
+
+// The i-th request of the mix: text, options, and the same as GenerateOptions.
+struct Mixed {
+    json body;
+    std::string text;
+    GenerateOptions options;
+};
+
+Mixed mixed(int i) {
+    Mixed m;
+    m.text = kSentences[i % 16];
+    m.body = {{"text", m.text}};
+    switch ((i / 16) % 4) {
+    case 0: break;  // greedy, the server's default limit
+    case 1:
+        m.body["beam"] = 4;
+        m.body["n_best"] = 2;
+        m.options.beam = 4;
+        m.options.n_best = 2;
+        break;
+    case 2:
+        m.body["sample"] = true;
+        m.body["top_k"] = 5;
+        m.body["seed"] = 1000 + i;
+        m.options.sample = true;
+        m.options.top_k = 5;
+        m.options.seed = 1000 + i;
+        break;
+    case 3:
+        m.body["max_new_tokens"] = 4;  // cut short
+        m.options.max_new_tokens = 4;
+        break;
+    }
+    return m;
+}
+
+// The answer the same request gets alone: Model::generate on one input.
+json alone(Model &model, const Mixed &m) {
+    Sequence ids = model.tokenizer().encode(m.text);
+    GenerateOptions o = m.options;
+    if (o.max_new_tokens == -1) o.max_new_tokens = std::min({2 * (int)ids.size() + 10, 256, 128});
+    auto hyps = model.generate({ids}, o)[0];
+    json out;
+    out["ids"] = hyps[0].tokens;
+    json alt = json::array();
+    for (size_t k = 1; k < hyps.size(); k++) alt.push_back(hyps[k].tokens);
+    out["alternatives"] = alt;
+    out["text"] = model.text_of(hyps[0].tokens);
+    return out;
+}
+
+bool same_answer(const json &got, const json &ref) {
+    if (!got.contains("ids") || got["ids"] != ref["ids"] || got["text"] != ref["text"]) return false;
+    json alt = json::array();
+    for (auto &a : got["alternatives"]) alt.push_back(a["ids"]);
+    return alt == ref["alternatives"];
+}
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, (size_t)(p * (double)(v.size() - 1) + 0.5))];
+}
+
+int env_int(const char *name, int def) {
+    const char *e = std::getenv(name);
+    return e && *e ? std::atoi(e) : def;
+}
+
+// A raw connection, for clients httplib will not play (slow, stalled, killed).
+int connect_to(int port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, (sockaddr *)&a, sizeof a) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+std::string raw_request(const std::string &body) {
+    return "POST /v1/generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// Reads until the peer closes, `until` arrives, or `seconds` pass.
+std::string read_all(int fd, double seconds, const char *until = "\r\n0\r\n\r\n") {
+    timeval tv{0, 200000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string out;
+    char buf[4096];
+    const auto t0 = Clock::now();
+    while (std::chrono::duration<double>(Clock::now() - t0).count() < seconds) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n == 0) break;
+        if (n > 0) out.append(buf, (size_t)n);
+        if (out.find(until) != std::string::npos) break;  // by default: the end of a chunked answer
+    }
+    return out;
+}
+
+std::string repeat(const std::string &s, int n) {
+    std::string out;
+    for (int i = 0; i < n; i++) out += s;
+    return out;
+}
+
+double metric(const std::string &text, const std::string &name) {
+    auto at = text.find("\n" + name + " ");
+    if (at == std::string::npos) return -1;
+    return std::atof(text.c_str() + at + name.size() + 2);
+}
+
+class Serve : public testing::Test {
+protected:
+    static void SetUpTestSuite() { model = new Model(Model::load(kModel)); }
+    static void TearDownTestSuite() {
+        delete model;
+        model = nullptr;
+    }
+    static Model *model;
+};
+Model *Serve::model = nullptr;
+
+struct Result {
+    int status = 0;  // 0: no answer (error says why)
+    json body;
+    double seconds = 0;
+    std::string error;
+};
+
+Result post(httplib::Client &c, const std::string &body) {
+    Result r;
+    const auto t0 = Clock::now();
+    auto res = c.Post("/v1/generate", body, "application/json");
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!res) {
+        r.error = httplib::to_string(res.error());
+        return r;
+    }
+    r.status = res->status;
+    r.body = json::parse(res->body, nullptr, false);
+    return r;
+}
+
+TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
+    const int clients = env_int("HALFORMER_LOAD_CLIENTS", 64), per_client = env_int("HALFORMER_LOAD_REQUESTS", 20);
+    constexpr int kMix = 64;
+    std::vector<Mixed> mix;
+    std::vector<json> ref;
+    for (int i = 0; i < kMix; i++) {
+        mix.push_back(mixed(i));
+        ref.push_back(alone(*model, mix.back()));
+    }
+    auto run = [&](ServerOptions so, int n_clients, int n_each, std::vector<double> &latency, int &errors,
+                   int &mismatches, int64_t &tokens) {
+        Server server(*model, so);
+        const int port = server.start();
+        std::mutex mu;
+        std::vector<std::thread> th;
+        const auto t0 = Clock::now();
+        for (int c = 0; c < n_clients; c++) {
+            th.emplace_back([&, c] {
+                httplib::Client cli("127.0.0.1", port);
+                cli.set_read_timeout(120, 0);
+                for (int k = 0; k < n_each; k++) {
+                    const int i = (c * 7 + k * 13) % kMix;
+                    Result r = post(cli, mix[i].body.dump());
+                    std::lock_guard<std::mutex> lock(mu);
+                    latency.push_back(r.seconds);
+                    if (r.status != 200 || r.body.is_discarded() || r.body.contains("error")) {
+                        if (errors++ < 3) ADD_FAILURE() << "status " << r.status << " " << r.error << ": " << r.body.dump();
+                    } else {
+                        tokens += r.body["output_tokens"].get<int64_t>();
+                        if (!same_answer(r.body, ref[i])) {
+                            if (mismatches++ < 3) {
+                                ADD_FAILURE() << "request " << i << " " << mix[i].body.dump() << "\n got "
+                                              << r.body.dump() << "\n alone " << ref[i].dump();
+                            }
+                        }
+                    }
+                }
+            });
+        }
+        for (auto &t : th) t.join();
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        const std::string m = server.metrics();
+        server.shutdown();
+        return std::make_pair(s, m);
+    };
+    ServerOptions batched;
+    batched.port = 0;
+    std::vector<double> lat;
+    int errors = 0, mismatches = 0;
+    int64_t tokens = 0;
+    auto [seconds, metrics] = run(batched, clients, per_client, lat, errors, mismatches, tokens);
+    EXPECT_EQ(errors, 0);
+    EXPECT_EQ(mismatches, 0);
+    EXPECT_EQ((int)lat.size(), clients * per_client);
+    const double batches = metric(metrics, "halformer_batches_total"),
+                 batched_requests = metric(metrics, "halformer_batched_requests_total");
+    EXPECT_EQ(batched_requests, clients * per_client);
+
+    // One at a time: one client, one request per batch, one worker.
+    ServerOptions single;
+    single.port = 0;
+    single.workers = 1;
+    single.max_batch = 1;
+    single.batch_wait_ms = 0;
+    std::vector<double> lat1;
+    int errors1 = 0, mismatches1 = 0;
+    int64_t tokens1 = 0;
+    const int n_single = std::min(kMix, clients * per_client);
+    auto [seconds1, metrics1] = run(single, 1, n_single, lat1, errors1, mismatches1, tokens1);
+    EXPECT_EQ(errors1 + mismatches1, 0);
+    const double tps = tokens / seconds, tps1 = tokens1 / seconds1;
+    std::printf("[load] %d clients x %d requests: %.2f s, %lld tokens, %.0f tokens/s, %.1f requests/s; "
+                "p50 %.3f s, p99 %.3f s; %.0f batches (%.1f requests each)\n",
+                clients, per_client, seconds, (long long)tokens, tps, clients * per_client / seconds,
+                percentile(lat, 0.5), percentile(lat, 0.99), batches, batched_requests / std::max(1.0, batches));
+    std::printf("[load] cancelled %.0f, requests %s\n", metric(metrics, "halformer_cancelled_total"),
+                metrics.substr(metrics.find("halformer_requests_total{"), 120).c_str());
+    std::printf("[load] one at a time: %d requests: %.2f s, %.0f tokens/s, p50 %.3f s, p99 %.3f s\n", n_single,
+                seconds1, tps1, percentile(lat1, 0.5), percentile(lat1, 0.99));
+    std::printf("[load] throughput ratio (batched / one at a time): %.2f\n", tps / tps1);
+    if (const char *out = std::getenv("HALFORMER_LOAD_REPORT")) {
+        std::ofstream(out) << json{{"clients", clients},
+                                   {"requests_per_client", per_client},
+                                   {"errors", errors},
+                                   {"mismatches", mismatches},
+                                   {"seconds", seconds},
+                                   {"tokens", tokens},
+                                   {"tokens_per_s", tps},
+                                   {"p50_s", percentile(lat, 0.5)},
+                                   {"p99_s", percentile(lat, 0.99)},
+                                   {"batches", batches},
+                                   {"single_requests", n_single},
+                                   {"single_tokens_per_s", tps1},
+                                   {"single_p50_s", percentile(lat1, 0.5)},
+                                   {"single_p99_s", percentile(lat1, 0.99)},
+                                   {"ratio", tps / tps1}}
+                                  .dump(2);
+    }
+}
+
+// Each bad request gets its status and a JSON error naming the problem;
+// then a good one is still answered.
+TEST_F(Serve, BadRequestsGetAClearError) {
+    ServerOptions so;
+    so.port = 0;
+    so.max_body = 4096;
+    so.max_input_tokens = 20;
+    Server server(*model, so);
+    httplib::Client c("127.0.0.1", server.start());
+    struct Case {
+        std::string body;
+        int status;
+        const char *piece;
+    };
+    const std::vector<Case> cases = {
+        {"{\"text\": \"Open", 400, "malformed JSON"},
+        {"", 400, "malformed JSON"},
+        {"[1, 2]", 400, "must be a JSON object"},
+        {"{\"text\": 5}", 400, "'text' must be a string"},
+        {"{\"ids\": \"5,6\"}", 400, "'ids' must be an array"},
+        {"{\"ids\": [5, 6.5]}", 400, "'ids'[1] must be an integer"},
+        {"{\"ids\": [5, 8000]}", 400, "outside the vocabulary"},
+        {"{\"ids\": [5, -1]}", 400, "outside the vocabulary"},
+        {"{\"ids\": []}", 400, "'ids' is empty"},
+        {"{\"text\": \"   \"}", 400, "'text' is empty"},
+        {"{\"text\": \"a\", \"ids\": [5]}", 400, "not both"},
+        {"{\"text\": \"a\", \"bem\": 4}", 400, "unknown field 'bem'"},
+        {"{\"text\": \"a\", \"beam\": 9}", 400, "'beam' is 9"},
+        {"{\"text\": \"a\", \"beam\": 99999999999999999999}", 400, "'beam'"},
+        {"{\"text\": \"a\", \"beam\": \"4\"}", 400, "'beam' must be an integer"},
+        {"{\"text\": \"a\", \"n_best\": 3}", 400, "'n_best' (3) must be at most 'beam' (1)"},
+        {"{\"text\": \"a\", \"sample\": 1}", 400, "'sample' must be true or false"},
+        {"{\"text\": \"a\", \"temperature\": 0}", 400, "'temperature' must be positive"},
+        {"{\"text\": \"a\", \"top_p\": 1.5}", 400, "'top_p'"},
+        {"{\"text\": \"a\", \"seed\": -3}", 400, "'seed'"},
+        {"{\"text\": \"a\", \"max_new_tokens\": 0}", 400, "'max_new_tokens'"},
+        {"{\"text\": \"a\", \"max_new_tokens\": 100000}", 400, "'max_new_tokens'"},
+        {"{\"text\": \"a\", \"sample\": true, \"beam\": 2}", 400, "exclusive"},
+        {"{\"ids\": [" + repeat("5,", 24) + "5]}", 413, "the input is 25 tokens; this server takes at most 20"},
+        {"{\"text\": \"" + repeat("word ", 40) + "\"}", 413, "this server takes at most 20"},
+        {std::string(20, '[') + std::string(20, ']'), 400, "nests deeper"},
+        {"{\"text\": \"" + std::string(5000, 'a') + "\"}", 413, "too large"},
+    };
+    for (const Case &k : cases) {
+        auto res = c.Post("/v1/generate", k.body, "application/json");
+        ASSERT_TRUE(res) << k.body;
+        EXPECT_EQ(res->status, k.status) << k.body.substr(0, 80) << " → " << res->body;
+        json j = json::parse(res->body, nullptr, false);
+        ASSERT_FALSE(j.is_discarded()) << res->body;
+        ASSERT_TRUE(j.contains("error")) << res->body;
+        EXPECT_NE(j["error"].get<std::string>().find(k.piece), std::string::npos)
+            << k.body.substr(0, 80) << " → " << res->body;
+    }
+    auto get = c.Get("/v1/generate");
+    ASSERT_TRUE(get);
+    EXPECT_EQ(get->status, 405);
+    auto missing = c.Get("/nope");
+    ASSERT_TRUE(missing);
+    EXPECT_EQ(missing->status, 404);
+    EXPECT_NE(missing->body.find("no such endpoint"), std::string::npos);
+    auto health = c.Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(json::parse(health->body)["status"], "ok");
+    Result ok = post(c, "{\"text\": \"Open the file.\"}");
+    EXPECT_EQ(ok.status, 200);
+    EXPECT_EQ(ok.body["text"], "Datei öffnen.");
+    const std::string m = server.metrics();
+    EXPECT_NE(m.find("halformer_requests_total{code=\"400\"}"), std::string::npos) << m;
+    EXPECT_NE(m.find("halformer_request_duration_seconds_bucket{le=\"+Inf\"} 1"), std::string::npos) << m;
+}
+
+// A long request occupies the only worker; a queue of 2 takes two more and
+// answers the rest 503 at once. Every accepted request is answered.
+TEST_F(Serve, FullQueueAnswers503AndLosesNothing) {
+    ServerOptions so;
+    so.port = 0;
+    so.workers = 1;
+    so.max_batch = 1;
+    so.max_queue = 2;
+    so.batch_wait_ms = 0;
+    Server server(*model, so);
+    const int port = server.start();
+    // Near-uniform sampling rarely draws eos: this runs its 120 tokens.
+    const json slow = {{"text", "Open the file."}, {"sample", true}, {"temperature", 50.0}, {"max_new_tokens", 120},
+                       {"seed", 1}};
+    std::thread first([&] {
+        httplib::Client c("127.0.0.1", port);
+        c.set_read_timeout(60, 0);
+        EXPECT_EQ(post(c, slow.dump()).status, 200);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::atomic<int> ok{0}, busy{0}, other{0};
+    std::vector<std::thread> th;
+    for (int i = 0; i < 8; i++) {
+        th.emplace_back([&] {
+            httplib::Client c("127.0.0.1", port);
+            c.set_read_timeout(60, 0);
+            Result r = post(c, slow.dump());
+            if (r.status == 200 && r.body.contains("ids")) ok++;
+            else if (r.status == 503 && r.body["error"].get<std::string>().find("queue is full") != std::string::npos) busy++;
+            else other++;
+        });
+    }
+    for (auto &t : th) t.join();
+    first.join();
+    EXPECT_GE(busy.load(), 1);
+    EXPECT_GE(ok.load(), 1);
+    EXPECT_EQ(ok.load() + busy.load(), 8);
+    EXPECT_EQ(other.load(), 0);
+}
+
+// A client sending a request a byte every 100 ms, and one that stops half
+// way, do not hold anyone else up; the slow one is answered, the stalled
+// one cut off after the read timeout.
+TEST_F(Serve, SlowAndStalledClientsDoNotBlockOthers) {
+    ServerOptions so;
+    so.port = 0;
+    so.read_timeout_s = 2;
+    Server server(*model, so);
+    const int port = server.start();
+    std::string slow_answer;
+    std::thread slow([&] {
+        int fd = connect_to(port);
+        ASSERT_GE(fd, 0);
+        const std::string req = raw_request("{\"ids\":[5,6]}");
+        for (char ch : req) {
+            ASSERT_EQ(::send(fd, &ch, 1, MSG_NOSIGNAL), 1);
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        slow_answer = read_all(fd, 30);
+        ::close(fd);
+    });
+    int stalled = connect_to(port);
+    ASSERT_GE(stalled, 0);
+    const std::string half = raw_request("{\"ids\":[5,6]}").substr(0, 30);
+    ASSERT_EQ(::send(stalled, half.data(), half.size(), MSG_NOSIGNAL), (ssize_t)half.size());
+    // Meanwhile: 20 ordinary requests, each answered in well under the slow
+    // client's 8 s.
+    httplib::Client c("127.0.0.1", port);
+    double worst = 0;
+    for (int i = 0; i < 20; i++) {
+        Result r = post(c, mixed(i).body.dump());
+        EXPECT_EQ(r.status, 200);
+        worst = std::max(worst, r.seconds);
+    }
+    EXPECT_LT(worst, 4.0);
+    const auto t0 = Clock::now();
+    const std::string cut = read_all(stalled, 20);
+    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+    ::close(stalled);
+    EXPECT_LT(waited, 8.0) << "the stalled connection was not closed (after " << waited << " s)";
+    slow.join();
+    EXPECT_NE(slow_answer.find("HTTP/1.1 200"), std::string::npos) << slow_answer;
+    EXPECT_NE(slow_answer.find("\"ids\""), std::string::npos) << slow_answer;
+}
+
+// Clients that send a long request and vanish cancel it; the server goes on.
+TEST_F(Serve, ClientsKilledMidRequestCancelTheirWork) {
+    ServerOptions so;
+    so.port = 0;
+    Server server(*model, so);
+    const int port = server.start();
+    const json slow = {{"text", "Open the file."}, {"sample", true}, {"temperature", 50.0}, {"max_new_tokens", 120}};
+    for (int i = 0; i < 6; i++) {
+        int fd = connect_to(port);
+        ASSERT_GE(fd, 0);
+        const std::string req = raw_request(slow.dump());
+        ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), (ssize_t)req.size());
+        // Accepted: the answer's status line came (the rest comes when done).
+        ASSERT_NE(read_all(fd, 5, "\r\n\r\n").find("HTTP/1.1 200"), std::string::npos);
+        struct linger l = {1, 0};  // reset, as a killed process's socket is
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        ::close(fd);
+    }
+    double cancelled = 0;
+    for (int i = 0; i < 100 && cancelled < 6; i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        cancelled = metric(server.metrics(), "halformer_cancelled_total");
+    }
+    EXPECT_EQ(cancelled, 6);
+    httplib::Client c("127.0.0.1", port);
+    Result r = post(c, "{\"text\": \"Open the file.\"}");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body["text"], "Datei öffnen.");
+}
+
+// shutdown() with requests in flight: each of them is answered in full,
+// then the port is closed.
+TEST_F(Serve, ShutdownAnswersEveryAcceptedRequest) {
+    ServerOptions so;
+    so.port = 0;
+    auto server = std::make_unique<Server>(*model, so);
+    const int port = server->start();
+    std::atomic<int> answered{0}, refused{0}, broken{0};
+    std::vector<std::thread> th;
+    for (int i = 0; i < 16; i++) {
+        th.emplace_back([&, i] {
+            httplib::Client c("127.0.0.1", port);
+            c.set_read_timeout(60, 0);
+            Result r = post(c, mixed(i + 16).body.dump());  // beam 4
+            if (r.status == 200 && r.body.contains("ids")) answered++;
+            else if (r.status == 0 || r.status == 503) refused++;
+            else broken++;
+        });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    server->shutdown();
+    for (auto &t : th) t.join();
+    EXPECT_EQ(broken.load(), 0);
+    EXPECT_EQ(answered.load() + refused.load(), 16);
+    EXPECT_GE(answered.load(), 1);
+    EXPECT_LT(connect_to(port), 0) << "still accepting after shutdown";
+}
+
+}  // namespace
