@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes the parsers of what users hand Halformer as files (weights,
-# config.json) with libFuzzer under AddressSanitizer and
+# Fuzzes the parsers of what users hand Halformer (weights and config.json
+# files; the JSON body of a `halformer serve` request) with libFuzzer under AddressSanitizer and
 # UndefinedBehaviorSanitizer, each target for SECONDS (default 60), starting
 # from a copy of its seed corpus in tests/fuzz/corpus/ (the repository's
 # corpus is never written). Any crash, sanitizer report or timeout fails.
@@ -17,7 +17,7 @@ if ! command -v clang++-14 >/dev/null || [ ! -f "$rt" ]; then
 fi
 cmake -S tests/fuzz -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j"$(nproc)" >/dev/null
-for t in safetensors config; do
+for t in safetensors config request; do
   work=$(mktemp -d)
   cp -r "tests/fuzz/corpus/$t/." "$work/"
   echo "[fuzz] fuzz_$t: ${secs} s from $(ls "$work" | wc -l) seeds"

@@ -317,6 +317,7 @@ TEST_F(Serve, BadRequestsGetAClearError) {
     const std::vector<Case> cases = {
         {"{\"text\": \"Open", 400, "malformed JSON"},
         {"", 400, "malformed JSON"},
+        {"{\"ids\": [5], \"beam\": 1e30308}", 400, "malformed JSON"},  // found by fuzz_request: was a 500
         {"[1, 2]", 400, "must be a JSON object"},
         {"{\"text\": 5}", 400, "'text' must be a string"},
         {"{\"ids\": \"5,6\"}", 400, "'ids' must be an array"},

@@ -62,7 +62,7 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
     json j;
     try {
         j = json::parse(body);  // strict: no comments, no trailing commas; nesting depth is bounded below
-    } catch (const json::parse_error &e) {
+    } catch (const json::exception &e) {  // parse_error, and out_of_range for a number like 1e30308
         bad(std::string("malformed JSON: ") + e.what());
     }
     if (!j.is_object()) bad(std::string("the body must be a JSON object, not ") + type_of(j));
