@@ -97,7 +97,8 @@ TEST_P(AttentionTest, StridedViewsIntoFusedQKV) {
     const bool causal = is_causal(GetParam().name);
     // 33 and 65 × 64: at least the autoscheduled builds' tiles (Adams2019: 32
     // queries; Li2018: 64 keys and head features)
-    for (auto [T, dk] : std::vector<std::pair<int, int>>{{9, 32}, {33, 32}, {65, 64}}) {
+    for (auto shape : std::vector<std::pair<int, int>>{{9, 32}, {33, 32}, {65, 64}}) {
+        const int T = shape.first, dk = shape.second;  // plain locals: the lambda below captures them
         const int B = 2, H = 4, D = H * dk;
         Buffer<float> qkv = ref::random_buffer({3 * D, T * B}, 130 + T);
         auto view = [&](int which) {

@@ -21,9 +21,31 @@ void add_machine_options(CLI::App &app, MachineOptions &m) {
 void add_precision_option(CLI::App &app, MachineOptions &m) {
     app.add_option("--precision", m.precision, "projections in fp32, bf16 or int8 (bf16/int8: CPU only)")
         ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
+    app.add_option("--max-memory", m.max_memory,
+                   "activations and caches the model may hold, e.g. 2G (default: 3/4 of the machine's memory)");
 }
 
-void apply_precision(const MachineOptions &m, Model &model) { model.set_precision(parse_precision(m.precision)); }
+void apply_precision(const MachineOptions &m, Model &model) {
+    model.set_precision(parse_precision(m.precision));
+    if (!m.max_memory.empty()) model.set_memory_budget(parse_size(m.max_memory, "--max-memory"));
+}
+
+int64_t parse_size(const std::string &text, const char *option) {
+    char *end = nullptr;
+    errno = 0;
+    const double v = std::strtod(text.c_str(), &end);
+    double unit = 1;
+    const std::string suffix = end ? std::string(end) : "";
+    if (suffix == "K" || suffix == "k" || suffix == "KiB") unit = 1024.0;
+    else if (suffix == "M" || suffix == "m" || suffix == "MiB") unit = 1024.0 * 1024;
+    else if (suffix == "G" || suffix == "g" || suffix == "GiB") unit = 1024.0 * 1024 * 1024;
+    else if (!suffix.empty()) unit = -1;
+    const double bytes = v * unit;
+    if (text.empty() || end == text.c_str() || errno || unit < 0 || !(bytes >= 1) || bytes > 9.0e18) {
+        throw Error(std::string(option) + " expects a size such as 512M, 4G or a number of bytes, not '" + text + "'");
+    }
+    return (int64_t)bytes;
+}
 
 Device apply_machine_options(const MachineOptions &m) {
     if (!m.isa.empty()) set_isa_limit(parse_isa(m.isa));

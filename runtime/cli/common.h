@@ -15,12 +15,16 @@ struct MachineOptions {
     std::string isa;  // "": the best this CPU runs
     std::string device = "cpu";
     std::string precision = "fp32";
+    std::string max_memory;  // "": the model's default (3/4 of the machine)
 };
+
+// "512M", "4G", "1.5G", "65536" (bytes) → bytes; Error otherwise.
+int64_t parse_size(const std::string &text, const char *option);
 
 // --threads, --isa, --device.
 void add_machine_options(CLI::App &app, MachineOptions &m);
-// --precision fp32|bf16|int8 (commands that run a loaded model), and
-// applying it to one.
+// --precision fp32|bf16|int8 and --max-memory SIZE (commands that run a
+// loaded model), and applying them to one.
 void add_precision_option(CLI::App &app, MachineOptions &m);
 void apply_precision(const MachineOptions &m, Model &model);
 // Applies them (thread count, ISA limit) and returns the device, or throws

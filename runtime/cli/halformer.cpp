@@ -8,6 +8,7 @@
 //       [--threads N] [--seed S]
 // Every command takes --threads N, --isa sse41|avx2|avx512|sapphirerapids and
 // --device cpu|cuda|opencl.
+#include "common.h"
 #include "halformer/build_info.h"
 #include "halformer/isa.h"
 #include "halformer/model.h"
@@ -37,11 +38,13 @@ namespace {
 int g_threads = 0;  // Halide's default: one per core
 Device g_device = Device::CPU;
 Precision g_precision = Precision::FP32;
+int64_t g_max_memory = 0;  // 0: the model's default
 
 // Model::load / Model::random with the common options (device, precision).
 Model load_model(const std::string &dir) {
     Model m = Model::load(dir, g_device);
     m.set_precision(g_precision);
+    if (g_max_memory > 0) m.set_memory_budget(g_max_memory);
     return m;
 }
 
@@ -65,7 +68,8 @@ const char *kUsage =
     "  halformer serve DIR [--host 127.0.0.1] [--port 8080] [--workers 2] [--max-batch 32] ...\n"
     "                  (HTTP/JSON: POST /v1/generate, GET /health, GET /metrics; halformer serve --help)\n"
     "common options: --threads N, --isa sse41|avx2|avx512|sapphirerapids, --device cpu|cuda|opencl,\n"
-    "                --precision fp32|bf16|int8 (projections; bf16/int8 on the CPU)\n"
+    "                --precision fp32|bf16|int8 (projections; bf16/int8 on the CPU),\n"
+    "                --max-memory SIZE (activations and caches, e.g. 2G; default 3/4 of memory)\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n";
 
 struct Args {
@@ -120,7 +124,7 @@ Args parse_args(int argc, char **argv, const std::vector<std::string> &flags_wit
 void check_known(const Args &a, const std::vector<std::string> &known) {
     for (auto &kv : a.opts) {
         if (std::find(known.begin(), known.end(), kv.first) == known.end() && kv.first != "threads" &&
-            kv.first != "isa" && kv.first != "device" && kv.first != "precision") {
+            kv.first != "isa" && kv.first != "device" && kv.first != "precision" && kv.first != "max-memory") {
             throw Error("unknown option --" + kv.first + " for '" + a.command + "'\n" + kUsage);
         }
     }
@@ -338,6 +342,7 @@ int cmd_demo(const Args &a) {
     auto t0 = clock::now();
     Model m = Model::random(c, seed, g_device);
     m.set_precision(g_precision);
+    if (g_max_memory > 0) m.set_memory_budget(g_max_memory);
     std::printf("built %.1f M parameters in %.2f s; kernels: %s, %d threads\n", m.parameter_count() / 1e6,
                 secs(t0), kernels_label().c_str(), g_threads);
     // Random sources: lengths in [src_len/2, src_len], ids in [3, vocab).
@@ -421,6 +426,7 @@ int cmd_bench(const Args &a) {
         if (a.str("config") != "base") throw Error("bench: --config knows only 'base' (the paper's base model)");
         m = std::make_unique<Model>(Model::random(Config::base(), 1, g_device));
         m->set_precision(g_precision);
+        if (g_max_memory > 0) m->set_memory_budget(g_max_memory);
         source = "config base (random weights)";
     } else {
         if (a.dir.empty()) throw Error("bench: a model directory or --config base is required");
@@ -553,6 +559,7 @@ int main(int argc, char **argv) {
             require_device(g_device);
         }
         if (a.flag("precision")) g_precision = parse_precision(a.str("precision"));
+        if (a.flag("max-memory")) g_max_memory = parse_size(a.str("max-memory"), "--max-memory");
         if (a.flag("threads")) {
             long n = a.integer("threads", 0);
             if (n < 1) throw Error("--threads must be >= 1");

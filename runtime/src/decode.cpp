@@ -417,16 +417,31 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
         }
         return opt.max_new_tokens;
     };
+    // Activations and caches, estimated from the shapes (64-bit, checked).
+    const int64_t D = c.d_model, F = c.d_ff, Ld = c.num_decoder_layers, V = c.tgt_vocab_size;
+    auto fits = [&](int64_t B, int64_t S, int64_t P, int64_t new_tokens) {
+        const int64_t R = checked_product({B, opt.beam}, "generate"), cap = P + new_tokens;
+        const int64_t enc = checked_product({S, B, 6 * D + F}, "generate"),
+                      cross = checked_product({Ld, S, B, 2 * D}, "generate"),
+                      self = checked_product({Ld, cap, R, 2 * D}, "generate"),
+                      acts = checked_product({std::max<int64_t>(P, 1), R, 6 * D + F}, "generate"),
+                      head = checked_product({R, V + 64}, "generate");
+        m.require_fits(enc + cross + self + acts + head,
+                       "generate (" + std::to_string(B) + " inputs x beam " + std::to_string(opt.beam) + ", " +
+                           std::to_string(std::max(S, P)) + " input tokens, " + std::to_string(new_tokens) + " new)");
+    };
     if (ed) {
         m.check_tokens(src, c.src_vocab_size, "source", 0);
         int S = 0;
         for (auto &s : src) S = std::max(S, (int)s.size());
+        fits((int64_t)src.size(), S, 1, limit(1));
         std::vector<int32_t> lens;
         const float *memory = m.encoder(src, S, lens);
         std::vector<Sequence> prefix(src.size(), Sequence{c.bos_id});
         return m.decode(prefix, memory, S, lens, opt, limit(1));
     }
     m.check_tokens(src, c.tgt_vocab_size, "prompt", 0);
+    for (auto &s : src) fits(1, 0, (int64_t)s.size(), limit((int)s.size()));
     std::vector<std::vector<Hypothesis>> out;
     for (size_t b = 0; b < src.size(); b++) {
         GenerateOptions o = opt;

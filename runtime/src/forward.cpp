@@ -66,13 +66,13 @@ namespace halformer {
 
 void Model::Impl::set_device(Device d) {
     if (d == dev->device()) return;
-    dev = std::make_unique<DeviceContext>(d);
     for (Scratch *s : {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi}) {
-        *s = Scratch();
-        s->dev = dev.get();
+        s->release();
     }
     self_kv.clear();
     cross_kv.clear();
+    dev = std::make_unique<DeviceContext>(d);
+    wire();
 }
 
 // Up to this many rows a projection uses the decode shape class (one-row
@@ -409,11 +409,24 @@ std::vector<Tensor> split_rows(const float *data, int R, int W, const std::vecto
     return out;
 }
 
+// Activations and caches of a teacher-forced pass, from its shapes: the
+// encoder over B × S, the decoder over R × T (its K|V and the cross K|V per
+// layer) and `width` outputs per position.
+void require_pass_fits(Model::Impl &m, int64_t B, int64_t S, int64_t R, int64_t T, int64_t width, const char *what) {
+    const int64_t D = m.cfg.d_model, F = m.cfg.d_ff, L = m.cfg.num_decoder_layers;
+    const int64_t enc = checked_product({B, S, 6 * D + F}, what), cross = checked_product({L, B, S, 2 * D}, what),
+                  dec = checked_product({R, T, 6 * D + F + 2 * D * L}, what),
+                  out = checked_product({std::max(B * S, R * T), width}, what);
+    m.require_fits(enc + cross + dec + out, std::string(what) + " (" + std::to_string(std::max(B, R)) + " sequences of up to " +
+                                                std::to_string(std::max(S, T)) + " tokens)");
+}
+
 std::vector<Tensor> encode_in(Model::Impl &m, const std::vector<Sequence> &src) {
     if (!m.cfg.has_encoder()) throw Error("encode: a decoder-only model has no encoder");
     m.check_tokens(src, m.cfg.src_vocab_size, "source", 0);
     int S = 0;
     for (auto &s : src) S = std::max(S, (int)s.size());
+    require_pass_fits(m, (int64_t)src.size(), S, 0, 0, 0, "encode");
     std::vector<int32_t> lens;
     DeviceScope scope(m.dev.get());
     const float *x = m.encoder(src, S, lens);
@@ -439,6 +452,7 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
         m.check_tokens(src, c.src_vocab_size, "source", 0);
         int S = 0;
         for (auto &s : src) S = std::max(S, (int)s.size());
+        require_pass_fits(m, (int64_t)src.size(), S, 0, 0, m.gen_rows, "logits");
         std::vector<int32_t> lens;
         DeviceScope scope(m.dev.get());
         const float *x = m.encoder(src, S, lens);
@@ -457,6 +471,12 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
     if (!ed && !tgt.empty()) throw Error("logits: a decoder-only model takes its tokens as src only");
     m.check_tokens(dec_in, c.tgt_vocab_size, ed ? "target" : "input", 0);
     const int R = (int)dec_in.size();
+    {
+        int S = 0, T = 0;
+        if (ed) for (auto &s : src) S = std::max(S, (int)s.size());
+        for (auto &s : dec_in) T = std::max(T, (int)s.size());
+        require_pass_fits(m, ed ? (int64_t)src.size() : 0, S, R, T, m.gen_rows, "logits");
+    }
     DeviceScope scope(m.dev.get());
     // Encoder memory and its K|V per decoder layer.
     std::vector<int32_t> src_lens;

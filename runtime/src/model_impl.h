@@ -10,7 +10,9 @@
 #include <HalideRuntime.h>
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -64,32 +66,78 @@ struct View {
     }
 };
 
+// The bytes a Model's sessions may hold in activations and caches
+// (Model::set_memory_budget), shared by its sessions: a Scratch takes its
+// growth from it before allocating, and gives it back when freed.
+struct MemoryBudget {
+    std::atomic<int64_t> used{0};
+    std::atomic<int64_t> limit{INT64_MAX};
+    // Throws Error (nothing allocated) when `bytes` more do not fit.
+    void take(int64_t bytes) {
+        const int64_t now = used.fetch_add(bytes) + bytes;
+        if (now > limit.load()) {
+            used.fetch_sub(bytes);
+            throw Error("memory budget: " + mib(bytes) + " more activations and caches do not fit (" + mib(now - bytes) +
+                        " held by this model's calls, budget " + mib(limit.load()) +
+                        "; a smaller batch, shorter inputs or --max-memory)");
+        }
+    }
+    void give(int64_t bytes) { used.fetch_sub(bytes); }
+    static std::string mib(int64_t bytes) {
+        char b[48];
+        std::snprintf(b, sizeof b, "%.1f MiB", (double)bytes / (1 << 20));
+        return b;
+    }
+};
+
 // Grow-only 64-byte-aligned scratch: allocated once per shape, reused. With
 // a device context on a GPU, the host memory is shadowed by device memory of
 // the same size (its contents live there; the host copy is filled only by
-// DeviceContext::to_host).
+// DeviceContext::to_host). With a budget, its bytes count against it.
 class Scratch {
 public:
     Scratch() = default;
-    Scratch(Scratch &&) = default;
-    Scratch &operator=(Scratch &&) = default;
-    ~Scratch() {
-        if (dev && ptr_) dev->untrack(ptr_.get());
+    Scratch(Scratch &&o) noexcept : dev(o.dev), budget(o.budget), ptr_(std::move(o.ptr_)), cap_(o.cap_) { o.cap_ = 0; }
+    Scratch &operator=(Scratch &&o) noexcept {
+        if (this != &o) {
+            release();
+            dev = o.dev;
+            budget = o.budget;
+            ptr_ = std::move(o.ptr_);
+            cap_ = o.cap_;
+            o.cap_ = 0;
+        }
+        return *this;
     }
+    ~Scratch() { release(); }
     DeviceContext *dev = nullptr;
-    // A buffer of at least n floats. If it must grow and cannot, throws
-    // Error and keeps the buffer it had (and its device shadow).
+    MemoryBudget *budget = nullptr;
+    // A buffer of at least n floats. If it must grow and cannot (no memory,
+    // past the budget, past size_t), throws Error and keeps the buffer it
+    // had (and its device shadow).
     float *need(size_t n) {
         if (n > cap_) {
             void *p = nullptr;
             const bool inject = fault_now(Fault::HostAlloc);
-            if (inject || n > (SIZE_MAX / sizeof(float)) - 16 ||
-                posix_memalign(&p, 64, std::max<size_t>(n, 16) * sizeof(float)) != 0) {
+            const size_t floats = std::max<size_t>(n, 16);
+            if (inject || n > (size_t)(INT64_MAX / (int64_t)sizeof(float)) - 16) {
                 throw Error(std::string(inject ? "injected failure: " : "") + "out of memory allocating " +
-                            std::to_string(n) + " floats (" + std::to_string((double)n * 4 / (1 << 20)) + " MiB)");
+                            std::to_string(n) + " floats");
+            }
+            const size_t held = ptr_ ? std::max<size_t>(cap_, 16) : 0;  // freed once the new one is in place
+            const int64_t grow = (int64_t)((floats - held) * sizeof(float));
+            if (budget) budget->take(grow);
+            if (posix_memalign(&p, 64, floats * sizeof(float)) != 0) {
+                if (budget) budget->give(grow);
+                throw Error("out of memory allocating " + MemoryBudget::mib((int64_t)(floats * sizeof(float))));
             }
             std::unique_ptr<float, Free> fresh((float *)p);
-            if (dev) dev->track(p, std::max<size_t>(n, 16) * sizeof(float));
+            try {
+                if (dev) dev->track(p, floats * sizeof(float));
+            } catch (...) {
+                if (budget) budget->give(grow);
+                throw;
+            }
             if (dev && ptr_) dev->untrack(ptr_.get());
             ptr_ = std::move(fresh);
             cap_ = n;
@@ -100,8 +148,10 @@ public:
     size_t capacity() const { return cap_; }
     // Frees the buffer (the next need() allocates again); returns its bytes.
     size_t release() {
-        const size_t bytes = cap_ * sizeof(float);
-        if (dev && ptr_) dev->untrack(ptr_.get());
+        if (!ptr_) return 0;
+        const size_t bytes = std::max<size_t>(cap_, 16) * sizeof(float);
+        if (dev) dev->untrack(ptr_.get());
+        if (budget) budget->give((int64_t)bytes);
         ptr_.reset();
         cap_ = 0;
         return bytes;
@@ -161,6 +211,15 @@ public:
     virtual std::string where() const = 0;
 };
 
+// a·b·… in 64 bits; Error naming `what` on overflow.
+inline int64_t checked_product(std::initializer_list<int64_t> xs, const char *what) {
+    int64_t r = 1;
+    for (int64_t x : xs) {
+        if (x < 0 || __builtin_mul_overflow(r, x, &r)) throw Error(std::string(what) + ": sizes overflow 64 bits");
+    }
+    return r;
+}
+
 // Where a decoder layer's rows find their keys and values (Impl::layer).
 // cache_rows: rows of the self-attention cache (0: the batch's rows).
 // kv_rows (T = 1, causal): row kv_rows[r·kv_rows_stride + t] of the cache
@@ -188,10 +247,22 @@ struct Model::Impl {
     Device device() const { return dev->device(); }
     // Moves the activations to `d` (before any forward pass).
     void set_device(Device d);
-    // Gives vector-held scratches (per-layer caches) the device context.
+    // Gives vector-held scratches (per-layer caches) the device context and
+    // the budget.
     void attach(std::vector<Scratch> &v) {
-        for (auto &s : v) s.dev = dev.get();
+        for (auto &s : v) {
+            s.dev = dev.get();
+            s.budget = budget.get();
+        }
     }
+    // Shared by the sessions: what their activations and caches may hold.
+    std::shared_ptr<MemoryBudget> budget = std::make_shared<MemoryBudget>();
+    // Points this session's scratches at its device context and budget.
+    void wire();
+    // Before a call allocates: its activations and caches, `floats` in all
+    // (an estimate from its shapes), must fit in the budget beside what the
+    // other sessions hold; else Error naming the sizes and `what`.
+    void require_fits(int64_t floats, const std::string &what);
     std::shared_ptr<TensorSource> source;
     // A new session over this one's weights (CPU): fresh buffers, the same
     // shared state.

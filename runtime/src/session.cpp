@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <unistd.h>
 
 namespace halformer {
 
@@ -12,6 +13,13 @@ namespace {
 int default_sessions(Device d) {
     if (d != Device::CPU) return 1;
     return std::max(2, (int)std::thread::hardware_concurrency());
+}
+
+int64_t default_budget() {
+    // Three quarters of the machine's memory.
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return INT64_MAX;
+    return (int64_t)pages / 4 * 3 * (int64_t)page;
 }
 
 void fold(Profile &into, Profile &from) {
@@ -38,7 +46,36 @@ std::unique_ptr<Model::Impl> Model::Impl::spawn() const {
     s->params = params;
     s->precision = precision;
     s->packs = packs;
+    s->budget = budget;
+    s->wire();
     return s;
+}
+
+void Model::Impl::require_fits(int64_t floats, const std::string &what) {
+    int64_t held = 0;
+    for (const Scratch *s : {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi}) {
+        held += (int64_t)s->capacity() * 4;
+    }
+    for (auto *v : {&self_kv, &cross_kv}) {
+        for (const Scratch &s : *v) held += (int64_t)s.capacity() * 4;
+    }
+    const int64_t others = budget->used.load() - held, limit = budget->limit.load();
+    if (floats > (limit - std::max<int64_t>(others, 0)) / 4) {
+        throw Error(what + ": needs about " + MemoryBudget::mib(floats > INT64_MAX / 4 ? INT64_MAX : floats * 4) +
+                    " of activations and caches; the memory budget is " + MemoryBudget::mib(limit) + " (" +
+                    MemoryBudget::mib(std::max<int64_t>(others, 0)) +
+                    " held by other calls): use a smaller batch or beam, shorter inputs or fewer new tokens, "
+                    "or raise the budget (--max-memory)");
+    }
+}
+
+void Model::Impl::wire() {
+    for (Scratch *s : {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi}) {
+        s->dev = dev.get();
+        s->budget = budget.get();
+    }
+    attach(self_kv);
+    attach(cross_kv);
 }
 
 size_t Model::Impl::release_buffers() {
@@ -53,7 +90,10 @@ size_t Model::Impl::release_buffers() {
     return n;
 }
 
-Model::Pool::Pool(Impl &first) : primary(&first), idle{&first}, max_sessions(default_sessions(first.device())) {}
+Model::Pool::Pool(Impl &first) : primary(&first), idle{&first}, max_sessions(default_sessions(first.device())) {
+    first.budget->limit = default_budget();
+    first.wire();
+}
 
 Model::Impl &Model::Pool::acquire() {
     std::unique_lock<std::mutex> lock(mu);
@@ -116,6 +156,15 @@ int Model::max_sessions() const {
     std::lock_guard<std::mutex> lock(pool_->mu);
     return pool_->max_sessions;
 }
+
+
+void Model::set_memory_budget(int64_t bytes) {
+    if (bytes <= 0) throw Error("memory budget must be positive, not " + std::to_string(bytes) + " bytes");
+    impl_->budget->limit = bytes;
+}
+
+int64_t Model::memory_budget() const { return impl_->budget->limit.load(); }
+int64_t Model::memory_used() const { return impl_->budget->used.load(); }
 
 size_t Model::release_memory() {
     std::lock_guard<std::mutex> lock(pool_->mu);

@@ -283,3 +283,51 @@ TEST(Faults, ModelStaysUsableAfterEachFailurePoint) {
 }
 
 }  // namespace
+
+namespace {
+
+// A request past the memory budget fails before it allocates, naming the
+// sizes; the model then runs what fits, and gives its buffers back.
+TEST(Memory, BudgetRejectsWhatDoesNotFitBeforeAllocating) {
+    const Device dev = test_device();
+    Model m = Model::random(config(Architecture::EncoderDecoder), 31, dev);
+    EXPECT_GT(m.memory_budget(), int64_t(1) << 30) << "default: most of the machine";
+    std::mt19937 rng(9);
+    const auto small = random_batch(rng, 2, 300, 8), big = random_batch(rng, 48, 280, 60);
+    GenerateOptions o;
+    o.beam = 4;
+    o.max_new_tokens = 60;
+    const auto ref = m.generate(small, o);
+    m.release_memory();
+    EXPECT_EQ(m.memory_used(), 0);
+    m.set_memory_budget(8 << 20);  // 8 MiB: the small batch fits, 48 × beam 4 × 60 tokens does not
+    const int64_t before = m.memory_used();
+    try {
+        m.generate(big, o);
+        ADD_FAILURE() << "no error past the budget";
+    } catch (const Error &e) {
+        const std::string w = e.what();
+        EXPECT_NE(w.find("48 inputs x beam 4"), std::string::npos) << w;
+        EXPECT_NE(w.find("memory budget is 8.0 MiB"), std::string::npos) << w;
+    }
+    EXPECT_EQ(m.memory_used(), before) << "nothing was allocated for the rejected call";
+    try {
+        m.logits(big, big);
+        ADD_FAILURE() << "no error past the budget";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("logits (48 sequences"), std::string::npos) << e.what();
+    }
+    auto again = m.generate(small, o);
+    ASSERT_EQ(again.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); i++) EXPECT_EQ(again[i][0].tokens, ref[i][0].tokens);
+    EXPECT_GT(m.memory_used(), 0);
+    EXPECT_LE(m.memory_used(), 8 << 20);
+    m.set_memory_budget(int64_t(4) << 30);
+    EXPECT_EQ(m.generate(big, o).size(), big.size());
+    EXPECT_GT(m.memory_used(), 8 << 20);
+    EXPECT_GT(m.release_memory(), 0u);
+    EXPECT_EQ(m.memory_used(), 0);
+    EXPECT_THROW(m.set_memory_budget(0), Error);
+}
+
+}  // namespace

@@ -150,6 +150,13 @@ public:
     // GPU device for n > 1.
     void set_max_sessions(int n);
     int max_sessions() const;
+    // Bytes the activations and KV caches of this model's calls may hold
+    // together (default: three quarters of the machine's memory). A call
+    // that would need more fails with an Error naming the sizes, before it
+    // allocates what does not fit; the model stays usable.
+    void set_memory_budget(int64_t bytes);
+    int64_t memory_budget() const;
+    int64_t memory_used() const;  // held now, by all sessions
     // Frees the buffers idle sessions grew (a large request's activations
     // and caches); the next call allocates what it needs again. Returns the
     // bytes freed.
