@@ -27,7 +27,9 @@ add_custom_target(halformer_archive ALL DEPENDS ${PROJECT_BINARY_DIR}/libhalform
 
 include(GNUInstallDirs)
 install(FILES ${PROJECT_BINARY_DIR}/libhalformer.a DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/halformer DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# server.h is left out: the server (cpp-httplib) is the halformer command's, not in libhalformer.a.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/halformer DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        PATTERN "server.h" EXCLUDE)
 foreach (k IN LISTS HALFORMER_KERNELS HALFORMER_GPU_KERNELS)
   install(FILES ${PROJECT_BINARY_DIR}/generators/${k}.h
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/halformer/kernels)
