@@ -66,7 +66,7 @@ namespace halformer {
 
 void Model::Impl::set_device(Device d) {
     if (d == dev->device()) return;
-    for (Scratch *s : {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi}) {
+    for (Scratch *s : activations()) {
         s->release();
     }
     self_kv.clear();

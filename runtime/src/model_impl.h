@@ -10,6 +10,7 @@
 #include <HalideRuntime.h>
 
 #include <chrono>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -297,6 +298,10 @@ struct Model::Impl {
     // host writes for a kernel (token ids, lengths) goes in plain vectors.
     Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, enc_out, logits, topv, topi;
     std::vector<Scratch> self_kv, cross_kv;
+    // Every scratch above but the per-layer caches.
+    std::array<Scratch *, 13> activations() {
+        return {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi};
+    }
 
     void bind();  // resolves every tensor of cfg from `source`, validating shapes
 

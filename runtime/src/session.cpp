@@ -53,7 +53,7 @@ std::unique_ptr<Model::Impl> Model::Impl::spawn() const {
 
 void Model::Impl::require_fits(int64_t floats, const std::string &what) {
     int64_t held = 0;
-    for (const Scratch *s : {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi}) {
+    for (const Scratch *s : activations()) {
         held += (int64_t)s->capacity() * 4;
     }
     for (auto *v : {&self_kv, &cross_kv}) {
@@ -70,7 +70,7 @@ void Model::Impl::require_fits(int64_t floats, const std::string &what) {
 }
 
 void Model::Impl::wire() {
-    for (Scratch *s : {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi}) {
+    for (Scratch *s : activations()) {
         s->dev = dev.get();
         s->budget = budget.get();
     }
@@ -80,7 +80,7 @@ void Model::Impl::wire() {
 
 size_t Model::Impl::release_buffers() {
     size_t n = 0;
-    for (Scratch *s : {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi}) {
+    for (Scratch *s : activations()) {
         n += s->release();
     }
     for (auto *v : {&self_kv, &cross_kv}) {
