@@ -319,6 +319,7 @@ TEST_F(Serve, BadRequestsGetAClearError) {
         {"", 400, "malformed JSON"},
         {"{\"ids\": [5], \"beam\": 1e30308}", 400, "malformed JSON"},  // found by fuzz_request: was a 500
         {"[1, 2]", 400, "must be a JSON object"},
+        {"{\"text\": \"a\", \"beam\": 2, \"beam\": 3}", 400, "duplicate key 'beam'"},
         {"{\"text\": 5}", 400, "'text' must be a string"},
         {"{\"ids\": \"5,6\"}", 400, "'ids' must be an array"},
         {"{\"ids\": [5, 6.5]}", 400, "'ids'[1] must be an integer"},

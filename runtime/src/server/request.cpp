@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -60,11 +61,27 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
         }
     }
     json j;
+    // nlohmann keeps the last of duplicate keys silently: refuse them, as the
+    // model-file parser (runtime/src/json.cpp) does.
+    std::vector<std::vector<std::string>> keys;
+    std::string duplicate;
+    auto watch = [&](int, json::parse_event_t event, json &parsed) {
+        if (event == json::parse_event_t::object_start) keys.emplace_back();
+        if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+        if (event == json::parse_event_t::key && !keys.empty()) {
+            const std::string &k = parsed.get_ref<const std::string &>();
+            auto &seen = keys.back();
+            if (std::find(seen.begin(), seen.end(), k) != seen.end() && duplicate.empty()) duplicate = k;
+            seen.push_back(k);
+        }
+        return true;
+    };
     try {
-        j = json::parse(body);  // strict: no comments, no trailing commas; nesting depth is bounded below
+        j = json::parse(body, watch);  // strict: no comments, no trailing commas; nesting bounded above
     } catch (const json::exception &e) {  // parse_error, and out_of_range for a number like 1e30308
         bad(std::string("malformed JSON: ") + e.what());
     }
+    if (!duplicate.empty()) bad("duplicate key '" + duplicate + "'");
     if (!j.is_object()) bad(std::string("the body must be a JSON object, not ") + type_of(j));
     Request r;
     GenerateOptions &o = r.options;

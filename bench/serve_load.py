@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""halformer serve under load: throughput and latency against one-at-a-time.
+
+    bench/serve_load.py [--rounds 3] [--out bench/results/serve-<machine>-<date>]
+
+Runs the server load test (tests/server/test_server.cpp,
+Serve.LoadOf64ClientsEqualsEachRequestAlone: 64 clients x 20 mixed requests
+on the committed translator, every answer checked against the request run
+alone; then the same mix one request at a time through a server with one
+worker and batches of one) --rounds times, and writes report.md, the rounds
+as JSON and serve.png. Medians and ranges over the rounds; the ratio is taken
+within each round (the machine is shared and noisy).
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ap = argparse.ArgumentParser()
+ap.add_argument("--rounds", type=int, default=3)
+ap.add_argument("--binary", default=os.path.join(root, "build/tests/server/halformer_server_tests"))
+ap.add_argument("--out", default=os.path.join(
+    root, "bench/results/serve-amd-epyc-" + datetime.date.today().isoformat()))
+a = ap.parse_args()
+
+rounds = []
+for r in range(a.rounds):
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        env = dict(os.environ, HALFORMER_LOAD_REPORT=f.name)
+        p = subprocess.run([a.binary, "--gtest_filter=Serve.LoadOf64ClientsEqualsEachRequestAlone"], env=env,
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(p.stdout[-3000:] + p.stderr[-2000:])
+        rounds.append(json.load(open(f.name)))
+    x = rounds[-1]
+    print(f"[serve] round {r + 1}/{a.rounds}: {x['tokens_per_s']:.0f} tokens/s batched, "
+          f"{x['single_tokens_per_s']:.0f} one at a time ({x['ratio']:.2f}x); p50 {x['p50_s']:.3f} s, "
+          f"p99 {x['p99_s']:.3f} s; errors {x['errors']}, mismatches {x['mismatches']}")
+
+os.makedirs(a.out, exist_ok=True)
+json.dump(rounds, open(os.path.join(a.out, "rounds.json"), "w"), indent=2)
+
+
+def stat(key, fmt):
+    v = [x[key] for x in rounds]
+    return f"{fmt.format(statistics.median(v))} ({fmt.format(min(v))}–{fmt.format(max(v))})"
+
+
+r0 = rounds[0]
+lines = [
+    "# halformer serve under load",
+    "",
+    f"Machine: {os.cpu_count()} vCPUs ({open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}),"
+    f" {datetime.datetime.now().isoformat(timespec='minutes')}. Model: models/en-de (9.6 M parameters, fp32).",
+    "",
+    f"Load: {r0['clients']} clients x {r0['requests_per_client']} requests each, a mix of 64 requests (16 sentences x"
+    " greedy / beam 4 with 2-best / seeded top-k sampling / 4-token limit), keep-alive connections, loopback.",
+    f"One at a time: the first {r0['single_requests']} requests of the mix, one client, a server with one worker and"
+    " batches of one. Medians over the rounds (range in brackets).",
+    "",
+    "| measure | batched (64 clients) | one at a time |",
+    "|---|---|---|",
+    f"| tokens/s | {stat('tokens_per_s', '{:.0f}')} | {stat('single_tokens_per_s', '{:.0f}')} |",
+    f"| p50 latency (s) | {stat('p50_s', '{:.3f}')} | {stat('single_p50_s', '{:.3f}')} |",
+    f"| p99 latency (s) | {stat('p99_s', '{:.3f}')} | {stat('single_p99_s', '{:.3f}')} |",
+    f"| errors / answers unlike the request alone | {sum(x['errors'] for x in rounds)} / "
+    f"{sum(x['mismatches'] for x in rounds)} | – |",
+    "",
+    f"Throughput ratio (batched / one at a time, within a round): {stat('ratio', '{:.2f}')}x.",
+    f"Batches per round: {stat('batches', '{:.0f}')} for {r0['clients'] * r0['requests_per_client']} requests.",
+]
+open(os.path.join(a.out, "report.md"), "w").write("\n".join(lines) + "\n")
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
+names = ["batched\n(64 clients)", "one at a time"]
+tps = [[x["tokens_per_s"] for x in rounds], [x["single_tokens_per_s"] for x in rounds]]
+ax1.bar(names, [statistics.median(v) for v in tps], color=["tab:blue", "tab:gray"])
+for i, v in enumerate(tps):
+    ax1.plot([i] * len(v), v, "k.", ms=4)
+ax1.set_ylabel("generated tokens/s")
+ax1.set_title(f"throughput ({statistics.median(x['ratio'] for x in rounds):.1f}x)")
+w = 0.35
+for i, (k50, k99) in enumerate([("p50_s", "p99_s"), ("single_p50_s", "single_p99_s")]):
+    ax2.bar(i - w / 2, statistics.median(x[k50] for x in rounds), w, color="tab:green", label="p50" if i == 0 else None)
+    ax2.bar(i + w / 2, statistics.median(x[k99] for x in rounds), w, color="tab:red", label="p99" if i == 0 else None)
+ax2.set_xticks([0, 1])
+ax2.set_xticklabels(names)
+ax2.set_ylabel("request latency (s)")
+ax2.set_title("latency")
+ax2.legend()
+fig.suptitle("halformer serve, models/en-de, " + str(os.cpu_count()) + " vCPUs")
+fig.tight_layout()
+fig.savefig(os.path.join(a.out, "serve.png"), dpi=110)
+print("[serve] wrote", a.out)
