@@ -488,6 +488,40 @@ TEST_F(Serve, ClientsKilledMidRequestCancelTheirWork) {
     EXPECT_EQ(r.body["text"], "Datei öffnen.");
 }
 
+// A batch past the model's memory budget fails whole; its requests then
+// run alone and are answered as if the budget had been ample.
+TEST_F(Serve, ABatchPastTheMemoryBudgetRunsItsRequestsAlone) {
+    std::vector<json> ref;
+    for (int i = 0; i < 8; i++) ref.push_back(alone(*model, mixed(i)));
+    model->release_memory();
+    const int64_t keep = model->memory_budget();
+    model->set_memory_budget(1 << 20);  // one request fits, a batch of 8 does not
+    {
+        ServerOptions so;
+        so.port = 0;
+        so.workers = 1;
+        so.batch_wait_ms = 100;
+        Server server(*model, so);
+        const int port = server.start();
+        std::vector<Result> got(8);
+        std::vector<std::thread> th;
+        for (int i = 0; i < 8; i++) {
+            th.emplace_back([&, i] {
+                httplib::Client c("127.0.0.1", port);
+                c.set_read_timeout(60, 0);
+                got[i] = post(c, mixed(i).body.dump());
+            });
+        }
+        for (auto &t : th) t.join();
+        for (int i = 0; i < 8; i++) {
+            EXPECT_EQ(got[i].status, 200);
+            EXPECT_TRUE(same_answer(got[i].body, ref[i])) << got[i].body.dump() << " vs " << ref[i].dump();
+        }
+        EXPECT_GE(metric(server.metrics(), "halformer_batch_splits_total"), 1);
+    }
+    model->set_memory_budget(keep);
+}
+
 // shutdown() with requests in flight: each of them is answered in full,
 // then the port is closed.
 TEST_F(Serve, ShutdownAnswersEveryAcceptedRequest) {

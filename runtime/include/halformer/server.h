@@ -22,7 +22,10 @@
 // a malformed or wrong request 400 with {"error": "..."}; when max_queue
 // requests wait, 503. A client that disconnects cancels its request (it
 // leaves its batch at the next step). shutdown() stops accepting, answers
-// every request already accepted, then returns.
+// every request already accepted, then returns. An accepted request's
+// status (200) is sent at once; if its generation then fails, the body is
+// {"error": "..."} (a batch that fails whole, e.g. past the model's memory
+// budget, first runs each of its requests alone).
 #pragma once
 
 #include "halformer/model.h"

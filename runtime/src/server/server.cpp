@@ -69,6 +69,10 @@ public:
         std::lock_guard<std::mutex> lock(mu_);
         cancelled_++;
     }
+    void split() {
+        std::lock_guard<std::mutex> lock(mu_);
+        splits_++;
+    }
     std::string text(size_t queue, int running, bool draining) const {
         std::lock_guard<std::mutex> lock(mu_);
         std::ostringstream o;
@@ -90,6 +94,9 @@ public:
           << "\n# HELP halformer_batches_total Batches run.\n# TYPE halformer_batches_total counter\n"
              "halformer_batches_total "
           << batches_
+          << "\n# HELP halformer_batch_splits_total Batches that failed whole and ran their requests alone.\n"
+             "# TYPE halformer_batch_splits_total counter\nhalformer_batch_splits_total "
+          << splits_
           << "\n# HELP halformer_batched_requests_total Requests run in those batches.\n"
              "# TYPE halformer_batched_requests_total counter\nhalformer_batched_requests_total "
           << batched_
@@ -117,7 +124,7 @@ private:
     mutable std::mutex mu_;
     std::map<int, int64_t> by_status_;
     std::array<int64_t, 12> bucket_{};
-    int64_t count_ = 0, in_tokens_ = 0, out_tokens_ = 0, batches_ = 0, batched_ = 0, cancelled_ = 0;
+    int64_t count_ = 0, in_tokens_ = 0, out_tokens_ = 0, batches_ = 0, batched_ = 0, cancelled_ = 0, splits_ = 0;
     double sum_ = 0;
 };
 
@@ -271,7 +278,22 @@ struct Server::Impl {
             // Jobs cancelled while waiting leave at the first step.
             model.generate(src, o);
         } catch (const std::exception &e) {
-            for (auto &j : batch) finish(*j, error_body(std::string("generation failed: ") + e.what()));
+            std::vector<std::shared_ptr<Job>> left;
+            for (auto &j : batch) {
+                std::lock_guard<std::mutex> lock(j->mu);
+                if (!j->done) left.push_back(j);
+            }
+            if (batch.size() > 1 && !left.empty()) {
+                // A batch can fail where its requests would not alone (the
+                // memory budget): each of those left runs alone.
+                metrics.split();
+                for (auto &j : left) {
+                    std::vector<std::shared_ptr<Job>> one{j};
+                    run_batch(one);
+                }
+                return;
+            }
+            for (auto &j : left) finish(*j, error_body(std::string("generation failed: ") + e.what()));
         }
     }
 
