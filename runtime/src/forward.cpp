@@ -66,11 +66,7 @@ namespace halformer {
 
 void Model::Impl::set_device(Device d) {
     if (d == dev->device()) return;
-    for (Scratch *s : activations()) {
-        s->release();
-    }
-    self_kv.clear();
-    cross_kv.clear();
+    release_buffers();  // from the old device's memory
     dev = std::make_unique<DeviceContext>(d);
     wire();
 }

@@ -125,8 +125,7 @@ public:
                 throw Error(std::string(inject ? "injected failure: " : "") + "out of memory allocating " +
                             std::to_string(n) + " floats");
             }
-            const size_t held = ptr_ ? std::max<size_t>(cap_, 16) : 0;  // freed once the new one is in place
-            const int64_t grow = (int64_t)((floats - held) * sizeof(float));
+            const int64_t grow = (int64_t)(floats * sizeof(float) - bytes());  // the old one is freed below
             if (budget) budget->take(grow);
             if (posix_memalign(&p, 64, floats * sizeof(float)) != 0) {
                 if (budget) budget->give(grow);
@@ -147,10 +146,12 @@ public:
     }
     float *get() const { return ptr_.get(); }
     size_t capacity() const { return cap_; }
+    // Bytes allocated (what the budget is charged).
+    size_t bytes() const { return ptr_ ? std::max<size_t>(cap_, 16) * sizeof(float) : 0; }
     // Frees the buffer (the next need() allocates again); returns its bytes.
     size_t release() {
         if (!ptr_) return 0;
-        const size_t bytes = std::max<size_t>(cap_, 16) * sizeof(float);
+        const size_t bytes = this->bytes();
         if (dev) dev->untrack(ptr_.get());
         if (budget) budget->give((int64_t)bytes);
         ptr_.reset();
@@ -301,6 +302,14 @@ struct Model::Impl {
     // Every scratch above but the per-layer caches.
     std::array<Scratch *, 13> activations() {
         return {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi};
+    }
+    // f(Scratch &) for each activation and each layer's caches.
+    template <typename F>
+    void each_scratch(F &&f) {
+        for (Scratch *s : activations()) f(*s);
+        for (auto *v : {&self_kv, &cross_kv}) {
+            for (Scratch &s : *v) f(s);
+        }
     }
 
     void bind();  // resolves every tensor of cfg from `source`, validating shapes

@@ -53,12 +53,7 @@ std::unique_ptr<Model::Impl> Model::Impl::spawn() const {
 
 void Model::Impl::require_fits(int64_t floats, const std::string &what) {
     int64_t held = 0;
-    for (const Scratch *s : activations()) {
-        held += (int64_t)s->capacity() * 4;
-    }
-    for (auto *v : {&self_kv, &cross_kv}) {
-        for (const Scratch &s : *v) held += (int64_t)s.capacity() * 4;
-    }
+    each_scratch([&](Scratch &s) { held += (int64_t)s.bytes(); });
     const int64_t others = budget->used.load() - held, limit = budget->limit.load();
     if (floats > (limit - std::max<int64_t>(others, 0)) / 4) {
         throw Error(what + ": needs about " + MemoryBudget::mib(floats > INT64_MAX / 4 ? INT64_MAX : floats * 4) +
@@ -70,23 +65,17 @@ void Model::Impl::require_fits(int64_t floats, const std::string &what) {
 }
 
 void Model::Impl::wire() {
-    for (Scratch *s : activations()) {
-        s->dev = dev.get();
-        s->budget = budget.get();
-    }
-    attach(self_kv);
-    attach(cross_kv);
+    each_scratch([&](Scratch &s) {
+        s.dev = dev.get();
+        s.budget = budget.get();
+    });
 }
 
 size_t Model::Impl::release_buffers() {
     size_t n = 0;
-    for (Scratch *s : activations()) {
-        n += s->release();
-    }
-    for (auto *v : {&self_kv, &cross_kv}) {
-        for (Scratch &s : *v) n += s.release();
-        v->clear();
-    }
+    each_scratch([&](Scratch &s) { n += s.release(); });
+    self_kv.clear();
+    cross_kv.clear();
     return n;
 }
 
