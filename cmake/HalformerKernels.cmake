@@ -11,8 +11,11 @@
 #                         Li2018 autoscheduler, for comparison (not for
 #                         embedding and topk: Li2018 inlines their id checks
 #                         into GPU code, which v14 cannot emit)
-#   NAME_adams2019        the same algorithm scheduled by Adams2019 (host target)
+#   NAME_adams2019        the same algorithm scheduled by Adams2019, for each of
+#                         HALFORMER_AUTOSCHEDULE_TARGETS (below)
 #   NAME_mullapudi2016    ... and by Mullapudi2016
+#                         (all three with every split's tail guarded, so that
+#                         they serve any shape: schedules/guarded_autoschedulers.cpp)
 # HAND_ONLY skips the autoscheduled builds; NO_ARM the ARM one (training
 # kernels: x86 and GPUs only); CPU_ONLY builds the x86 variants alone (the
 # bfloat16 and int8 kernels, made for AVX512-BF16 and VNNI).
@@ -20,16 +23,16 @@
 #
 # The variants are listed most specific first: the wrapper takes the first one
 # whose features the CPU has (halide_can_use_target_features), so the plain
-# sse41 object is the fallback.
-set(HALFORMER_X86_TARGETS
+# sse41 object is the fallback. `host` in HALFORMER_X86_TARGETS stands for the
+# build machine's variant (scripts/main.sh builds that one alone).
+set(HALFORMER_X86_VARIANTS
     x86-64-linux-avx-avx2-avx512-avx512_cannonlake-avx512_sapphirerapids-avx512_skylake-f16c-fma-sse41
     x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41
     x86-64-linux-avx-avx2-f16c-fma-sse41
-    x86-64-linux-sse41
-    CACHE STRING "Targets every hand-scheduled kernel is compiled for")
+    x86-64-linux-sse41)
+set(HALFORMER_X86_TARGETS ${HALFORMER_X86_VARIANTS}
+    CACHE STRING "Targets every hand-scheduled kernel is compiled for (host: the build machine's variant)")
 
-# Machine parameters for the autoschedulers: parallelism, last-level cache
-# bytes, balance. Set from this project's machine (2 cores, 32 MiB L3).
 # GPU variants: the host part is plain x86-64 (it only launches kernels), so
 # the same binary runs on any x86-64 GPU server. No GPU, CUDA toolkit or
 # OpenCL driver is needed to build them: Halide emits PTX and OpenCL C, and the
@@ -55,7 +58,147 @@ option(HALFORMER_ARM "Cross-compile the kernels and op tests for arm-64-linux" $
 set(HALFORMER_ARM_TARGET arm-64-linux CACHE STRING "ARM target")
 set(HALFORMER_ARM_KERNELS "" CACHE INTERNAL "")
 
-set(HALFORMER_MACHINE_PARAMS "2,33554432,40" CACHE STRING "autoscheduler machine_params")
+# ---- the autoscheduled builds: target and machine, settable for any host ----
+# Adams2019 and Mullapudi2016 choose their schedule (tiles, unrolling, tail
+# strategies) for one target and one machine, so their kernels differ from
+# one build machine to another. Both are settings, defaulting to the build
+# machine, so that anyone can build exactly what another host builds:
+#
+#   -DHALFORMER_AUTOSCHEDULE_TARGET=x86-64-linux-avx-avx2-f16c-fma-sse41
+#   -DHALFORMER_MACHINE_PARAMS=4,8388608,40
+#
+# HALFORMER_AUTOSCHEDULE_TARGET is a Halide target, or a list of them (most
+# specific first is not needed: they are sorted), each scheduled on its own;
+# with several, a wrapper picks per CPU like the hand-scheduled kernels', and
+# HALFORMER_ISA caps it. `host` stands for the build machine's variant: the
+# first of HALFORMER_X86_VARIANTS whose features Halide's own CPU detection
+# (get_host_target, the same rules as the kernels' wrappers) finds here. scripts/test.sh builds `host` plus the avx2
+# and sse41 targets, and ctest's ops.<isa> runs each (tests/CMakeLists.txt).
+
+# The Isa (runtime/include/halformer/isa.h) whose kernels a target's code is:
+# sapphirerapids, avx512, avx2 or sse41.
+function(_halformer_isa_of target out_var)
+  string(REPLACE "-" ";" f "${target}")
+  if ("avx512_sapphirerapids" IN_LIST f)
+    set(isa sapphirerapids)
+  elseif ("avx512" IN_LIST f)
+    set(isa avx512)
+  elseif ("avx2" IN_LIST f)
+    set(isa avx2)
+  else ()
+    set(isa sse41)
+  endif ()
+  set(${out_var} ${isa} PARENT_SCOPE)
+endfunction()
+
+# The build machine's variant among HALFORMER_X86_TARGETS (see above).
+function(_halformer_host_variant out_var)
+  find_program(HALFORMER_GET_HOST_TARGET get_host_target
+               HINTS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/halide14 /usr/lib/halide14)
+  set(host "")
+  if (HALFORMER_GET_HOST_TARGET)
+    execute_process(COMMAND ${HALFORMER_GET_HOST_TARGET} OUTPUT_VARIABLE host
+                    OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc ERROR_QUIET)
+    if (NOT rc EQUAL 0)
+      set(host "")
+    endif ()
+  endif ()
+  if (NOT host)
+    message(FATAL_ERROR "Halide's get_host_target (libhalide14-0-dev) did not run: set "
+                        "HALFORMER_AUTOSCHEDULE_TARGET to a target, not host")
+  endif ()
+  string(REPLACE "-" ";" have "${host}")
+  foreach (t IN LISTS HALFORMER_X86_VARIANTS)
+    string(REPLACE "-" ";" need "${t}")
+    set(ok ON)
+    foreach (f IN LISTS need)
+      if (NOT f IN_LIST have)
+        set(ok OFF)
+      endif ()
+    endforeach ()
+    if (ok)
+      set(${out_var} ${t} PARENT_SCOPE)
+      return()
+    endif ()
+  endforeach ()
+  message(FATAL_ERROR "the build machine (${host}) runs none of HALFORMER_X86_VARIANTS: name "
+                      "the targets (HALFORMER_X86_TARGETS, HALFORMER_AUTOSCHEDULE_TARGET) instead of host")
+endfunction()
+
+# HALFORMER_X86_TARGETS as the kernels use it: `host` resolved.
+if ("host" IN_LIST HALFORMER_X86_TARGETS)
+  _halformer_host_variant(host_variant)
+  list(TRANSFORM HALFORMER_X86_TARGETS REPLACE "^host$" "${host_variant}" OUTPUT_VARIABLE resolved)
+  list(REMOVE_DUPLICATES resolved)
+  set(HALFORMER_X86_TARGETS ${resolved})  # shadows the cache entry
+  message(STATUS "Halformer: hand-scheduled kernels for ${HALFORMER_X86_TARGETS}")
+endif ()
+
+set(HALFORMER_AUTOSCHEDULE_TARGET host CACHE STRING
+    "Halide target(s) the Adams2019 and Mullapudi2016 builds are scheduled for (host: the build machine's variant)")
+set(HALFORMER_AUTOSCHEDULE_TARGETS "")   # resolved, most specific first
+set(HALFORMER_AUTOSCHEDULED_ISAS "")     # their variants, same order
+if (HALFORMER_AUTOSCHEDULED)
+  set(ranked "")
+  foreach (t IN LISTS HALFORMER_AUTOSCHEDULE_TARGET)
+    if (t STREQUAL "host")
+      _halformer_host_variant(t)
+    endif ()
+    if (NOT t MATCHES "^x86-64-linux(-[a-z0-9_]+)*$" OR t MATCHES "-(host|no_runtime|cuda|opencl)")
+      message(FATAL_ERROR "HALFORMER_AUTOSCHEDULE_TARGET: '${t}' is not an x86-64-linux CPU target "
+                          "(e.g. x86-64-linux-avx-avx2-f16c-fma-sse41, or host)")
+    endif ()
+    _halformer_isa_of(${t} isa)
+    list(FIND ranked "${isa}" seen)
+    if (seen GREATER -1)
+      continue()  # one target per variant (host may equal a listed one)
+    endif ()
+    list(APPEND ranked ${isa})
+    set(target_of_${isa} ${t})
+  endforeach ()
+  foreach (isa IN ITEMS sapphirerapids avx512 avx2 sse41)
+    if (isa IN_LIST ranked)
+      list(APPEND HALFORMER_AUTOSCHEDULE_TARGETS ${target_of_${isa}})
+      list(APPEND HALFORMER_AUTOSCHEDULED_ISAS ${isa})
+    endif ()
+  endforeach ()
+endif ()
+
+# Machine parameters for the autoschedulers: parallelism, last-level cache
+# bytes, balance (Halide's cost model constant). Default: this build
+# machine's logical cores and last-level cache.
+if (NOT DEFINED CACHE{HALFORMER_MACHINE_PARAMS})
+  cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
+  set(llc 0)
+  foreach (level IN ITEMS 3 2)
+    if (llc EQUAL 0 AND EXISTS /sys/devices/system/cpu/cpu0/cache/index${level}/size)
+      file(READ /sys/devices/system/cpu/cpu0/cache/index${level}/size size)
+      string(STRIP "${size}" size)
+      if (size MATCHES "^([0-9]+)K$")
+        math(EXPR llc "${CMAKE_MATCH_1} * 1024")
+      elseif (size MATCHES "^([0-9]+)M$")
+        math(EXPR llc "${CMAKE_MATCH_1} * 1048576")
+      endif ()
+    endif ()
+  endforeach ()
+  if (llc EQUAL 0)
+    set(llc 16777216)  # Halide's own default
+  endif ()
+  if (NOT cores GREATER 0)
+    set(cores 2)
+  endif ()
+  set(HALFORMER_MACHINE_PARAMS "${cores},${llc},40" CACHE STRING
+      "autoscheduler machine_params: cores,last-level cache bytes,balance (default: the build machine's)")
+endif ()
+if (HALFORMER_AUTOSCHEDULED)
+  # For the op tests (tests/kernels.h), here and in scripts/sanitize.sh's build.
+  list(JOIN HALFORMER_AUTOSCHEDULED_ISAS "," isas)
+  _halformer_write_if_changed(${HALFORMER_GENERATED_DIR}/halformer_autoscheduled.h
+    "// Generated by cmake/HalformerKernels.cmake: the variants the autoscheduled builds were made for.\n#define HALFORMER_AUTOSCHEDULED_ISAS \"${isas}\"\n")
+  string(REPLACE ";" ", " shown "${HALFORMER_AUTOSCHEDULED_ISAS}")
+  message(STATUS "Halformer: autoscheduled builds for ${shown} (HALFORMER_AUTOSCHEDULE_TARGET), "
+                 "machine_params ${HALFORMER_MACHINE_PARAMS}")
+endif ()
 
 set(HALFORMER_KERNELS "" CACHE INTERNAL "")                 # hand-scheduled (the runtime's)
 set(HALFORMER_AUTOSCHEDULED_KERNELS "" CACHE INTERNAL "")   # for tests and benchmarks
@@ -126,7 +269,7 @@ function(halformer_kernel NAME)
                            GENERATOR ${ARG_GENERATOR}
                            TARGETS ${t}
                            USE_RUNTIME ${runtime}
-                           AUTOSCHEDULER Halide::Li2018
+                           AUTOSCHEDULER GuardedLi2018 PLUGINS Halide::Li2018
                            PARAMS ${ARG_PARAMS})
         list(APPEND all ${NAME}_li2018_${api})
       endforeach ()
@@ -152,9 +295,9 @@ function(halformer_kernel NAME)
       string(TOLOWER ${as} suffix)
       add_halide_library(${NAME}_${suffix} FROM halformer_generators
                          GENERATOR ${ARG_GENERATOR}
-                         TARGETS host
+                         TARGETS ${HALFORMER_AUTOSCHEDULE_TARGETS}
                          USE_RUNTIME ${runtime}
-                         AUTOSCHEDULER Halide::${as}
+                         AUTOSCHEDULER Guarded${as} PLUGINS Halide::${as}
                          PARAMS ${ARG_PARAMS} machine_params=${HALFORMER_MACHINE_PARAMS})
       list(APPEND all ${NAME}_${suffix})
     endforeach ()

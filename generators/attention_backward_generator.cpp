@@ -124,7 +124,7 @@ public:
     }
 
     void schedule() {
-        if (auto_schedule) return;
+        if (leave_to_autoscheduler(auto_schedule)) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         AttentionBackwardStages s{dq, dkv, kt, vt, qt, dot, s1_acc, s1, m1, row_max, row_sum, lse, delta,

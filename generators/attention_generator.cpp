@@ -131,7 +131,7 @@ public:
     }
 
     void schedule() {
-        if (auto_schedule) return;
+        if (leave_to_autoscheduler(auto_schedule)) return;
         AttentionStages s{o, kt, score, masked, block_max, p, block_sum, block_out,
                           row_max, weight, denom, numer,
                           d, j, i, h, b, kb, rd, rj, rb, q, v};

@@ -38,7 +38,7 @@ public:
     }
 
     void schedule() {
-        if (auto_schedule) return;
+        if (leave_to_autoscheduler(auto_schedule)) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         schedule_elementwise_1d(y, i, get_target());

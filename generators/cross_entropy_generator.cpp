@@ -85,7 +85,7 @@ public:
     }
 
     void schedule() {
-        if (auto_schedule) return;
+        if (leave_to_autoscheduler(auto_schedule)) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         CrossEntropyStages s{dlogits, loss, tokens, target, row_max, row_sum, row_total, stats, v, m, k, rm};

@@ -74,7 +74,7 @@ public:
     }
 
     void schedule() {
-        if (auto_schedule) return;
+        if (leave_to_autoscheduler(auto_schedule)) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         schedule_elementwise_2d(out, n, m, get_target());

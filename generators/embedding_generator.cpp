@@ -19,7 +19,8 @@
 // loses ~1e-4 by position 2000).
 // A token id outside [0, V), or a learned position outside [0, P), is an error
 // returned to the caller (the kernel returns nonzero); nothing is read out of
-// bounds.
+// bounds. The checks cover exactly the tokens given, whatever region a
+// schedule computes.
 #include "Halide.h"
 #include "common.h"
 #include "../schedules/embedding_schedule.h"
@@ -76,8 +77,16 @@ public:
             Expr reduced = cast<float>(angle - two_pi * floor(angle / two_pi));
             e += select(is_sin, sin(reduced), cos(reduced));
         } else if (pe == PE::Learned) {
+            // Only the positions of the tokens given are checked: a schedule
+            // may compute `position` over a larger range (a split rounded up
+            // to its tile: Adams2019 does so for a Func that reads no input),
+            // and a position computed there but never stored must not refuse
+            // a valid call. (tokens covers every t of `out`, or the kernel
+            // refuses the call for reading tokens out of bounds.) The read is
+            // clamped either way.
             Expr P = pos_table->dim(1).extent();
-            position(t) = require(pos >= 0 && pos < P, pos,
+            Expr given = t >= tokens.dim(0).min() && t <= tokens.dim(0).max();
+            position(t) = require(!given || (pos >= 0 && pos < P), pos,
                                   "position", pos, "is past the learned position table of", P);
             e += (*pos_table)(d, clamp(position(t), 0, P - 1));
         }
@@ -93,7 +102,7 @@ public:
     }
 
     void schedule() {
-        if (auto_schedule) return;
+        if (leave_to_autoscheduler(auto_schedule)) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         if (get_target().has_gpu_feature()) {

@@ -100,7 +100,7 @@ public:
     }
 
     void schedule() {
-        if (auto_schedule) return;
+        if (leave_to_autoscheduler(auto_schedule)) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         LayerNormBackwardStages s{dx, dgamma, dbeta, h, sum, dev, sq, stats, xhat, g, sum_g, sum_gx,

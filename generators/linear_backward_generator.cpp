@@ -156,7 +156,7 @@ public:
     }
 
     void schedule() {
-        if (auto_schedule) return;
+        if (leave_to_autoscheduler(auto_schedule)) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         Func out = part == Part::Data ? Func(*dx) : by_rows ? acc_t : Func(*dw);

@@ -112,7 +112,7 @@ public:
     }
 
     void schedule() {
-        if (auto_schedule) return;
+        if (leave_to_autoscheduler(auto_schedule)) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         schedule_linear_packed_cpu({y, acc, xin, absmax, step, n, m, j, p, mi, mo, rr, kk, r},

@@ -65,7 +65,7 @@ public:
     }
 
     void schedule() {
-        if (auto_schedule) return;
+        if (leave_to_autoscheduler(auto_schedule)) return;
         // Run once per weight at load: simple and parallel is enough.
         wp->compute_root().parallel(p);
         if (format == WeightFormat::Int8) {

@@ -81,7 +81,7 @@ public:
     }
 
     void schedule() {
-        if (auto_schedule) return;
+        if (leave_to_autoscheduler(auto_schedule)) return;
         if (get_target().has_gpu_feature()) {
             schedule_topk_gpu({values, ids, best, j, m});
             return;

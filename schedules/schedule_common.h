@@ -4,6 +4,8 @@
 #include "Halide.h"
 #include "tuned.h"
 
+#include <cstdlib>
+
 namespace halformer {
 
 // Natural fp32 vector width of a target: 16 lanes on AVX-512, 8 on AVX2, 4 on
@@ -18,6 +20,26 @@ inline int vector_registers(const Halide::Target &t) {
     if (t.has_feature(Halide::Target::AVX512)) return 32;
     if (t.arch == Halide::Target::ARM && t.bits == 64) return 32;
     return 16;
+}
+
+// The first step of every schedule(): true when the build asked an
+// autoscheduler (Adams2019, Mullapudi2016, Li2018) to schedule this pipeline,
+// which it does after schedule() returns.
+//
+// Adams2019 unrolls a loop when its estimates make the loop's extent look
+// constant; a loop over blocks of an input extent (attention's key blocks,
+// (keys + 63) / 64) is not constant once lowered, and Halide 14 then stops
+// with "Can only unroll for loops over a constant extent". Which loops it
+// unrolls depends on the target (the AVX2 target's search unrolls
+// attention's `weight.kb`; the AVX-512 one does not). Halide documents the
+// setting for this (src/autoschedulers/adams2019/AutoSchedule.cpp,
+// HL_PERMIT_FAILED_UNROLL): such a loop is lowered as a serial loop, with the
+// same result for any extent. It is set here, in the generator process,
+// for autoscheduled builds only: a hand schedule that unrolled a
+// non-constant loop would still fail its build.
+inline bool leave_to_autoscheduler(bool auto_schedule) {
+    if (auto_schedule) setenv("HL_PERMIT_FAILED_UNROLL", "1", 1);
+    return auto_schedule;
 }
 
 // A tunable integer GeneratorParam that means "pick per target" when 0.

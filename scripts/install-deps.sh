@@ -4,7 +4,9 @@
 # benchmark baselines OpenBLAS and oneDNN; the OpenCL headers Debian's oneDNN
 # CMake package asks for; PoCL (an OpenCL driver on the CPU) so the GPU builds
 # of every kernel are tested without a GPU; the aarch64 cross compiler and
-# qemu-user for the ARM build and its tests; matplotlib for the plots of
+# qemu-user for the ARM build and its tests (qemu-x86_64 also runs the x86
+# tests on emulated AVX2-only and SSE4.1 CPUs), and arm64's package lists for
+# the ARM runtime's SentencePiece (scripts/arm64-libs.sh); matplotlib for the plots of
 # `halformer tune`, `halformer train` and bench/report.py; CLI11 for the
 # command line; Open MPI for data-parallel training; gettext (msgfmt) for the
 # corpus builder's test catalogs; NLTK (python3-nltk) for the reference BLEU
@@ -26,12 +28,23 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+# The ARM build of the runtime links Debian's arm64 SentencePiece, which
+# cannot be installed beside the amd64 one (the packages are not Multi-Arch):
+# scripts/arm64-libs.sh downloads and unpacks it into the build, and needs
+# arm64's package lists for that.
+arm64_lists=0
+if [ "${1:-}" != "--runtime" ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "install-deps: adding arm64 package lists (for scripts/arm64-libs.sh)"
+  $SUDO dpkg --add-architecture arm64
+  arm64_lists=1
+fi
 if [ ${#missing[@]} -eq 0 ]; then
+  [ "$arm64_lists" -eq 0 ] || $SUDO apt-get update -qq
   echo "install-deps: all present"
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}"
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

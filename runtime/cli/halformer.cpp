@@ -187,14 +187,18 @@ void print_ids(const std::vector<int32_t> &ids) {
 
 // What runs the kernels: the x86 variant, or the GPU device.
 std::string kernels_label() {
-    return g_device == Device::CPU ? std::string(isa_name(selected_isa())) + " variant" : device_description(g_device);
+    return g_device == Device::CPU ? std::string(running_variant()) + " variant" : device_description(g_device);
 }
 
 void print_build_info() {
     std::string compiled;
+#if defined(__aarch64__)
+    compiled = "arm64 (arm-64-linux)";
+#else
     for (Isa i : all_isas()) compiled += std::string(compiled.empty() ? "" : ", ") + isa_name(i);
+#endif
     std::printf("kernel variants compiled: %s\n", compiled.c_str());
-    std::printf("kernel variant this CPU runs: %s\n", isa_name(selected_isa()));
+    std::printf("kernel variant this CPU runs: %s\n", running_variant());
 #ifdef HALFORMER_HAS_GPU
     std::printf("GPU builds: cuda (PTX for sm_86 and sm_80), opencl\n");
 #else
@@ -490,7 +494,7 @@ int cmd_bench(const Args &a) {
                     "\"greedy_tokens_per_s\": %.2f, \"beam_tokens_per_s\": %.2f, \"peak_rss_mb\": %.1f}\n",
                     source.c_str(), architecture_name(c.architecture), (long long)m->parameter_count(), B, S, K, N,
                     g_threads ? g_threads : (int)std::thread::hardware_concurrency(), iters,
-                    g_device == Device::CPU ? isa_name(selected_isa()) : device_name(g_device),
+                    g_device == Device::CPU ? running_variant() : device_name(g_device),
                     precision_name(m->precision()), device_description(g_device).c_str(), median(enc), median(steps), median(g_tps), median(b_tps),
                     rss);
     } else {
@@ -551,7 +555,13 @@ int main(int argc, char **argv) {
         if (argc >= 2 && std::string(argv[1]) == "tokenizer") return halformer::cmd_tokenizer(argc - 1, argv + 1);
         if (argc >= 2 && std::string(argv[1]) == "translate") return halformer::cmd_translate(argc - 1, argv + 1);
         if (argc >= 2 && std::string(argv[1]) == "eval") return halformer::cmd_eval(argc - 1, argv + 1);
+#ifndef HALFORMER_NO_SERVER
         if (argc >= 2 && std::string(argv[1]) == "serve") return halformer::cmd_serve(argc - 1, argv + 1);
+#else
+        if (argc >= 2 && std::string(argv[1]) == "serve") {
+            throw Error("this build has no server (the ARM build of tests/arm: cpp-httplib is not cross-built)");
+        }
+#endif
         Args a = parse_args(argc, argv, {"sample", "force", "json"});
         if (a.flag("isa")) set_isa_limit(parse_isa(a.str("isa")));
         if (a.flag("device")) {

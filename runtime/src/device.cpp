@@ -146,7 +146,14 @@ Device parse_device(const std::string &name) {
 }
 
 std::string device_problem(Device d) {
-    return d == Device::CPU ? std::string() : probe(d).problem;
+    if (d == Device::CPU) return std::string();
+#ifndef HALFORMER_HAS_GPU
+    // Whatever drivers the machine has, this build cannot use them.
+    return std::string("device ") + device_name(d) +
+           ": this build has no GPU kernels (configured with HALFORMER_GPU=OFF)";
+#else
+    return probe(d).problem;
+#endif
 }
 
 void require_device(Device d) {

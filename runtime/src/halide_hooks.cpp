@@ -219,4 +219,12 @@ Isa selected_isa() {
     return Isa::SSE41;
 }
 
+const char *running_variant() {
+#if defined(__aarch64__)
+    return "arm64";
+#else
+    return isa_name(selected_isa());
+#endif
+}
+
 }  // namespace halformer

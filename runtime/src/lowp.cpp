@@ -1,8 +1,10 @@
 // Reduced-precision projections (Precision::BF16, INT8): weights packed once
 // by hf_pack_bf16 / hf_pack_int8, products by the hf_linear_{bf16,int8}*
-// kernels. CPU only.
+// kernels. CPU only, and x86 only: a build without them (the ARM one, built
+// with HALFORMER_NO_LOWP by tests/arm) refuses set_precision(BF16 / INT8).
 #include "model_impl.h"
 
+#ifndef HALFORMER_NO_LOWP
 #include "hf_linear_bf16.h"
 #include "hf_linear_bf16_dot.h"
 #include "hf_linear_bf16_dot_gelu.h"
@@ -25,6 +27,7 @@
 #include "hf_linear_int8_residual.h"
 #include "hf_pack_bf16.h"
 #include "hf_pack_int8.h"
+#endif
 
 namespace halformer {
 
@@ -73,6 +76,7 @@ const char *precision_name(Precision p) {
     return "?";
 }
 
+#ifndef HALFORMER_NO_LOWP
 const PackedLinear &Model::Impl::pack(const float *w, int N, int K) {
     // Sessions share the cache: prepack() has filled it, so this is a lookup
     // (entries of a std::map stay where they are while others are added).
@@ -136,6 +140,16 @@ void Model::Impl::linear_lowp(const char *name, const float *x, int M, int x_str
         run(name, [&] { return fn(vx.get(), vp.get(), vb.get(), vy.get()); });
     }
 }
+#else
+const PackedLinear &Model::Impl::pack(const float *, int, int) {
+    throw Error("this build has no bf16 / int8 kernels (x86 only)");
+}
+
+void Model::Impl::linear_lowp(const char *, const float *, int, int, const float *, int, int, const float *,
+                              const Act *, const float *, float *, int) {
+    throw Error("this build has no bf16 / int8 kernels (x86 only)");
+}
+#endif
 
 void Model::set_precision(Precision p) {
     Impl &m = *impl_;
@@ -143,6 +157,12 @@ void Model::set_precision(Precision p) {
         throw Error(std::string("precision ") + precision_name(p) + " runs on the CPU only (this model is on " +
                     device_name(m.device()) + ")");
     }
+#ifdef HALFORMER_NO_LOWP
+    if (p != Precision::FP32) {
+        throw Error(std::string("precision ") + precision_name(p) +
+                    " needs the x86 bf16 / int8 kernels, which this build (no x86) does not have: fp32 only");
+    }
+#endif
     std::lock_guard<std::mutex> lock(pool_->mu);
     pool_->require_idle("set_precision");
     auto packs = std::make_shared<PackCache>();

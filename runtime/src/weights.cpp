@@ -202,10 +202,7 @@ namespace {
 
 void set_model_device(Model::Impl &m, Device d) {
 #ifndef HALFORMER_HAS_GPU
-    if (d != Device::CPU) {
-        throw Error(std::string("device ") + device_name(d) +
-                    ": this build has no GPU kernels (configured with HALFORMER_GPU=OFF)");
-    }
+    if (d != Device::CPU) throw Error(device_problem(d));
 #endif
     m.set_device(d);
 }

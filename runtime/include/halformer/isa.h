@@ -25,6 +25,10 @@ bool cpu_supports(Isa isa);
 // The variant the kernels will run now: the highest one that is both
 // supported by the CPU and within the limit.
 Isa selected_isa();
+// The name of the CPU code the kernels run: selected_isa()'s name on x86-64,
+// "arm64" in the arm-64-linux build (one variant, NEON; HALFORMER_ISA does
+// not apply there).
+const char *running_variant();
 // Caps the variant the kernels choose (the highest, by default). Throws if the
 // CPU cannot run `limit`, or if a kernel has already run: each kernel's
 // wrapper chooses once, on its first call, and keeps that choice. The environment variable HALFORMER_ISA sets the
