@@ -166,8 +166,7 @@ public:
                                                   rec.get("gpu_reg_n", gpu_reg_n), rec.get("gpu_reg_m", gpu_reg_m)},
                                 false);
             if (part == Part::Weight) schedule_column_sum_gpu(Func(*db), bsum, k);
-            if (by_rows) Func(*dw).compute_root().gpu_tile(k, m, Var("ko"), Var("mo"), Var("ki"), Var("mi"), 32, 8,
-                                                           TailStrategy::GuardWithIf);
+            if (by_rows) schedule_transposed_add_gpu(Func(*dw), k, m);
             return;
         }
         schedule_linear_cpu(s, {rec.get("vectors_n", vectors_n), rec.get("rows_m", rows_m), false}, get_target());

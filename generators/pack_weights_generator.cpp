@@ -10,7 +10,7 @@
 // Padding (k ≥ K, n ≥ N) is zero. bf16 rounds to nearest, ties to even.
 #include "Halide.h"
 #include "packing.h"
-#include "../schedules/schedule_common.h"
+#include "../schedules/pack_weights_schedule.h"
 
 namespace {
 
@@ -66,16 +66,10 @@ public:
 
     void schedule() {
         if (leave_to_autoscheduler(auto_schedule)) return;
-        // Run once per weight at load: simple and parallel is enough.
-        wp->compute_root().parallel(p);
-        if (format == WeightFormat::Int8) {
-            absmax.compute_root().parallel(n, 64);
-            scale->compute_root();
-            // Outputs may be narrower than a task: guard, never shift inwards.
-            Var no("no"), ni("ni");
-            colsum->compute_root().split(n, no, ni, 64, TailStrategy::GuardWithIf).parallel(no);
-            q.compute_root().parallel(n, 16).vectorize(k, f32_lanes(get_target()), TailStrategy::GuardWithIf);
-        }
+        const bool int8 = format == WeightFormat::Int8;
+        schedule_pack_weights_cpu({Func(*wp), int8, absmax, int8 ? Func(*scale) : Func(), int8 ? Func(*colsum) : Func(), q,
+                                   p, n, k},
+                                  get_target());
     }
 
 private:

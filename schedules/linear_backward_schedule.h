@@ -33,6 +33,12 @@ inline void schedule_transposed_add_cpu(Halide::Func out, Halide::Var k, Halide:
         .parallel(no);
 }
 
+// GPU: 32 × 8 tiles of threads.
+inline void schedule_transposed_add_gpu(Halide::Func out, Halide::Var k, Halide::Var n) {
+    using namespace Halide;
+    out.compute_root().gpu_tile(k, n, Var("ko"), Var("no"), Var("ki"), Var("ni"), 32, 8, TailStrategy::GuardWithIf);
+}
+
 // GPU: one thread per column, looping over rows (coalesced across threads).
 inline void schedule_column_sum_gpu(Halide::Func out, Halide::Func sum, Halide::Var n) {
     using namespace Halide;
