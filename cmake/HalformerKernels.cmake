@@ -72,8 +72,9 @@ set(HALFORMER_ARM_KERNELS "" CACHE INTERNAL "")
 # with several, a wrapper picks per CPU like the hand-scheduled kernels', and
 # HALFORMER_ISA caps it. `host` stands for the build machine's variant: the
 # first of HALFORMER_X86_VARIANTS whose features Halide's own CPU detection
-# (get_host_target, the same rules as the kernels' wrappers) finds here. scripts/test.sh builds `host` plus the avx2
-# and sse41 targets, and ctest's ops.<isa> runs each (tests/CMakeLists.txt).
+# (get_host_target, the same rules as the kernels' wrappers) finds here.
+# scripts/test.sh builds `host` plus the avx2 and sse41 targets, and ctest's
+# ops.<isa> runs each (tests/CMakeLists.txt).
 
 # The Isa (runtime/include/halformer/isa.h) whose kernels a target's code is:
 # sapphirerapids, avx512, avx2 or sse41.
@@ -91,7 +92,7 @@ function(_halformer_isa_of target out_var)
   set(${out_var} ${isa} PARENT_SCOPE)
 endfunction()
 
-# The build machine's variant among HALFORMER_X86_TARGETS (see above).
+# The build machine's variant among HALFORMER_X86_VARIANTS (see above).
 function(_halformer_host_variant out_var)
   find_program(HALFORMER_GET_HOST_TARGET get_host_target
                HINTS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/halide14 /usr/lib/halide14)
