@@ -382,7 +382,9 @@ Measured measure(const Task &task, const std::vector<Shape> &shapes, const Point
                     for (int e : extents[i]) r.push_back(Halide::Range(0, e));
                     outs[i].set_estimates(r);
                 }
-                auto res = pipe.auto_schedule(s == Sched::Adams ? "Adams2019" : "Mullapudi2016", target,
+                // Guarded: the autoscheduler's schedule with every tail guarded, as the
+                // build's autoscheduled kernels (schedules/guarded_autoschedulers.cpp).
+                auto res = pipe.auto_schedule(s == Sched::Adams ? "GuardedAdams2019" : "GuardedMullapudi2016", target,
                                               Halide::MachineParams(threads, 32 << 20, 40));
                 m.featurization = res.featurization;
                 m.schedule_source = res.schedule_source;
