@@ -121,12 +121,11 @@ inline std::string impl_name(const testing::TestParamInfo<Impl<Fn>> &info) {
 #include <cstdio>
 #include <sstream>
 
-inline bool is_autoscheduled(const std::string &name) {
-    return name.find("adams2019") != std::string::npos || name.find("mullapudi2016") != std::string::npos ||
-           name.find("li2018") != std::string::npos;
-}
 inline bool is_cpu_autoscheduled(const std::string &name) {
     return name.find("adams2019") != std::string::npos || name.find("mullapudi2016") != std::string::npos;
+}
+inline bool is_autoscheduled(const std::string &name) {
+    return is_cpu_autoscheduled(name) || name.find("li2018") != std::string::npos;
 }
 
 // The variant the CPU autoscheduled builds (Adams2019, Mullapudi2016) run in
