@@ -18,6 +18,7 @@
 // finished, no beam is left, or the length limit is reached (live beams are
 // then finished as they are). The n_best highest normalised scores are
 // returned.
+#include "layers/layers.h"
 #include "model_impl.h"
 #include "splitmix.h"
 
@@ -108,7 +109,10 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     cross_kv.resize(layers);
     attach(cross_kv);
     if (memory) {
-        for (size_t l = 0; l < layers; l++) cross_kv_of(l, memory, S * B, cross_kv[l].need((size_t)S * B * 2 * D));
+        for (size_t l = 0; l < layers; l++) {
+            layers::memory_kv(*this, layers::Pass{}, dec.layers[l].cross, memory, S * B,
+                              cross_kv[l].need((size_t)S * B * 2 * D));
+        }
     }
     self_kv.resize(layers);
     attach(self_kv);
@@ -165,7 +169,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
                   memory && T == 1 ? K : 1, rows);
         }
     };
-    embed(dec, tokens.data(), P, R, 0, x);
+    layers::embed(*this, dec, tokens.data(), P, R, 0, x);
     run_layers(P, 0);
     float *last = x + (size_t)(P - 1) * R * D;
     final_norm(dec.final_norm, last, R);
@@ -357,7 +361,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
         kv_len.assign(Ra, len + 1);
         x = x0.get();
         xa = x1.get();
-        embed(dec, tokens_now.data(), 1, Ra, len, x);
+        layers::embed(*this, dec, tokens_now.data(), 1, Ra, len, x);
         run_layers(1, len);
         last = x;
         final_norm(dec.final_norm, last, Ra);

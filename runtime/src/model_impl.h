@@ -342,8 +342,6 @@ struct Model::Impl {
     }
 
     // Stack forward passes over time-major activations (row m = t·R + r).
-    // embed: tokens [T][R] → x (D, T·R).
-    void embed(const StackW &s, const int32_t *tokens, int T, int R, int start, float *x);
     // One layer over T new positions of R rows, starting at position `start`.
     // kv: this layer's self-attention K|V cache (2D, cache_rows, ≥ start+T),
     // time-major (cache_rows 0: R); the R rows write their new positions at
@@ -360,9 +358,6 @@ struct Model::Impl {
     void layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len,
                int S, int cross_group = 1, const RowMap &rows = {});
-    // The cross-attention K|V of decoder layer l over the encoder memory
-    // (rows positions × sequences): out (2D, rows), computed once per batch.
-    void cross_kv_of(size_t l, const float *memory, int rows, float *out);
     // Runs a stack; result in x0 (returns the pointer).
     float *encoder(const std::vector<Sequence> &src, int S, std::vector<int32_t> &lens);
     void final_norm(const NormW &n, float *x, int M);

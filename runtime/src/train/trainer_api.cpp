@@ -491,20 +491,9 @@ StepStats Trainer::Impl::run_batch(const std::vector<Example> &batch, bool train
 
     // Head, loss, dlogits (in place).
     float *lg = logits.need((size_t)M * V);
-    {
-        View vx(x, {{D, 1}, {M, D}}), vw(k.gen_w, {{D, 1}, {V, D}}), vb(k.gen_b, {{V, 1}}), vy(lg, {{V, 1}, {M, V}});
-        k.run("linear", [&] { return HF_PICK(k.device(), hf_linear)(vx.get(), vw.get(), vb.get(), vy.get()); });
-    }
-    ScalarOut<float> loss;
-    ScalarOut<int32_t> count;
-    {
-        View vl(lg, {{V, 1}, {M, V}}), vt(targets.data(), {{M, 1}}, true);
-        k.run("cross_entropy", [&] {
-            return HF_PICK(k.device(), hf_cross_entropy)(vl.get(), vt.get(), opt.label_smoothing, -1, 1.0f, vl.get(),
-                                                          loss.get(), count.get());
-        });
-    }
-    StepStats st{(double)loss.read(), (int64_t)count.read()};
+    const layers::HeadW head{k.gen_w, k.gen_b, V};
+    const layers::Loss loss = layers::head_loss(k, head, x, M, targets.data(), opt.label_smoothing, lg);
+    StepStats st{loss.sum, loss.count};
     if (!train) return st;
 
     // Backward: the head, then the stacks in reverse. Gradients already
@@ -528,17 +517,7 @@ StepStats Trainer::Impl::run_batch(const std::vector<Example> &batch, bool train
     bw.dz = bw.s_dz.need(Mmax * c.d_ff);
     bw.dqc = bw.s_dqc.need(Mmax * D);
     bw.dkv_mem = bw.s_dkv_mem.need((size_t)std::max(es.M, 1) * 2 * D);
-    {
-        View vdl(lg, {{V, 1}, {M, V}}), vw(k.gen_w, {{D, 1}, {V, D}}), vdx(dx, {{D, 1}, {M, D}});
-        k.run("linear_backward", [&] {
-            return HF_PICK(k.device(), hf_linear_backward_data)(vdl.get(), vw.get(), vdx.get());
-        });
-        View vx(x, {{D, 1}, {M, D}}), vgw(ggen_w, {{D, 1}, {V, D}}), vgb(ggen_b, {{V, 1}});
-        // The vocabulary is wide: vectorized along it (see generators/CMakeLists.txt).
-        auto fn = V >= 2 * D ? HF_PICK(k.device(), hf_linear_backward_weight_rows)
-                             : HF_PICK(k.device(), hf_linear_backward_weight);
-        k.run("linear_backward", [&] { return fn(vdl.get(), vx.get(), vgw.get(), vgb.get(), vgw.get(), vgb.get()); });
-    }
+    layers::head_backward(k, head, {ggen_w, ggen_b, V}, x, M, lg, dx);
     if (c.has_decoder()) {
         const bool ed = c.architecture == Architecture::EncoderDecoder;
         float *dmem = nullptr, *dmem_spare = nullptr;

@@ -5,100 +5,20 @@
 #include "../model_impl.h"
 #include "halformer/train.h"
 
+#include "../layers/layers.h"
 #include "hf_adam.h"
-#include "hf_attention_train.h"
-#include "hf_attention_backward.h"
-#include "hf_attention_causal_train.h"
-#include "hf_attention_causal_backward.h"
 #include "hf_axpy.h"
-#include "hf_cross_entropy.h"
-#include "hf_dropout.h"
-#include "hf_dropout_residual.h"
-#include "hf_embedding_backward.h"
-#include "hf_embedding_learned_backward.h"
-#include "hf_gelu.h"
-#include "hf_gelu_tanh.h"
-#include "hf_layer_norm.h"
-#include "hf_layer_norm_backward.h"
-#include "hf_layer_norm_backward_acc.h"
-#include "hf_layer_norm_residual.h"
-#include "hf_layer_norm_residual_backward.h"
-#include "hf_linear.h"
-#include "hf_linear_backward_data.h"
-#include "hf_linear_backward_data_acc.h"
-#include "hf_linear_backward_data_gelu.h"
-#include "hf_linear_backward_data_gelu_tanh.h"
-#include "hf_linear_backward_data_relu.h"
-#include "hf_linear_backward_weight.h"
-#include "hf_linear_backward_weight_rows.h"
-#include "hf_relu.h"
 #include "hf_sum_squares.h"
 
 #include <map>
 
 HF_DEVICE_KERNELS(hf_adam)
-HF_DEVICE_KERNELS(hf_attention_train)
-HF_DEVICE_KERNELS(hf_attention_backward)
-HF_DEVICE_KERNELS(hf_attention_causal_train)
-HF_DEVICE_KERNELS(hf_attention_causal_backward)
 HF_DEVICE_KERNELS(hf_axpy)
-HF_DEVICE_KERNELS(hf_cross_entropy)
-HF_DEVICE_KERNELS(hf_dropout)
-HF_DEVICE_KERNELS(hf_dropout_residual)
-HF_DEVICE_KERNELS(hf_embedding_backward)
-HF_DEVICE_KERNELS(hf_embedding_learned_backward)
-HF_DEVICE_KERNELS(hf_gelu)
-HF_DEVICE_KERNELS(hf_gelu_tanh)
-HF_DEVICE_KERNELS(hf_layer_norm)
-HF_DEVICE_KERNELS(hf_layer_norm_backward)
-HF_DEVICE_KERNELS(hf_layer_norm_backward_acc)
-HF_DEVICE_KERNELS(hf_layer_norm_residual)
-HF_DEVICE_KERNELS(hf_layer_norm_residual_backward)
-HF_DEVICE_KERNELS(hf_linear)
-HF_DEVICE_KERNELS(hf_linear_backward_data)
-HF_DEVICE_KERNELS(hf_linear_backward_data_acc)
-HF_DEVICE_KERNELS(hf_linear_backward_data_gelu)
-HF_DEVICE_KERNELS(hf_linear_backward_data_gelu_tanh)
-HF_DEVICE_KERNELS(hf_linear_backward_data_relu)
-HF_DEVICE_KERNELS(hf_linear_backward_weight)
-HF_DEVICE_KERNELS(hf_linear_backward_weight_rows)
-HF_DEVICE_KERNELS(hf_relu)
 HF_DEVICE_KERNELS(hf_sum_squares)
 
 namespace halformer {
 
-// A 0-D kernel output (a loss, a count, a sum) read on the host.
-template <typename T>
-struct ScalarOut {
-    T value{};
-    halide_buffer_t buf{};
-    ScalarOut() {
-        buf.host = (uint8_t *)&value;
-        buf.type = halide_type_of<T>();
-        buf.dimensions = 0;
-    }
-    halide_buffer_t *get() { return &buf; }
-    // On a GPU the kernel leaves the value on the device: copy it back, free it.
-    T read() {
-        if (buf.device) {
-            halide_copy_to_host(nullptr, &buf);
-            halide_device_free(nullptr, &buf);
-        }
-        return value;
-    }
-};
-
-using ActFn = int (*)(halide_buffer_t *, halide_buffer_t *);
-using ActBackFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
-
-inline ActFn activation_kernel(Device d, Act a) {
-    return a == Act::ReLU ? HF_PICK(d, hf_relu) : a == Act::GELU ? HF_PICK(d, hf_gelu) : HF_PICK(d, hf_gelu_tanh);
-}
-inline ActBackFn activation_backward_kernel(Device d, Act a) {
-    return a == Act::ReLU   ? HF_PICK(d, hf_linear_backward_data_relu)
-           : a == Act::GELU ? HF_PICK(d, hf_linear_backward_data_gelu)
-                            : HF_PICK(d, hf_linear_backward_data_gelu_tanh);
-}
+using layers::ScalarOut;
 
 // The pointer into `grads` that holds the gradient of the parameter at `p`
 // (same offset); parameters that are not in the flat buffer (a tied head's
@@ -212,13 +132,11 @@ struct Trainer::Impl {
     void fetch(Scratch &s) { dev().to_host(s.get(), P * sizeof(float)); }
     void bind_gradients();
 
-    void dropout(float *y, const float *res, float *out, int M, int N, int tensor, bool train);
-    void layer_forward(const LayerW &L, LayerActs &a, const Shape &s, bool causal, const float *memory,
-                       const Shape *mem, bool train, int tensor);
+    // The layers' pass: training kernels, dropout when `train`.
+    layers::Pass pass(bool train) const;
+    layers::LayerIO layer_io(LayerActs &a, const Shape &s, const float *memory, const Shape *mem, int tensor) const;
     const float *stack_forward(const StackW &w, StackActs &sa, const Shape &s, bool causal, const float *memory,
                                const Shape *mem, bool train, int tensor);
-    void layer_backward(const LayerW &L, const LayerW &G, LayerActs &a, const Shape &s, bool causal,
-                        const float *memory, const Shape *mem, float *dmem, float *&dx, float *&spare, int tensor);
     void stack_backward(const StackW &w, const StackW &g, StackActs &sa, const Shape &s, bool causal,
                         const float *memory, const Shape *mem, float *dmem, float *dx, float *spare, int tensor);
     StepStats run_batch(const std::vector<Example> &batch, bool train);

@@ -1,0 +1,43 @@
+# The runtime's and the command line's source lists, in one place: the build
+# (runtime/CMakeLists.txt) and the arm64 cross build (tests/arm/) read them.
+# Paths are relative to runtime/.
+set(HALFORMER_RUNTIME_SOURCES
+  src/build_info.cpp
+  src/config.cpp
+  src/decode.cpp
+  src/device.cpp
+  src/device_context.cpp
+  src/fault.cpp
+  src/files.cpp
+  src/forward.cpp
+  src/lowp.cpp
+  src/halide_hooks.cpp
+  src/json.cpp
+  src/layers/attention.cpp
+  src/layers/embedding.cpp
+  src/layers/feed_forward.cpp
+  src/layers/linear.cpp
+  src/layers/norm.cpp
+  src/layers/output_head.cpp
+  src/layers/residual.cpp
+  src/layers/transformer_layer.cpp
+  src/metrics.cpp
+  src/safetensors.cpp
+  src/session.cpp
+  src/text.cpp
+  src/tokenizer.cpp
+  src/weights.cpp)
+set(HALFORMER_TRAINING_SOURCES
+  src/train/data.cpp
+  src/train/trainer.cpp
+  src/train/trainer_api.cpp
+  src/train/distributed.cpp)
+# Commands every build has; serve and train are added where the build has them.
+set(HALFORMER_CLI_SOURCES
+  cli/halformer.cpp
+  cli/common.cpp
+  cli/tokenizer.cpp
+  cli/translate.cpp
+  cli/eval.cpp)
+set(HALFORMER_CLI_SERVER_SOURCES cli/serve.cpp)
+set(HALFORMER_CLI_TRAINING_SOURCES cli/train.cpp)

@@ -1,0 +1,180 @@
+// Multi-head attention: the Q|K|V projections, self-attention (causal or
+// not, prefill or one decode step, rows found through a row map), attention
+// over the encoder memory (one copy of a source's K|V read by its beams),
+// and the backward of each. Heads are strided views: q (dk, T, H, R) over
+// [M, ·] rows, K|V (dk, L, H, rows) over a cache or a fused projection.
+#include "layers.h"
+
+#include "hf_attention.h"
+#include "hf_attention_causal.h"
+#include "hf_attention_causal_decode.h"
+#include "hf_attention_causal_decode_rows.h"
+#include "hf_attention_decode.h"
+#include "hf_attention_decode_rows.h"
+
+HF_DEVICE_KERNELS(hf_attention)
+HF_DEVICE_KERNELS(hf_attention_causal)
+HF_DEVICE_KERNELS(hf_attention_causal_decode)
+HF_DEVICE_KERNELS(hf_attention_causal_decode_rows)
+HF_DEVICE_KERNELS(hf_attention_decode)
+HF_DEVICE_KERNELS(hf_attention_decode_rows)
+#ifdef HALFORMER_HAS_TRAINING
+#include "hf_attention_backward.h"
+#include "hf_attention_causal_backward.h"
+#include "hf_attention_causal_train.h"
+#include "hf_attention_train.h"
+HF_DEVICE_KERNELS(hf_attention_backward)
+HF_DEVICE_KERNELS(hf_attention_causal_backward)
+HF_DEVICE_KERNELS(hf_attention_causal_train)
+HF_DEVICE_KERNELS(hf_attention_train)
+#endif
+
+#include <cmath>
+
+namespace halformer {
+namespace layers {
+namespace {
+
+struct Heads {
+    int D, H, dk;
+    float scale;
+    explicit Heads(const Config &c)
+        : D(c.d_model), H(c.num_heads), dk(c.d_model / c.num_heads), scale(1.0f / std::sqrt((float)dk)) {}
+    // Queries (or outputs): T positions of R rows, row stride `stride`.
+    View q(const float *p, int T, int R, int stride) const {
+        return View(p, {{dk, 1}, {T, R * stride}, {H, dk}, {R, stride}});
+    }
+    // Keys or values: L positions of `rows` rows, row stride `stride`.
+    View kv(const float *p, int L, int rows, int stride) const {
+        return View(p, {{dk, 1}, {L, rows * stride}, {H, dk}, {rows, stride}});
+    }
+    // The gradient of K|V together: (dk, 2, T, H, R).
+    View dkv(const float *p, int T, int R, int stride) const {
+        return View(p, {{dk, 1}, {2, D}, {T, R * stride}, {H, dk}, {R, stride}});
+    }
+};
+
+// Beam search: the G beams of a source are G queries of one sequence over
+// its one copy of K|V (rows r = s·G + g); sources that left the batch keep
+// their K|V in place (cross_rows).
+void grouped_cross_attention(Kernels &k, const Heads &h, const LayerIO &io) {
+    const CrossMemory &c = io.cross;
+    if (io.T != 1 || io.R % c.group) throw Error("internal: grouped cross-attention needs one step of whole groups");
+    const int G = c.group, Bs = io.R / G, D = h.D;
+    auto gview = [&](const float *p) { return View(p, {{h.dk, 1}, {G, D}, {h.H, h.dk}, {Bs, G * D}}); };
+    View vq = gview(io.qc), vk = h.kv(c.kv, c.S, c.rows, 2 * D), vv = h.kv(c.kv + D, c.S, c.rows, 2 * D);
+    View vo = gview(io.attc), vl(c.len, {{Bs, 1}}, true);
+    if (io.rows.cross_rows) {
+        View vrows(io.rows.cross_rows, {{c.S, 1}, {Bs, c.S}}, true);
+        k.run("attention", [&] {
+            return HF_PICK(k.device(), hf_attention_decode_rows)(vq.get(), vk.get(), vv.get(), vl.get(), 0, h.scale,
+                                                                 vrows.get(), vo.get());
+        });
+    } else {
+        k.run("attention", [&] {
+            return HF_PICK(k.device(), hf_attention_decode)(vq.get(), vk.get(), vv.get(), vl.get(), 0, h.scale,
+                                                            vo.get());
+        });
+    }
+}
+
+}  // namespace
+
+void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io) {
+    const int D = k.cfg.d_model;
+    const Mat x{in, io.M(), D, D};
+    if (p.train) {
+        // One fused [M, 3D] projection: the backward pass reads dQ|dK|dV at once.
+        return linear(k, p, "linear", x, w.in_w, w.in_b, 3 * D, io.q, 3 * D);
+    }
+    linear(k, p, "linear", x, w.in_w, w.in_b, D, io.q, D);
+    // The new positions' K|V: one dense block of the time-major cache.
+    linear(k, p, "linear", x, w.in_w + (size_t)D * D, w.in_b + D, 2 * D,
+           io.kv + (size_t)io.start * io.cache_rows * io.kv_stride, io.kv_stride);
+}
+
+void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
+    const Heads h(k.cfg);
+    const int T = io.T, R = io.R, L = io.start + T, qs = p.train ? 3 * h.D : h.D;
+    View vq = h.q(io.q, T, R, qs), vk = h.kv(io.kv, L, io.cache_rows, io.kv_stride);
+    View vv = h.kv(io.kv + h.D, L, io.cache_rows, io.kv_stride), vo = h.q(io.att, T, R, h.D);
+    View vl(io.kv_len, {{R, 1}}, true);
+    const int start = io.start;
+    if (io.rows.kv_rows && causal && T == 1) {
+        View vrows(io.rows.kv_rows, {{L, 1}, {R, io.rows.kv_rows_stride}}, true);
+        k.run("attention", [&] {
+            return HF_PICK(k.device(), hf_attention_causal_decode_rows)(vq.get(), vk.get(), vv.get(), vl.get(), start,
+                                                                        h.scale, vrows.get(), vo.get());
+        });
+        return;
+    }
+    auto fn = T == 1 ? (causal ? HF_PICK(k.device(), hf_attention_causal_decode) : HF_PICK(k.device(), hf_attention_decode))
+                     : (causal ? HF_PICK(k.device(), hf_attention_causal) : HF_PICK(k.device(), hf_attention));
+    if (p.train) {
+#ifdef HALFORMER_HAS_TRAINING
+        fn = causal ? HF_PICK(k.device(), hf_attention_causal_train) : HF_PICK(k.device(), hf_attention_train);
+#else
+        no_training();
+#endif
+    }
+    k.run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, vo.get()); });
+}
+
+void memory_kv(Kernels &k, const Pass &p, const AttnW &w, const float *memory, int rows, float *out) {
+    const int D = k.cfg.d_model;
+    linear(k, p, "linear", Mat{memory, rows, D, D}, w.in_w + (size_t)D * D, w.in_b + D, 2 * D, out, 2 * D, nullptr,
+           Shape::Prefill);
+}
+
+void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io) {
+    const Heads h(k.cfg);
+    const CrossMemory &c = io.cross;
+    if (p.train) memory_kv(k, p, w, c.memory, c.S * c.rows, io.kv_mem);
+    linear(k, p, "linear", Mat{in, io.M(), h.D, h.D}, w.in_w, w.in_b, h.D, io.qc, h.D);
+    if (!p.train && (c.group > 1 || io.rows.cross_rows)) return grouped_cross_attention(k, h, io);
+    const float *kv = p.train ? io.kv_mem : c.kv;
+    View vq = h.q(io.qc, io.T, io.R, h.D), vk = h.kv(kv, c.S, c.rows, 2 * h.D), vv = h.kv(kv + h.D, c.S, c.rows, 2 * h.D);
+    View vo = h.q(io.attc, io.T, io.R, h.D), vl(c.len, {{p.train ? c.rows : io.R, 1}}, true);
+    auto fn = io.T == 1 ? HF_PICK(k.device(), hf_attention_decode) : HF_PICK(k.device(), hf_attention);
+    if (p.train) {
+#ifdef HALFORMER_HAS_TRAINING
+        fn = HF_PICK(k.device(), hf_attention_train);
+#else
+        no_training();
+#endif
+    }
+    k.run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), 0, h.scale, vo.get()); });
+}
+
+#ifdef HALFORMER_HAS_TRAINING
+
+void self_attention_backward(Kernels &k, bool causal, const LayerIO &io, const float *datt, const AttnGrad &g) {
+    const Heads h(k.cfg);
+    const int T = io.T, R = io.R, D = h.D;
+    View vq = h.q(io.q, T, R, 3 * D), vk = h.q(io.q + D, T, R, 3 * D), vv = h.q(io.q + 2 * D, T, R, 3 * D);
+    View vo = h.q(io.att, T, R, D), vdo = h.q(datt, T, R, D), vl(io.kv_len, {{R, 1}}, true);
+    View vdq = h.q(g.dq, T, R, g.dq_stride), vdkv = h.dkv(g.dkv, T, R, g.dkv_stride);
+    auto fn = causal ? HF_PICK(k.device(), hf_attention_causal_backward) : HF_PICK(k.device(), hf_attention_backward);
+    k.run("attention_backward", [&] {
+        return fn(vq.get(), vk.get(), vv.get(), vo.get(), vdo.get(), vl.get(), 0, h.scale, vdq.get(), vdkv.get());
+    });
+}
+
+void cross_attention_backward(Kernels &k, const LayerIO &io, const float *datt, const AttnGrad &g) {
+    const Heads h(k.cfg);
+    const CrossMemory &c = io.cross;
+    const int T = io.T, R = io.R, D = h.D;
+    View vq = h.q(io.qc, T, R, D), vo = h.q(io.attc, T, R, D), vdo = h.q(datt, T, R, D);
+    View vk = h.kv(io.kv_mem, c.S, c.rows, 2 * D), vv = h.kv(io.kv_mem + D, c.S, c.rows, 2 * D);
+    View ml(c.len, {{c.rows, 1}}, true), vdq = h.q(g.dq, T, R, g.dq_stride);
+    View vdkv = h.dkv(g.dkv, c.S, c.rows, g.dkv_stride);
+    k.run("attention_backward", [&] {
+        return HF_PICK(k.device(), hf_attention_backward)(vq.get(), vk.get(), vv.get(), vo.get(), vdo.get(), ml.get(),
+                                                          0, h.scale, vdq.get(), vdkv.get());
+    });
+}
+
+#endif  // HALFORMER_HAS_TRAINING
+
+}  // namespace layers
+}  // namespace halformer

@@ -1,0 +1,97 @@
+// Token embeddings scaled by √d_model (section 3.4) plus the positions
+// (sinusoidal interleaved or in halves, or a learned table), and the
+// backward: the gradient rows scattered into the table (and positions).
+#include "layers.h"
+
+#include "hf_embedding.h"
+#include "hf_embedding_concat.h"
+#include "hf_embedding_learned.h"
+
+HF_DEVICE_KERNELS(hf_embedding)
+HF_DEVICE_KERNELS(hf_embedding_concat)
+HF_DEVICE_KERNELS(hf_embedding_learned)
+#ifdef HALFORMER_HAS_TRAINING
+#include "hf_embedding_backward.h"
+#include "hf_embedding_learned_backward.h"
+HF_DEVICE_KERNELS(hf_embedding_backward)
+HF_DEVICE_KERNELS(hf_embedding_learned_backward)
+#endif
+
+#include <algorithm>
+#include <cmath>
+
+namespace halformer {
+namespace layers {
+namespace {
+
+float embedding_scale(const Config &c) { return c.scale_embeddings ? std::sqrt((float)c.d_model) : 1.0f; }
+
+}  // namespace
+
+void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int start, float *x) {
+    const Config &c = k.cfg;
+    const int D = c.d_model;
+    // The kernel reads tokens as (t, b) with unit stride in t.
+    std::vector<int32_t> by_row((size_t)T * R);
+    for (int t = 0; t < T; t++) {
+        for (int r = 0; r < R; r++) by_row[(size_t)r * T + t] = tokens[(size_t)t * R + r];
+    }
+    View tok(by_row.data(), {{T, 1}, {R, T}}, true), table(s.embed, {{D, 1}, {s.vocab, D}});
+    View out(x, {{D, 1}, {T, R * D}, {R, D}});
+    const float scale = embedding_scale(c);
+    switch (c.positional_encoding) {
+    case Positional::Sinusoidal:
+        k.run("embedding", [&] { return HF_PICK(k.device(), hf_embedding)(tok.get(), table.get(), start, scale, out.get()); });
+        break;
+    case Positional::SinusoidalConcat:
+        k.run("embedding",
+              [&] { return HF_PICK(k.device(), hf_embedding_concat)(tok.get(), table.get(), start, scale, out.get()); });
+        break;
+    case Positional::Learned: {
+        View pos(s.pos, {{D, 1}, {c.max_positions, D}});
+        k.run("embedding", [&] {
+            return HF_PICK(k.device(), hf_embedding_learned)(tok.get(), table.get(), start, scale, pos.get(), out.get());
+        });
+        break;
+    }
+    }
+}
+
+#ifdef HALFORMER_HAS_TRAINING
+
+void embed_backward(Kernels &k, const StackW &w, const StackW &g, const int32_t *tokens, int T, int R,
+                    const float *dx) {
+    const Config &c = k.cfg;
+    const int D = c.d_model;
+    // Each token as a slot among the batch's distinct ids (the kernel sums
+    // per slot, then adds each slot's sum to its row once).
+    std::vector<int32_t> rows(tokens, tokens + (size_t)T * R);
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    std::vector<int32_t> slots((size_t)T * R);
+    for (int t = 0; t < T; t++) {
+        for (int r = 0; r < R; r++) {
+            const int32_t id = tokens[(size_t)t * R + r];
+            slots[(size_t)r * T + t] = (int32_t)(std::lower_bound(rows.begin(), rows.end(), id) - rows.begin());
+        }
+    }
+    View tok(slots.data(), {{T, 1}, {R, T}}, true), vrows(rows.data(), {{(int)rows.size(), 1}}, true);
+    View vd(dx, {{D, 1}, {T, R * D}, {R, D}}), tab(g.embed, {{D, 1}, {w.vocab, D}});
+    const float scale = embedding_scale(c);
+    if (c.positional_encoding == Positional::Learned) {
+        View pos(g.pos, {{D, 1}, {c.max_positions, D}});
+        k.run("embedding_backward", [&] {
+            return HF_PICK(k.device(), hf_embedding_learned_backward)(tok.get(), vrows.get(), vd.get(), scale, 0,
+                                                                      tab.get(), pos.get());
+        });
+    } else {
+        k.run("embedding_backward", [&] {
+            return HF_PICK(k.device(), hf_embedding_backward)(tok.get(), vrows.get(), vd.get(), scale, 0, tab.get());
+        });
+    }
+}
+
+#endif  // HALFORMER_HAS_TRAINING
+
+}  // namespace layers
+}  // namespace halformer

@@ -1,0 +1,142 @@
+// The position-wise feed-forward network (section 3.3), act(x·W1ᵀ + b1)·W2ᵀ
+// + b2, joined to the residual stream; and its backward. Inference fuses
+// it: one kernel (prefill), two one-row projections (decode), or two packed
+// projections (reduced precision), the residual added by the last kernel
+// with pre-LN. Training keeps z = x·W1ᵀ + b1 and act(z) for the backward.
+#include "layers.h"
+
+#include "hf_ffn.h"
+#include "hf_ffn_gelu.h"
+#include "hf_ffn_gelu_residual.h"
+#include "hf_ffn_gelu_tanh.h"
+#include "hf_ffn_gelu_tanh_residual.h"
+#include "hf_ffn_residual.h"
+#include "hf_linear_dot_gelu.h"
+#include "hf_linear_dot_gelu_tanh.h"
+#include "hf_linear_dot_relu.h"
+
+HF_DEVICE_KERNELS(hf_ffn)
+HF_DEVICE_KERNELS(hf_ffn_gelu)
+HF_DEVICE_KERNELS(hf_ffn_gelu_residual)
+HF_DEVICE_KERNELS(hf_ffn_gelu_tanh)
+HF_DEVICE_KERNELS(hf_ffn_gelu_tanh_residual)
+HF_DEVICE_KERNELS(hf_ffn_residual)
+HF_DEVICE_KERNELS(hf_linear_dot_gelu)
+HF_DEVICE_KERNELS(hf_linear_dot_gelu_tanh)
+HF_DEVICE_KERNELS(hf_linear_dot_relu)
+#ifdef HALFORMER_HAS_TRAINING
+#include "hf_gelu.h"
+#include "hf_gelu_tanh.h"
+#include "hf_relu.h"
+#include "hf_linear_backward_data_gelu.h"
+#include "hf_linear_backward_data_gelu_tanh.h"
+#include "hf_linear_backward_data_relu.h"
+HF_DEVICE_KERNELS(hf_gelu)
+HF_DEVICE_KERNELS(hf_gelu_tanh)
+HF_DEVICE_KERNELS(hf_relu)
+HF_DEVICE_KERNELS(hf_linear_backward_data_gelu)
+HF_DEVICE_KERNELS(hf_linear_backward_data_gelu_tanh)
+HF_DEVICE_KERNELS(hf_linear_backward_data_relu)
+#endif
+
+namespace halformer {
+namespace layers {
+namespace {
+
+using Buf = halide_buffer_t *;
+
+// Kernels by activation: the fused FFN (with the residual), the first
+// one-row projection, the activation alone, and act'(z)·(dy·W).
+template <typename Fn>
+Fn by_act(Act a, Fn relu, Fn gelu, Fn gelu_tanh) {
+    return a == Act::ReLU ? relu : a == Act::GELU ? gelu : gelu_tanh;
+}
+auto ffn_kernel(Device d, Act a) { return by_act(a, HF_PICK(d, hf_ffn), HF_PICK(d, hf_ffn_gelu), HF_PICK(d, hf_ffn_gelu_tanh)); }
+auto ffn_residual_kernel(Device d, Act a) {
+    return by_act(a, HF_PICK(d, hf_ffn_residual), HF_PICK(d, hf_ffn_gelu_residual), HF_PICK(d, hf_ffn_gelu_tanh_residual));
+}
+auto linear_dot_act_kernel(Device d, Act a) {
+    return by_act(a, HF_PICK(d, hf_linear_dot_relu), HF_PICK(d, hf_linear_dot_gelu), HF_PICK(d, hf_linear_dot_gelu_tanh));
+}
+#ifdef HALFORMER_HAS_TRAINING
+auto activation_kernel(Device d, Act a) { return by_act(a, HF_PICK(d, hf_relu), HF_PICK(d, hf_gelu), HF_PICK(d, hf_gelu_tanh)); }
+auto activation_backward_kernel(Device d, Act a) {
+    return by_act(a, HF_PICK(d, hf_linear_backward_data_relu), HF_PICK(d, hf_linear_backward_data_gelu),
+                  HF_PICK(d, hf_linear_backward_data_gelu_tanh));
+}
+
+#endif
+
+// Inference through a hidden [M, F]: packed projections, or one-row ones.
+void two_projections(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res, LayerIO &io,
+                     float *out) {
+    const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
+    const bool pre = k.cfg.norm_first;
+    float *hidden = io.hidden->need((size_t)M * F);
+    float *y = pre ? out : io.y3;
+    if (k.lowp()) {
+        k.linear_lowp("ffn", in, M, D, L.w1, F, D, L.b1, &k.cfg.activation, nullptr, hidden, F);
+        k.linear_lowp("ffn", hidden, M, F, L.w2, D, F, L.b2, nullptr, pre ? res : nullptr, y, D);
+    } else {
+        View vin(in, {{D, 1}, {M, D}}), w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}}), vh(hidden, {{F, 1}, {M, F}});
+        auto first = linear_dot_act_kernel(k.device(), k.cfg.activation);
+        k.run("ffn", [&] { return first(vin.get(), w1.get(), b1.get(), vh.get()); });
+        linear(k, p, "ffn", Mat{hidden, M, F, F}, L.w2, L.b2, D, y, D, pre ? res : nullptr);
+    }
+    if (!pre) add_layer_norm(k, L.ffn_norm, y, res, out, M);
+}
+
+void fused(Kernels &k, const LayerW &L, const float *in, const float *res, LayerIO &io, float *out) {
+    const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
+    View w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}}), w2(L.w2, {{F, 1}, {D, F}}), b2(L.b2, {{D, 1}});
+    View vin(in, {{D, 1}, {M, D}});
+    if (k.cfg.norm_first) {
+        View vr(res, {{D, 1}, {M, D}}), vo(out, {{D, 1}, {M, D}});
+        auto fn = ffn_residual_kernel(k.device(), k.cfg.activation);
+        k.run("ffn", [&] { return fn(vin.get(), w1.get(), b1.get(), w2.get(), b2.get(), vr.get(), vo.get()); });
+        return;
+    }
+    View vy(io.y3, {{D, 1}, {M, D}});
+    auto fn = ffn_kernel(k.device(), k.cfg.activation);
+    k.run("ffn", [&] { return fn(vin.get(), w1.get(), b1.get(), w2.get(), b2.get(), vy.get()); });
+    add_layer_norm(k, L.ffn_norm, io.y3, res, out, M);
+}
+
+}  // namespace
+
+void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res,
+                       LayerIO &io) {
+    const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
+    if (!p.train) {
+        if (k.lowp() || M <= kDotRows) return two_projections(k, p, L, in, res, io, io.x_out);
+        return fused(k, L, in, res, io, io.x_out);
+    }
+#ifndef HALFORMER_HAS_TRAINING
+    no_training();
+#else
+    linear(k, p, "linear", Mat{in, M, D, D}, L.w1, L.b1, F, io.z1, F);
+    View vz(io.z1, {{F, 1}, {M, F}}), vh(io.h1, {{F, 1}, {M, F}});
+    auto fn = activation_kernel(k.device(), k.cfg.activation);
+    k.run("activation", [&] { return fn(vz.get(), vh.get()); });
+    linear(k, p, "linear", Mat{io.h1, M, F, F}, L.w2, L.b2, D, io.y3, D);
+    join(k, p, io.y3, res, io.x_out, L.ffn_norm, M, io.tensor + 3);
+#endif
+}
+
+#ifdef HALFORMER_HAS_TRAINING
+
+void feed_forward_backward(Kernels &k, const LayerW &L, const LayerW &G, const LayerIO &io, const float *in,
+                           const float *dy, float *dz, float *din, bool acc) {
+    const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
+    linear_backward_weight(k, dy, D, io.h1, F, const_cast<float *>(G.w2), const_cast<float *>(G.b2), M);
+    View vdy(dy, {{D, 1}, {M, D}}), vw(L.w2, {{F, 1}, {D, F}}), vz(io.z1, {{F, 1}, {M, F}}), vo(dz, {{F, 1}, {M, F}});
+    auto fn = activation_backward_kernel(k.device(), k.cfg.activation);
+    k.run("linear_backward", [&] { return fn(vdy.get(), vw.get(), vz.get(), vo.get()); });
+    linear_backward_weight(k, dz, F, in, D, const_cast<float *>(G.w1), const_cast<float *>(G.b1), M);
+    linear_backward_data(k, dz, F, L.w1, D, din, M, acc);
+}
+
+#endif  // HALFORMER_HAS_TRAINING
+
+}  // namespace layers
+}  // namespace halformer

@@ -1,0 +1,209 @@
+// Internal: the Transformer's layers as thin sequences of kernel calls, one
+// file per op kind with its forward and backward side by side (llm.c's
+// pairs), shared by inference (prefill and decode, every precision) and by
+// training:
+//
+//   embedding.cpp       tokens → D-wide rows (+ positions); backward: the table's gradient
+//   norm.cpp            LayerNorm, LN(x + residual); backward of each
+//   linear.cpp          Y = X·Wᵀ + b (decode and prefill shapes, packed precisions); backward
+//   attention.cpp       Q|K|V projections, self (causal), cross and decode attention; backward
+//   residual.cpp        a sub-layer's output joining the residual stream (dropout, post-LN); backward
+//   feed_forward.cpp    act(X·W1ᵀ + b1)·W2ᵀ + b2 joined to the stream; backward
+//   output_head.cpp     the vocabulary projection (and log-softmax); the loss and its backward
+//   transformer_layer.cpp  the layer: the sequence of the above, forward and backward, once
+//
+// Activations are time-major (row m = t·R + r for R sequences). Shapes in
+// names: M rows, D = d_model, F = d_ff, H heads of dk = D / H, T positions, R
+// sequences, S source positions. Every function here only lays out views and
+// calls kernels through Kernels::run, which checks each return code.
+#pragma once
+
+#include "../model_impl.h"
+
+namespace halformer {
+namespace layers {
+
+// Builds without the training kernels (HALFORMER_TRAINING=OFF, arm64)
+// compile the backward halves out; a training pass there is an error.
+#ifdef HALFORMER_HAS_TRAINING
+constexpr bool kHasTraining = true;
+#else
+constexpr bool kHasTraining = false;
+#endif
+[[noreturn]] inline void no_training() { throw Error("this build has no training kernels (HALFORMER_TRAINING=OFF)"); }
+
+// The session that runs the kernels (device, profile, scratch, precision).
+using Kernels = Model::Impl;
+
+// How a pass runs. Inference: fused kernels, decode shapes for few rows,
+// the model's precision. Training: every activation the backward pass reads
+// is kept, and dropout (probability `dropout`, 0 when evaluating) masks each
+// sub-layer's output and the embedding sums, keyed by (seed, step, tensor).
+struct Pass {
+    bool train = false;
+    float dropout = 0;
+    int seed = 0, step = 0;
+};
+
+// A [rows, cols] row-major matrix with a row stride.
+struct Mat {
+    const float *p;
+    int rows, cols, stride;
+};
+
+// --- embedding.cpp
+void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int start, float *x);
+void embed_backward(Kernels &k, const StackW &w, const StackW &g, const int32_t *tokens, int T, int R,
+                    const float *dx);
+
+// --- norm.cpp (D-wide rows)
+void layer_norm(Kernels &k, const NormW &n, const float *x, float *out, int M);
+// out = LN(x + res)
+void add_layer_norm(Kernels &k, const NormW &n, const float *x, const float *res, float *out, int M);
+// dx = d LN(x)/dx · dy (out), gradients of the gain and bias added to gn.
+void layer_norm_backward(Kernels &k, const NormW &n, const NormW &gn, const float *x, const float *dy, float *dx,
+                         int M);
+// dx += d LN(x)/dx · dy
+void layer_norm_backward_acc(Kernels &k, const NormW &n, const NormW &gn, const float *x, const float *dy,
+                             float *dx, int M);
+// d(x + res) of out = LN(x + res)
+void add_layer_norm_backward(Kernels &k, const NormW &n, const NormW &gn, const float *x, const float *res,
+                             const float *dy, float *dx, int M);
+
+// --- linear.cpp
+// Up to this many rows a float32 projection uses the decode shape class
+// (one-row register blocks): measured 2026-11-22 (bench/kernels_bench.cpp),
+// 1 × 512 → 2048 runs at 29 GB/s with it against 21 GB/s with the prefill
+// blocks; at 4 rows they tie; at 32 the prefill blocks are 1.8× faster.
+constexpr int kDotRows = 4;
+// How a projection picks its kernel: Auto uses the one-row (decode) kernels
+// up to kDotRows rows, Prefill never does.
+enum class Shape { Auto, Prefill };
+// y[M, N] (row stride y_stride) = act(x·Wᵀ + b) [+ residual (y's strides)]:
+// W [N, x.cols]. Inference passes run in the model's precision; training
+// passes in float32 with the prefill kernel.
+void linear(Kernels &k, const Pass &p, const char *name, const Mat &x, const float *w, const float *b, int N,
+            float *y, int y_stride, const float *residual = nullptr, Shape shape = Shape::Auto);
+// dx[M, K] = dy[M, N]·W (acc: added to dx's old values).
+void linear_backward_data(Kernels &k, const float *dy, int N, const float *w, int K, float *dx, int M, bool acc);
+// dW += dyᵀ·x, db += Σ dy.
+void linear_backward_weight(Kernels &k, const float *dy, int N, const float *x, int K, float *dw, float *db, int M);
+
+// --- where a layer's inputs, outputs and saved activations live
+struct CrossMemory {
+    const float *memory = nullptr;  // the encoder output [S·Rm, D] (training: K|V computed from it)
+    const float *kv = nullptr;      // its K|V [S·Rm, 2D] (inference: computed once per batch)
+    const int32_t *len = nullptr;   // valid source positions per source
+    int S = 0, rows = 0;            // positions and sources of memory
+    int group = 1;                  // rows of the batch per source (beam search)
+};
+struct LayerIO {
+    int T = 0, R = 0, start = 0;  // T new positions of R rows from position `start`
+    const float *x_in = nullptr;
+    // Inference points several of these at one scratch buffer; training
+    // gives each its own (the backward pass reads them).
+    float *n1 = nullptr, *n2 = nullptr, *n3 = nullptr;  // pre-LN inputs of the sub-layers
+    float *q = nullptr;                  // queries; training: the fused [M, 3D] Q|K|V
+    float *kv = nullptr;                 // self K|V: the cache (inference) or q + D (training)
+    int kv_stride = 0, cache_rows = 0;   // K|V row stride, rows of the cache
+    const int32_t *kv_len = nullptr;     // valid keys per row
+    float *att = nullptr, *qc = nullptr, *attc = nullptr, *kv_mem = nullptr;
+    float *y1 = nullptr, *y2 = nullptr, *y3 = nullptr;    // sub-layer outputs before the join
+    float *x1 = nullptr, *x2 = nullptr, *x_out = nullptr;  // the residual stream after each
+    float *z1 = nullptr, *h1 = nullptr;  // training: the FFN's pre-activation and activation
+    Scratch *hidden = nullptr;           // inference: the FFN's hidden rows where needed
+    CrossMemory cross;
+    RowMap rows;
+    int tensor = 0;  // dropout key of the layer
+    int M() const { return T * R; }
+};
+
+// --- attention.cpp
+// Q (and the new positions' K|V) of the self-attention sub-layer from `in`.
+void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io);
+void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io);
+// Q from `in`, then attention over the encoder memory's K|V.
+void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io);
+// K|V of the encoder memory for one decoder layer (rows D..3D of in_proj).
+void memory_kv(Kernels &k, const Pass &p, const AttnW &w, const float *memory, int rows, float *out);
+// Gradients of both: dq and dk|dv from d(att) (see transformer_layer.cpp).
+struct AttnGrad {
+    float *dq;
+    int dq_stride;
+    float *dkv;
+    int dkv_stride;
+};
+void self_attention_backward(Kernels &k, bool causal, const LayerIO &io, const float *datt, const AttnGrad &g);
+void cross_attention_backward(Kernels &k, const LayerIO &io, const float *datt, const AttnGrad &g);
+
+// --- residual.cpp
+// out = dropout(y) + res (pre-LN) or LN(dropout(y) + res) (post-LN); y is
+// masked in place.
+void join(Kernels &k, const Pass &p, float *y, const float *res, float *out, const NormW &n, int M, int tensor);
+// An attention sub-layer's output projection and its join: out = join(att·Woᵀ + bo, res).
+void project_join(Kernels &k, const Pass &p, const AttnW &w, const float *att, const float *res, float *y,
+                  float *out, const NormW &n, int M, int tensor);
+// out = dropout(y) [+ res] with the pass's mask (a copy when p = 0 and no res).
+void dropout(Kernels &k, const Pass &p, float *y, const float *res, float *out, int M, int N, int tensor);
+
+// --- feed_forward.cpp
+// out = join(act(in·W1ᵀ + b1)·W2ᵀ + b2, res).
+void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res,
+                       LayerIO &io);
+// From dy (the gradient of y3 after dropout): W2, b2, act'(z1), W1, b1;
+// d in → din (acc: added).
+void feed_forward_backward(Kernels &k, const LayerW &L, const LayerW &G, const LayerIO &io, const float *in,
+                           const float *dy, float *dz, float *din, bool acc);
+
+// --- output_head.cpp
+struct HeadW {
+    const float *w = nullptr, *b = nullptr;  // [rows, D], [rows]
+    int rows = 0;
+};
+// out[M, rows] = x·Wᵀ + b, or its log-softmax (x: M rows of stride row_stride).
+void project(Kernels &k, const HeadW &h, const float *x, int M, int row_stride, float *out, bool log_softmax);
+// A 0-D kernel output (a loss, a count, a sum) read on the host.
+template <typename T>
+struct ScalarOut {
+    T value{};
+    halide_buffer_t buf{};
+    ScalarOut() {
+        buf.host = (uint8_t *)&value;
+        buf.type = halide_type_of<T>();
+        buf.dimensions = 0;
+    }
+    halide_buffer_t *get() { return &buf; }
+    // On a GPU the kernel leaves the value on the device: copy it back, free it.
+    T read() {
+        if (buf.device) {
+            halide_copy_to_host(nullptr, &buf);
+            halide_device_free(nullptr, &buf);
+        }
+        return value;
+    }
+};
+struct Loss {
+    double sum = 0;     // label-smoothed cross-entropy summed over counted targets
+    int64_t count = 0;  // targets not -1
+};
+// Training's head: logits[M, rows] = x·Wᵀ + b, the loss over targets[M]
+// (-1: no loss), and d loss / d logits in place of the logits.
+Loss head_loss(Kernels &k, const HeadW &h, const float *x, int M, const int32_t *targets, float label_smoothing,
+               float *logits);
+// From d logits: dx[M, D] = dlogits·W; the head's gradients added to g.
+void head_backward(Kernels &k, const HeadW &h, const HeadW &g, const float *x, int M, const float *dlogits,
+                   float *dx);
+
+// --- transformer_layer.cpp
+void layer_forward(Kernels &k, const Pass &p, const LayerW &L, bool causal, LayerIO &io);
+// Scratch of the backward pass ([M, ·] gradients of the current layer).
+struct BackwardBuffers {
+    float *t1, *t2, *da, *dqkv, *dz, *dqc, *dkv_mem;
+};
+// dx holds d x_out on entry and d x_in on return (dx and spare may swap);
+// d memory is added to dmem.
+void layer_backward(Kernels &k, const Pass &p, const LayerW &L, const LayerW &G, const LayerIO &io, bool causal,
+                    const BackwardBuffers &b, float *dmem, float *&dx, float *&spare);
+
+}  // namespace layers
+}  // namespace halformer

@@ -1,0 +1,79 @@
+// The output head: the vocabulary projection for inference (with the
+// log-softmax for decoding), and for training the projection, the
+// label-smoothed cross-entropy (section 5.4) and their backward.
+#include "layers.h"
+
+#include "hf_linear.h"
+#include "hf_linear_dot.h"
+#include "hf_log_softmax.h"
+#include "hf_output_head.h"
+
+HF_DEVICE_KERNELS(hf_linear)
+HF_DEVICE_KERNELS(hf_linear_dot)
+HF_DEVICE_KERNELS(hf_log_softmax)
+HF_DEVICE_KERNELS(hf_output_head)
+#ifdef HALFORMER_HAS_TRAINING
+#include "hf_cross_entropy.h"
+#include "hf_linear_backward_data.h"
+#include "hf_linear_backward_weight.h"
+#include "hf_linear_backward_weight_rows.h"
+HF_DEVICE_KERNELS(hf_cross_entropy)
+HF_DEVICE_KERNELS(hf_linear_backward_data)
+HF_DEVICE_KERNELS(hf_linear_backward_weight)
+HF_DEVICE_KERNELS(hf_linear_backward_weight_rows)
+#endif
+
+namespace halformer {
+namespace layers {
+
+void project(Kernels &k, const HeadW &h, const float *x, int M, int row_stride, float *out, bool log_softmax) {
+    const int D = k.cfg.d_model, V = h.rows;
+    View vx(x, {{D, 1}, {M, row_stride}}), vw(h.w, {{D, 1}, {V, D}}), vb(h.b, {{V, 1}}), vy(out, {{V, 1}, {M, V}});
+    if (!log_softmax) {
+        return linear(k, Pass{}, "output_projection", Mat{x, M, D, row_stride}, h.w, h.b, V, out, V);
+    }
+    if (k.lowp() || M <= kDotRows) {
+        // The projection (packed, or the one-pass dot for the decode shape:
+        // the fused head's panels would transpose all of W on every call),
+        // then the log-softmax.
+        float *raw = k.head_tmp.need((size_t)M * V);
+        View vr(raw, {{V, 1}, {M, V}});
+        linear(k, Pass{}, "output_head", Mat{x, M, D, row_stride}, h.w, h.b, V, raw, V);
+        k.run("output_head", [&] { return HF_PICK(k.device(), hf_log_softmax)(vr.get(), vy.get()); });
+        return;
+    }
+    k.run("output_head", [&] { return HF_PICK(k.device(), hf_output_head)(vx.get(), vw.get(), vb.get(), vy.get()); });
+}
+
+#ifdef HALFORMER_HAS_TRAINING
+
+Loss head_loss(Kernels &k, const HeadW &h, const float *x, int M, const int32_t *targets, float label_smoothing,
+               float *logits) {
+    const int D = k.cfg.d_model, V = h.rows;
+    Pass train;
+    train.train = true;
+    linear(k, train, "linear", Mat{x, M, D, D}, h.w, h.b, V, logits, V);
+    ScalarOut<float> loss;
+    ScalarOut<int32_t> count;
+    View vl(logits, {{V, 1}, {M, V}}), vt(targets, {{M, 1}}, true);
+    k.run("cross_entropy", [&] {
+        return HF_PICK(k.device(), hf_cross_entropy)(vl.get(), vt.get(), label_smoothing, -1, 1.0f, vl.get(),
+                                                      loss.get(), count.get());
+    });
+    return {(double)loss.read(), (int64_t)count.read()};
+}
+
+void head_backward(Kernels &k, const HeadW &h, const HeadW &g, const float *x, int M, const float *dlogits,
+                   float *dx) {
+    const int D = k.cfg.d_model, V = h.rows;
+    linear_backward_data(k, dlogits, V, h.w, D, dx, M, false);
+    View vdl(dlogits, {{V, 1}, {M, V}}), vx(x, {{D, 1}, {M, D}}), vgw(g.w, {{D, 1}, {V, D}}), vgb(g.b, {{V, 1}});
+    // The vocabulary is wide: vectorized along it (see generators/CMakeLists.txt).
+    auto fn = V >= 2 * D ? HF_PICK(k.device(), hf_linear_backward_weight_rows) : HF_PICK(k.device(), hf_linear_backward_weight);
+    k.run("linear_backward", [&] { return fn(vdl.get(), vx.get(), vgw.get(), vgb.get(), vgw.get(), vgb.get()); });
+}
+
+#endif  // HALFORMER_HAS_TRAINING
+
+}  // namespace layers
+}  // namespace halformer
