@@ -22,6 +22,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/layers/residual.cpp
   src/layers/transformer_layer.cpp
   src/metrics.cpp
+  src/params.cpp
   src/safetensors.cpp
   src/session.cpp
   src/text.cpp

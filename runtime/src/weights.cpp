@@ -1,8 +1,9 @@
 // Model files and weights: config.json + model.safetensors (PyTorch
-// state_dict names), or deterministic random weights; every tensor the config
-// implies is resolved to a kernel-ready float32 pointer and its shape checked.
+// state_dict names), or deterministic random weights; every tensor of the
+// parameter table (params.h) is resolved to a kernel-ready float32 pointer
+// and its shape checked.
 #include "model_impl.h"
-#include "splitmix.h"
+#include "params.h"
 
 #include <cmath>
 #include <cstring>
@@ -31,162 +32,110 @@ private:
     SafeTensors file_;
 };
 
-// Deterministic random weights for a config: Xavier-uniform matrices, unit
-// LayerNorm gains, zero biases, embeddings of scale d_model^-1/2; the output
-// projection is tied and no final norms are present (the paper's model).
-class RandomSource : public TensorSource {
+// A new model's weights (the parameter table's fresh tensors, seeded):
+// the same values Trainer::create starts from.
+class FreshSource : public TensorSource {
 public:
-    RandomSource(const Config &cfg, uint64_t seed) : cfg_(cfg), seed_(seed) {}
-    bool has(const std::string &name) const override {
-        return name.rfind("generator.", 0) != 0 && name.find(".norm.") == std::string::npos &&
-               name.rfind("encoder.norm", 0) != 0 && name.rfind("decoder.norm", 0) != 0;
+    FreshSource(const Config &cfg, uint64_t seed) {
+        for (const ParamSpec &spec : param_specs(cfg)) {
+            if (!spec.fresh) continue;
+            specs_[spec.name] = spec;
+            names_.push_back(spec.name);
+            if (!spec.tied_to.empty()) continue;
+            auto &v = store_[spec.name];
+            v.resize((size_t)numel(spec.shape));
+            init_param(spec, cfg, seed, v.data());
+        }
     }
-    std::vector<int64_t> shape(const std::string &) const override { return {}; }
-    void expect(const std::string &name, const std::vector<int64_t> &shape) { shapes_[name] = shape; }
+    bool has(const std::string &name) const override { return specs_.count(name) != 0; }
+    std::vector<int64_t> shape(const std::string &name) const override { return specs_.at(name).shape; }
     const float *data(const std::string &name) override {
-        // One shared embedding matrix when the vocabularies match (section 3.4).
-        if (name == "src_embed.weight" && cfg_.src_vocab_size == cfg_.tgt_vocab_size &&
-            cfg_.architecture == Architecture::EncoderDecoder) {
-            shapes_["tgt_embed.weight"] = shapes_.at(name);
-            return data("tgt_embed.weight");
-        }
-        const std::vector<int64_t> &shape = shapes_.at(name);
-        if (store_.count(name)) return store_[name].data();
-        size_t n = 1;
-        for (auto d : shape) n *= (size_t)d;
-        auto &v = store_[name];
-        v.resize(n);
-        auto ends = [&](const char *s) {
-            size_t l = std::strlen(s);
-            return name.size() >= l && name.compare(name.size() - l, l, s) == 0;
-        };
-        float fill = 0, range = 0;
-        if (name.find("norm") != std::string::npos && ends(".weight")) {
-            fill = 1;
-        } else if (ends("bias")) {
-            fill = 0;
-        } else if (name.find("embed") != std::string::npos || name.find("_pos.") != std::string::npos) {
-            range = std::sqrt(3.0f / (float)cfg_.d_model);
-        } else {
-            range = std::sqrt(6.0f / float(shape[0] + shape[1]));
-        }
-        SplitMix rng{seed_ ^ std::hash<std::string>{}(name)};
-        for (size_t k = 0; k < n; k++) {
-            v[k] = range == 0 ? fill : range * (float(rng.next() >> 40) * (2.0f / 16777216.0f) - 1.0f);
-        }
-        return v.data();
+        const ParamSpec &s = specs_.at(name);
+        return store_.at(s.tied_to.empty() ? name : s.tied_to).data();
     }
-    std::vector<std::string> names() const override { return {}; }
+    std::vector<std::string> names() const override { return names_; }
     std::string where() const override { return "random weights"; }
 
 private:
-    Config cfg_;
-    uint64_t seed_;
-    std::map<std::string, std::vector<int64_t>> shapes_;
+    std::map<std::string, ParamSpec> specs_;
+    std::vector<std::string> names_;
     std::map<std::string, std::vector<float>> store_;
 };
 
 }  // namespace
 
+namespace {
+
+// Whether a file must hold an optional tensor: its pair is there (a final
+// norm's gain and bias come together).
+bool pair_present(const std::vector<ParamSpec> &specs, const ParamSpec &spec, const TensorSource &src,
+                  const std::map<std::string, const float *> &bound) {
+    if (!spec.needs.empty() && bound.count(spec.needs)) return true;
+    for (const ParamSpec &o : specs) {
+        if (o.needs == spec.name && src.has(o.name)) return true;
+    }
+    return false;
+}
+
+// An encoder's head: any rows of d_model.
+std::vector<int64_t> head_shape(const TensorSource &src, const std::string &name, int64_t D) {
+    auto shape = src.shape(name);
+    if (shape.size() != 2 || shape[1] != D || shape[0] < 1) {
+        throw Error(src.where() + ": tensor '" + name + "' has shape " + shape_string(shape) + ", expected [rows, " +
+                    std::to_string(D) + "]");
+    }
+    return shape;
+}
+
+}  // namespace
+
 void Model::Impl::bind() {
-    const int64_t D = cfg.d_model, F = cfg.d_ff;
-    std::set<std::string> used;
+    const int64_t D = cfg.d_model;
+    enc = StackW{};
+    dec = StackW{};
+    if (cfg.has_encoder()) enc.layers.resize((size_t)cfg.num_encoder_layers);
+    if (cfg.has_decoder()) dec.layers.resize((size_t)cfg.num_decoder_layers);
+    enc.vocab = cfg.src_vocab_size;
+    dec.vocab = cfg.tgt_vocab_size;
+    gen_rows = cfg.has_decoder() ? cfg.tgt_vocab_size : 0;
+    std::map<std::string, const float *> bound;
     std::set<const float *> counted;
-    auto *random = dynamic_cast<RandomSource *>(source.get());
-    auto get = [&](const std::string &name, std::vector<int64_t> shape, bool required) -> const float * {
-        if (!source->has(name)) {
-            if (!required) return nullptr;
-            throw Error(source->where() + ": missing tensor '" + name + "' (expected shape " +
+    const std::vector<ParamSpec> specs = param_specs(cfg);
+    for (const ParamSpec &spec : specs) {
+        const float *&slot = slot_of(enc, dec, gen_w, gen_b, spec.slot);
+        std::vector<int64_t> shape = spec.shape;
+        if (spec.slot.field == Field::HeadB) shape = {gen_rows};
+        if (spec.slot.field == Field::HeadB && !gen_w) continue;  // no head: a bias alone is extra
+        if (!source->has(spec.name)) {
+            if (spec.slot.part == Slot::Head && !spec.tied_to.empty()) {
+                slot = bound.at(spec.tied_to);  // the output projection tied to the embedding
+                tied = true;
+                continue;
+            }
+            if (!spec.required && !pair_present(specs, spec, *source, bound)) continue;
+            throw Error(source->where() + ": missing tensor '" + spec.name + "' (expected shape " +
                         shape_string(shape) + ")");
         }
-        if (random) {
-            random->expect(name, shape);
-        } else {
-            auto actual = source->shape(name);
-            if (shape.empty()) shape = actual;  // free shape (an encoder head's rows)
-            if (actual != shape) {
-                throw Error(source->where() + ": tensor '" + name + "' has shape " +
-                            shape_string(actual) + ", expected " + shape_string(shape));
-            }
+        if (spec.slot.field == Field::HeadW && shape[0] == 0) {
+            shape = head_shape(*source, spec.name, D);
+            gen_rows = (int)shape[0];
         }
-        used.insert(name);
-        const float *data = source->data(name);
-        int64_t n = 1;
-        for (auto d : shape) n *= d;
-        if (counted.insert(data).second) params += n;  // shared storage counts once
-        return data;
-    };
-    auto attn = [&](const std::string &p) {
-        AttnW a;
-        a.in_w = get(p + "in_proj_weight", {3 * D, D}, true);
-        a.in_b = get(p + "in_proj_bias", {3 * D}, true);
-        a.out_w = get(p + "out_proj.weight", {D, D}, true);
-        a.out_b = get(p + "out_proj.bias", {D}, true);
-        return a;
-    };
-    auto norm = [&](const std::string &p, bool required) {
-        NormW n;
-        n.g = get(p + "weight", {D}, required || source->has(p + "bias"));
-        if (n.g) n.b = get(p + "bias", {D}, true);
-        return n;
-    };
-    auto stack = [&](const std::string &side, int layers, bool cross, const std::string &embed,
-                     const std::string &pos, int vocab) {
-        StackW s;
-        s.vocab = vocab;
-        for (int i = 0; i < layers; i++) {
-            std::string p = side + ".layers." + std::to_string(i) + ".";
-            LayerW L;
-            L.self = attn(p + "self_attn.");
-            L.self_norm = norm(p + "norm1.", true);
-            if (cross) {
-                L.cross = attn(p + "multihead_attn.");
-                L.cross_norm = norm(p + "norm2.", true);
-            }
-            L.w1 = get(p + "linear1.weight", {F, D}, true);
-            L.b1 = get(p + "linear1.bias", {F}, true);
-            L.w2 = get(p + "linear2.weight", {D, F}, true);
-            L.b2 = get(p + "linear2.bias", {D}, true);
-            L.ffn_norm = norm(p + (cross ? "norm3." : "norm2."), true);
-            s.layers.push_back(L);
+        const auto actual = source->shape(spec.name);
+        if (actual != shape) {
+            throw Error(source->where() + ": tensor '" + spec.name + "' has shape " + shape_string(actual) +
+                        ", expected " + shape_string(shape));
         }
-        s.final_norm = norm(side + ".norm.", false);
-        s.embed = get(embed + ".weight", {vocab, D}, true);
-        if (cfg.positional_encoding == Positional::Learned) {
-            s.pos = get(pos + ".weight", {cfg.max_positions, D}, true);
-        }
-        return s;
-    };
-    if (cfg.has_encoder()) {
-        enc = stack("encoder", cfg.num_encoder_layers, false, "src_embed", "src_pos", cfg.src_vocab_size);
+        slot = bound[spec.name] = source->data(spec.name);
+        if (counted.insert(slot).second) params += numel(shape);  // shared storage counts once
     }
-    if (cfg.has_decoder()) {
-        dec = stack("decoder", cfg.num_decoder_layers, cfg.architecture == Architecture::EncoderDecoder,
-                    "tgt_embed", "tgt_pos", cfg.tgt_vocab_size);
-        gen_rows = cfg.tgt_vocab_size;
-        gen_w = get("generator.weight", {gen_rows, D}, false);
-        if (!gen_w) {
-            gen_w = dec.embed;
-            tied = true;
-        }
-    } else if (source->has("generator.weight")) {
-        auto shape = source->shape("generator.weight");
-        if (shape.size() != 2 || shape[1] != D || shape[0] < 1) {
-            throw Error(source->where() + ": tensor 'generator.weight' has shape " + shape_string(shape) +
-                        ", expected [rows, " + std::to_string(D) + "]");
-        }
-        gen_rows = (int)shape[0];
-        gen_w = get("generator.weight", shape, true);
-    }
-    if (gen_w) gen_b = get("generator.bias", {gen_rows}, false);
-    if (!gen_b && gen_rows > 0) {
+    if (gen_w && !gen_b) {
         float *z = zero_bias.need((size_t)gen_rows);
         std::fill(z, z + gen_rows, 0.0f);
         gen_b = z;
     }
     std::vector<std::string> extra;
     for (auto &n : source->names()) {
-        if (!used.count(n)) extra.push_back(n);
+        if (!bound.count(n)) extra.push_back(n);
     }
     if (!extra.empty()) {
         std::string list;
@@ -235,7 +184,7 @@ Model Model::random(const Config &config, uint64_t seed, Device device) {
     config.validate();
     auto impl = std::make_unique<Impl>();
     impl->cfg = config;
-    impl->source = std::make_unique<RandomSource>(config, seed);
+    impl->source = std::make_unique<FreshSource>(config, seed);
     impl->bind();
     set_model_device(*impl, device);
     return Model(std::move(impl));

@@ -3,7 +3,7 @@
 // pass, the optimizer step, checkpoints and checkpoint averaging.
 #include "trainer_impl.h"
 
-#include "../splitmix.h"
+#include "../params.h"
 #include "halformer/json.h"
 #include "halformer/safetensors.h"
 
@@ -43,77 +43,13 @@ private:
     const float *base_;
 };
 
-// The tensors a fresh model of `c` has (names and shapes as
-// Model::Impl::bind() expects them); `alias` maps a tied name to its target.
-std::vector<ParamEntry> fresh_specs(const Config &c, const TrainOptions &o, std::map<std::string, std::string> &alias) {
-    const int64_t D = c.d_model, F = c.d_ff;
-    std::vector<ParamEntry> out;
-    auto add = [&](const std::string &n, std::vector<int64_t> shape) { out.push_back({n, std::move(shape), 0}); };
-    auto attn = [&](const std::string &p) {
-        add(p + "in_proj_weight", {3 * D, D});
-        add(p + "in_proj_bias", {3 * D});
-        add(p + "out_proj.weight", {D, D});
-        add(p + "out_proj.bias", {D});
-    };
-    auto norm = [&](const std::string &p) {
-        add(p + "weight", {D});
-        add(p + "bias", {D});
-    };
-    auto stack = [&](const std::string &side, int layers, bool cross) {
-        for (int i = 0; i < layers; i++) {
-            std::string p = side + ".layers." + std::to_string(i) + ".";
-            attn(p + "self_attn.");
-            if (cross) attn(p + "multihead_attn.");
-            add(p + "linear1.weight", {F, D});
-            add(p + "linear1.bias", {F});
-            add(p + "linear2.weight", {D, F});
-            add(p + "linear2.bias", {D});
-            norm(p + "norm1.");
-            norm(p + "norm2.");
-            if (cross) norm(p + "norm3.");
-        }
-        if (c.norm_first) norm(side + ".norm.");
-    };
-    const bool learned = c.positional_encoding == Positional::Learned;
-    if (c.has_encoder()) {
-        add("src_embed.weight", {c.src_vocab_size, D});
-        if (learned) add("src_pos.weight", {c.max_positions, D});
-        stack("encoder", c.num_encoder_layers, false);
-    }
-    if (c.has_decoder()) {
-        if (c.architecture == Architecture::EncoderDecoder && c.src_vocab_size == c.tgt_vocab_size) {
-            alias["tgt_embed.weight"] = "src_embed.weight";  // one shared vocabulary (section 3.4)
-        }
-        add("tgt_embed.weight", {c.tgt_vocab_size, D});
-        if (learned) add("tgt_pos.weight", {c.max_positions, D});
-        stack("decoder", c.num_decoder_layers, c.architecture == Architecture::EncoderDecoder);
-    } else if (o.head_rows > 0) {
-        add("generator.weight", {o.head_rows, D});
-        add("generator.bias", {o.head_rows});
+// The tensors a new model has: the parameter table's fresh ones.
+std::vector<ParamSpec> fresh_specs(const Config &c, const TrainOptions &o) {
+    std::vector<ParamSpec> out;
+    for (ParamSpec &spec : param_specs(c, o.head_rows)) {
+        if (spec.fresh) out.push_back(std::move(spec));
     }
     return out;
-}
-
-// Fresh values for one tensor (deterministic per name and seed).
-void init_tensor(const ParamEntry &e, const Config &c, uint64_t seed, float *p) {
-    const size_t n = e.numel();
-    auto ends = [&](const char *s) {
-        size_t l = std::strlen(s);
-        return e.name.size() >= l && e.name.compare(e.name.size() - l, l, s) == 0;
-    };
-    float fill = 0, range = 0;
-    if (e.shape.size() == 1) {
-        fill = (e.name.find("norm") != std::string::npos && ends(".weight")) ? 1.0f : 0.0f;
-    } else if (e.name.find("embed") != std::string::npos || e.name.find("_pos.") != std::string::npos) {
-        // Variance 1/D: with the √D scale the embedded tokens have unit variance.
-        range = std::sqrt(3.0f / (float)c.d_model);
-    } else {
-        range = std::sqrt(6.0f / float(e.shape[0] + e.shape[1]));  // Xavier-uniform
-    }
-    SplitMix rng{seed ^ (std::hash<std::string>{}(e.name) * 0x9E3779B97F4A7C15ull)};
-    for (size_t k = 0; k < n; k++) {
-        p[k] = range == 0 ? fill : range * (float(rng.next() >> 40) * (2.0f / 16777216.0f) - 1.0f);
-    }
 }
 
 bool file_exists(const std::string &p) {
@@ -320,11 +256,16 @@ Trainer Trainer::create(const Config &config, const TrainOptions &opt, Device de
     auto t = std::make_unique<Impl>();
     t->opt = opt;
     t->prepare(config, device);
-    std::map<std::string, std::string> alias;
-    auto specs = fresh_specs(config, opt, alias);
+    const std::vector<ParamSpec> fresh = fresh_specs(config, opt);
+    std::map<std::string, std::string> alias;  // a tied name → its target
+    std::vector<ParamEntry> specs;
+    for (const ParamSpec &spec : fresh) {
+        if (!spec.tied_to.empty()) alias[spec.name] = spec.tied_to;
+        specs.push_back({spec.name, spec.shape, 0});
+    }
     layout(*t, specs, alias);
-    for (auto &e : specs) {
-        if (!alias.count(e.name)) init_tensor(e, config, opt.seed, t->params.get() + e.offset);
+    for (size_t i = 0; i < fresh.size(); i++) {
+        if (!alias.count(fresh[i].name)) init_param(fresh[i], config, opt.seed, t->params.get() + specs[i].offset);
     }
     t->build(specs);
     return Trainer(std::move(t));

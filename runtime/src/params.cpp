@@ -1,0 +1,160 @@
+#include "params.h"
+
+#include "model_impl.h"
+#include "splitmix.h"
+
+#include <cmath>
+#include <functional>
+
+namespace halformer {
+namespace {
+
+struct Table {
+    std::vector<ParamSpec> &out;
+    Slot::Part part = Slot::Head;
+    int layer = -1;
+    void add(std::string name, std::vector<int64_t> shape, Init init, Field f) {
+        ParamSpec s;
+        s.name = std::move(name);
+        s.shape = std::move(shape);
+        s.init = init;
+        s.slot = {part, layer, f};
+        out.push_back(std::move(s));
+    }
+    void attention(const std::string &p, int64_t D, bool cross) {
+        add(p + "in_proj_weight", {3 * D, D}, Init::Xavier, cross ? Field::CrossInW : Field::SelfInW);
+        add(p + "in_proj_bias", {3 * D}, Init::Zeros, cross ? Field::CrossInB : Field::SelfInB);
+        add(p + "out_proj.weight", {D, D}, Init::Xavier, cross ? Field::CrossOutW : Field::SelfOutW);
+        add(p + "out_proj.bias", {D}, Init::Zeros, cross ? Field::CrossOutB : Field::SelfOutB);
+    }
+    void norm(const std::string &p, int64_t D, Field g, Field b) {
+        add(p + "weight", {D}, Init::Ones, g);
+        add(p + "bias", {D}, Init::Zeros, b);
+    }
+};
+
+void stack(Table &t, const Config &c, const std::string &side, int layers, bool cross) {
+    const int64_t D = c.d_model, F = c.d_ff;
+    for (int i = 0; i < layers; i++) {
+        const std::string p = side + ".layers." + std::to_string(i) + ".";
+        t.layer = i;
+        t.attention(p + "self_attn.", D, false);
+        if (cross) t.attention(p + "multihead_attn.", D, true);
+        t.add(p + "linear1.weight", {F, D}, Init::Xavier, Field::W1);
+        t.add(p + "linear1.bias", {F}, Init::Zeros, Field::B1);
+        t.add(p + "linear2.weight", {D, F}, Init::Xavier, Field::W2);
+        t.add(p + "linear2.bias", {D}, Init::Zeros, Field::B2);
+        t.norm(p + "norm1.", D, Field::SelfNormG, Field::SelfNormB);
+        if (cross) t.norm(p + "norm2.", D, Field::CrossNormG, Field::CrossNormB);
+        t.norm(p + (cross ? "norm3." : "norm2."), D, Field::FfnNormG, Field::FfnNormB);
+    }
+    // The final norm: optional in a file, present in a new pre-LN model.
+    t.layer = -1;
+    t.norm(side + ".norm.", D, Field::FinalNormG, Field::FinalNormB);
+    for (size_t k : {t.out.size() - 2, t.out.size() - 1}) {
+        t.out[k].required = false;
+        t.out[k].fresh = c.norm_first;
+    }
+    t.out.back().needs = t.out[t.out.size() - 2].name;
+}
+
+void embeddings(Table &t, const Config &c, const std::string &prefix, int vocab) {
+    t.layer = -1;
+    t.add(prefix + "_embed.weight", {vocab, c.d_model}, Init::Embedding, Field::Embed);
+    if (c.positional_encoding == Positional::Learned) {
+        t.add(prefix + "_pos.weight", {c.max_positions, c.d_model}, Init::Embedding, Field::Pos);
+    }
+}
+
+}  // namespace
+
+std::vector<ParamSpec> param_specs(const Config &c, int head_rows) {
+    std::vector<ParamSpec> out;
+    Table t{out};
+    if (c.has_encoder()) {
+        t.part = Slot::Encoder;
+        embeddings(t, c, "src", c.src_vocab_size);
+        stack(t, c, "encoder", c.num_encoder_layers, false);
+    }
+    if (c.has_decoder()) {
+        t.part = Slot::Decoder;
+        embeddings(t, c, "tgt", c.tgt_vocab_size);
+        if (c.architecture == Architecture::EncoderDecoder && c.src_vocab_size == c.tgt_vocab_size) {
+            // Fresh models share one embedding matrix (section 3.4).
+            for (auto &s : out) {
+                if (s.name == "tgt_embed.weight") s.tied_to = "src_embed.weight";
+            }
+        }
+        stack(t, c, "decoder", c.num_decoder_layers, c.architecture == Architecture::EncoderDecoder);
+    }
+    // The output head: tied to the target embedding unless the file has one
+    // (decoders); a classification head of head_rows rows (encoders).
+    t.part = Slot::Head;
+    const int64_t rows = c.has_decoder() ? c.tgt_vocab_size : head_rows;
+    t.add("generator.weight", {rows, c.d_model}, Init::Xavier, Field::HeadW);
+    t.add("generator.bias", {rows}, Init::Zeros, Field::HeadB);
+    for (size_t k : {out.size() - 2, out.size() - 1}) {
+        out[k].required = false;
+        out[k].fresh = !c.has_decoder() && head_rows > 0;
+    }
+    if (c.has_decoder()) out[out.size() - 2].tied_to = "tgt_embed.weight";
+    return out;
+}
+
+int64_t numel(const std::vector<int64_t> &shape) {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+}
+
+void init_param(const ParamSpec &spec, const Config &c, uint64_t seed, float *out) {
+    const size_t n = (size_t)numel(spec.shape);
+    float fill = 0, range = 0;
+    switch (spec.init) {
+    case Init::Ones: fill = 1; break;
+    case Init::Zeros: fill = 0; break;
+    // Variance 1/D: with the √D scale the embedded tokens have unit variance.
+    case Init::Embedding: range = std::sqrt(3.0f / (float)c.d_model); break;
+    case Init::Xavier: range = std::sqrt(6.0f / float(spec.shape[0] + spec.shape[1])); break;
+    }
+    SplitMix rng{seed ^ (std::hash<std::string>{}(spec.name) * 0x9E3779B97F4A7C15ull)};
+    for (size_t k = 0; k < n; k++) {
+        out[k] = range == 0 ? fill : range * (float(rng.next() >> 40) * (2.0f / 16777216.0f) - 1.0f);
+    }
+}
+
+const float *&slot_of(StackW &enc, StackW &dec, const float *&head_w, const float *&head_b, const Slot &s) {
+    if (s.part == Slot::Head) return s.field == Field::HeadW ? head_w : head_b;
+    StackW &st = s.part == Slot::Encoder ? enc : dec;
+    switch (s.field) {
+    case Field::Embed: return st.embed;
+    case Field::Pos: return st.pos;
+    case Field::FinalNormG: return st.final_norm.g;
+    case Field::FinalNormB: return st.final_norm.b;
+    default: break;
+    }
+    LayerW &L = st.layers.at((size_t)s.layer);
+    switch (s.field) {
+    case Field::SelfInW: return L.self.in_w;
+    case Field::SelfInB: return L.self.in_b;
+    case Field::SelfOutW: return L.self.out_w;
+    case Field::SelfOutB: return L.self.out_b;
+    case Field::CrossInW: return L.cross.in_w;
+    case Field::CrossInB: return L.cross.in_b;
+    case Field::CrossOutW: return L.cross.out_w;
+    case Field::CrossOutB: return L.cross.out_b;
+    case Field::W1: return L.w1;
+    case Field::B1: return L.b1;
+    case Field::W2: return L.w2;
+    case Field::B2: return L.b2;
+    case Field::SelfNormG: return L.self_norm.g;
+    case Field::SelfNormB: return L.self_norm.b;
+    case Field::CrossNormG: return L.cross_norm.g;
+    case Field::CrossNormB: return L.cross_norm.b;
+    case Field::FfnNormG: return L.ffn_norm.g;
+    case Field::FfnNormB: return L.ffn_norm.b;
+    default: throw Error("internal: parameter slot out of range");
+    }
+}
+
+}  // namespace halformer
