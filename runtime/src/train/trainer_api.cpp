@@ -137,53 +137,23 @@ void Trainer::Impl::build(const std::vector<ParamEntry> &entries) {
     bind_gradients();
 }
 
+// The gradients laid out as the weights: every tensor of the parameter
+// table points at the same offset of the gradient buffer.
 void Trainer::Impl::bind_gradients() {
     Model::Impl &k = mi();
     float *d = discard.need(std::max<size_t>(k.gen_rows, 1));
     GradMap map{params.get(), P, grads.get(), d};
-    auto norm = [&](const NormW &n) {
-        NormW g;
-        if (n) {
-            g.g = map(n.g);
-            g.b = map(n.b);
-        }
-        return g;
-    };
-    auto attn = [&](const AttnW &a) {
-        AttnW g;
-        if (a.in_w) {
-            g.in_w = map(a.in_w);
-            g.in_b = map(a.in_b);
-            g.out_w = map(a.out_w);
-            g.out_b = map(a.out_b);
-        }
-        return g;
-    };
-    auto stack = [&](const StackW &s) {
-        StackW g;
-        g.vocab = s.vocab;
-        for (auto &L : s.layers) {
-            LayerW gl;
-            gl.self = attn(L.self);
-            gl.cross = attn(L.cross);
-            gl.w1 = map(L.w1);
-            gl.b1 = map(L.b1);
-            gl.w2 = map(L.w2);
-            gl.b2 = map(L.b2);
-            gl.self_norm = norm(L.self_norm);
-            gl.cross_norm = norm(L.cross_norm);
-            gl.ffn_norm = norm(L.ffn_norm);
-            g.layers.push_back(gl);
-        }
-        g.final_norm = norm(s.final_norm);
-        g.embed = s.embed ? map(s.embed) : nullptr;
-        g.pos = s.pos ? map(s.pos) : nullptr;
-        return g;
-    };
-    genc = stack(k.enc);
-    gdec = stack(k.dec);
-    ggen_w = k.gen_w ? map(k.gen_w) : nullptr;
-    ggen_b = k.gen_b ? map(k.gen_b) : nullptr;
+    genc = StackW{};
+    gdec = StackW{};
+    genc.layers.resize(k.enc.layers.size());
+    gdec.layers.resize(k.dec.layers.size());
+    genc.vocab = k.enc.vocab;
+    gdec.vocab = k.dec.vocab;
+    ggen_w = ggen_b = nullptr;
+    for (const ParamSpec &spec : param_specs(cfg)) {
+        const float *w = slot_of(k.enc, k.dec, k.gen_w, k.gen_b, spec.slot);
+        if (w) slot_of(genc, gdec, ggen_w, ggen_b, spec.slot) = map(w);
+    }
 }
 
 namespace {

@@ -108,7 +108,7 @@ struct Trainer::Impl {
     Scratch grads_spare;  // the next micro-batch's gradients while `grads` holds a sum
     bool grads_dirty = false;
     StackW genc, gdec;             // the gradients, laid out as the weights
-    float *ggen_w = nullptr, *ggen_b = nullptr;
+    const float *ggen_w = nullptr, *ggen_b = nullptr;  // written by the kernels through views
     int64_t steps = 0;        // optimizer steps taken
     int64_t micro_steps = 0;  // forward_backward calls (the dropout key)
     double last_norm = 0;
