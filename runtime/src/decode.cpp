@@ -19,7 +19,7 @@
 // then finished as they are). The n_best highest normalised scores are
 // returned.
 #include "layers/layers.h"
-#include "model_impl.h"
+#include "session.h"
 #include "splitmix.h"
 
 #include "hf_argmax.h"
@@ -91,14 +91,14 @@ struct Candidate {
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Sequence> &prefix,
+std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence> &prefix,
                                                          const float *memory, int S,
                                                          const std::vector<int32_t> &src_lens,
                                                          const GenerateOptions &opt, int max_new) {
     const int D = cfg.d_model, B = (int)prefix.size(), K = opt.beam, R = B * K;
-    const int P = (int)prefix[0].size(), V = gen_rows, eos = cfg.eos_id;
+    const int P = (int)prefix[0].size(), V = w->gen_rows, eos = cfg.eos_id;
     const int cap = P + max_new - 1;
-    const size_t layers = dec.layers.size();
+    const size_t layers = w->dec.layers.size();
     const bool beam = !opt.sample && K > 1;
     const bool kernel_top_k = opt.sample && opt.top_k > 0 && opt.top_k <= kTopK;
 
@@ -110,7 +110,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
     attach(cross_kv);
     if (memory) {
         for (size_t l = 0; l < layers; l++) {
-            layers::memory_kv(*this, layers::Pass{}, dec.layers[l].cross, memory, S * B,
+            layers::memory_kv(*this, layers::Pass{}, w->dec.layers[l].cross, memory, S * B,
                               cross_kv[l].need((size_t)S * B * 2 * D));
         }
     }
@@ -164,15 +164,15 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
             rows.cross_sources = B;
         }
         for (size_t l = 0; l < layers; l++) {
-            layer(dec.layers[l], true, x, xa, T, Ra, start, self_kv[l].get(), kv_len.data(),
+            layer(w->dec.layers[l], true, x, xa, T, Ra, start, self_kv[l].get(), kv_len.data(),
                   memory ? cross_kv[l].get() : nullptr, memory ? cross_len.data() : nullptr, S,
                   memory && T == 1 ? K : 1, rows);
         }
     };
-    layers::embed(*this, dec, tokens.data(), P, R, 0, x);
+    layers::embed(*this, w->dec, tokens.data(), P, R, 0, x);
     run_layers(P, 0);
     float *last = x + (size_t)(P - 1) * R * D;
-    final_norm(dec.final_norm, last, R);
+    final_norm(w->dec.final_norm, last, R);
 
     float *out = logits.need((size_t)R * V);
     float *topv = this->topv.need((size_t)R * kTopK);
@@ -361,10 +361,10 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
         kv_len.assign(Ra, len + 1);
         x = x0.get();
         xa = x1.get();
-        layers::embed(*this, dec, tokens_now.data(), 1, Ra, len, x);
+        layers::embed(*this, w->dec, tokens_now.data(), 1, Ra, len, x);
         run_layers(1, len);
         last = x;
-        final_norm(dec.final_norm, last, Ra);
+        final_norm(w->dec.final_norm, last, Ra);
     }
 
     for (int b = 0; b < B; b++) {
@@ -376,7 +376,7 @@ std::vector<std::vector<Hypothesis>> Model::Impl::decode(const std::vector<Seque
 std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence> &src,
                                                      const GenerateOptions &opt) {
     Lease lease(*pool_, true);
-    Impl &m = *lease;
+    Session &m = *lease;
     const Config &c = m.cfg;
     if (c.architecture == Architecture::Encoder) throw Error("generate: an encoder-only model does not generate");
     if (opt.beam < 1 || opt.beam > kTopK - 1) {

@@ -3,7 +3,7 @@
 // (row m = t·R + r for R sequences), so the K|V of new positions of every
 // sequence are one dense block of the cache and a linear kernel writes them
 // in place. Every step is one kernel call; this file only lays out views.
-#include "model_impl.h"
+#include "session.h"
 
 #include "layers/layers.h"
 
@@ -12,14 +12,14 @@
 
 namespace halformer {
 
-void Model::Impl::set_device(Device d) {
+void Session::set_device(Device d) {
     if (d == dev->device()) return;
     release_buffers();  // from the old device's memory
     dev = std::make_unique<DeviceContext>(d);
     wire();
 }
 
-void Model::Impl::check_tokens(const std::vector<Sequence> &seqs, int vocab, const char *what,
+void Session::check_tokens(const std::vector<Sequence> &seqs, int vocab, const char *what,
                                int extra_positions) const {
     if (seqs.empty()) throw Error(std::string(what) + ": empty batch");
     for (size_t b = 0; b < seqs.size(); b++) {
@@ -40,7 +40,7 @@ void Model::Impl::check_tokens(const std::vector<Sequence> &seqs, int vocab, con
     }
 }
 
-void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
+void Session::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                         float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len, int S,
                         int cross_group, const RowMap &rows) {
     const int D = cfg.d_model, M = T * R;
@@ -76,15 +76,15 @@ void Model::Impl::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, 
     if (io.x_out == x_alt) std::swap(x, x_alt);
 }
 
-void Model::Impl::final_norm(const NormW &n, float *x, int M) {
+void Session::final_norm(const NormW &n, float *x, int M) {
     if (!n) return;
     float *out = y.need((size_t)M * cfg.d_model);
     layers::layer_norm(*this, n, x, out, M);
     dev->copy(x, out, (size_t)M * cfg.d_model * sizeof(float));
 }
 
-void Model::Impl::project(const float *x, int M, int row_stride, float *out, bool log_softmax) {
-    layers::project(*this, {gen_w, gen_b, gen_rows}, x, M, row_stride, out, log_softmax);
+void Session::project(const float *x, int M, int row_stride, float *out, bool log_softmax) {
+    layers::project(*this, {w->gen_w, w->gen_b, w->gen_rows}, x, M, row_stride, out, log_softmax);
 }
 
 namespace {
@@ -106,16 +106,16 @@ int pad_batch(const std::vector<Sequence> &seqs, int pad, std::vector<int32_t> &
 
 }  // namespace
 
-float *Model::Impl::encoder(const std::vector<Sequence> &src, int S, std::vector<int32_t> &lens) {
+float *Session::encoder(const std::vector<Sequence> &src, int S, std::vector<int32_t> &lens) {
     const int D = cfg.d_model, R = (int)src.size();
     std::vector<int32_t> tokens;
     pad_batch(src, cfg.pad_id, tokens, lens);
     const size_t n = (size_t)S * R * D;
     float *x = x0.need(n), *xa = x1.need(n);
     float *kv = kv_tmp.need(2 * n);
-    layers::embed(*this, enc, tokens.data(), S, R, 0, x);
-    for (auto &L : enc.layers) layer(L, false, x, xa, S, R, 0, kv, lens.data(), nullptr, nullptr, 0);
-    final_norm(enc.final_norm, x, S * R);
+    layers::embed(*this, w->enc, tokens.data(), S, R, 0, x);
+    for (auto &L : w->enc.layers) layer(L, false, x, xa, S, R, 0, kv, lens.data(), nullptr, nullptr, 0);
+    final_norm(w->enc.final_norm, x, S * R);
     float *out = enc_out.need(n);
     dev->copy(out, x, n * sizeof(float));
     return out;
@@ -139,7 +139,7 @@ std::vector<Tensor> split_rows(const float *data, int R, int W, const std::vecto
 // Activations and caches of a teacher-forced pass, from its shapes: the
 // encoder over B × S, the decoder over R × T (its K|V and the cross K|V per
 // layer) and `width` outputs per position.
-void require_pass_fits(Model::Impl &m, int64_t B, int64_t S, int64_t R, int64_t T, int64_t width, const char *what) {
+void require_pass_fits(Session &m, int64_t B, int64_t S, int64_t R, int64_t T, int64_t width, const char *what) {
     const int64_t D = m.cfg.d_model, F = m.cfg.d_ff, L = m.cfg.num_decoder_layers;
     const int64_t enc = checked_product({B, S, 6 * D + F}, what), cross = checked_product({L, B, S, 2 * D}, what),
                   dec = checked_product({R, T, 6 * D + F + 2 * D * L}, what),
@@ -148,7 +148,7 @@ void require_pass_fits(Model::Impl &m, int64_t B, int64_t S, int64_t R, int64_t 
                                                 std::to_string(std::max(S, T)) + " tokens)");
 }
 
-std::vector<Tensor> encode_in(Model::Impl &m, const std::vector<Sequence> &src) {
+std::vector<Tensor> encode_in(Session &m, const std::vector<Sequence> &src) {
     if (!m.cfg.has_encoder()) throw Error("encode: a decoder-only model has no encoder");
     m.check_tokens(src, m.cfg.src_vocab_size, "source", 0);
     int S = 0;
@@ -170,24 +170,24 @@ std::vector<Tensor> Model::encode(const std::vector<Sequence> &src) {
 
 std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::vector<Sequence> &tgt) {
     Lease lease(*pool_);
-    Impl &m = *lease;
+    Session &m = *lease;
     const Config &c = m.cfg;
     const int D = c.d_model;
     if (c.architecture == Architecture::Encoder) {
         if (!tgt.empty()) throw Error("logits: an encoder-only model takes no target sequence");
-        if (!m.gen_w) return encode_in(m, src);
+        if (!m.w->gen_w) return encode_in(m, src);
         m.check_tokens(src, c.src_vocab_size, "source", 0);
         int S = 0;
         for (auto &s : src) S = std::max(S, (int)s.size());
-        require_pass_fits(m, (int64_t)src.size(), S, 0, 0, m.gen_rows, "logits");
+        require_pass_fits(m, (int64_t)src.size(), S, 0, 0, m.w->gen_rows, "logits");
         std::vector<int32_t> lens;
         DeviceScope scope(m.dev.get());
         const float *x = m.encoder(src, S, lens);
         const int rows = S * (int)src.size();
-        float *out = m.logits.need((size_t)rows * m.gen_rows);
+        float *out = m.logits.need((size_t)rows * m.w->gen_rows);
         m.project(x, rows, D, out, false);
-        m.dev->to_host(out, (size_t)rows * m.gen_rows * sizeof(float));
-        return split_rows(out, (int)src.size(), m.gen_rows, lens);
+        m.dev->to_host(out, (size_t)rows * m.w->gen_rows * sizeof(float));
+        return split_rows(out, (int)src.size(), m.w->gen_rows, lens);
     }
     const bool ed = c.architecture == Architecture::EncoderDecoder;
     const std::vector<Sequence> &dec_in = ed ? tgt : src;
@@ -202,7 +202,7 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
         int S = 0, T = 0;
         if (ed) for (auto &s : src) S = std::max(S, (int)s.size());
         for (auto &s : dec_in) T = std::max(T, (int)s.size());
-        require_pass_fits(m, ed ? (int64_t)src.size() : 0, S, R, T, m.gen_rows, "logits");
+        require_pass_fits(m, ed ? (int64_t)src.size() : 0, S, R, T, m.w->gen_rows, "logits");
     }
     DeviceScope scope(m.dev.get());
     // Encoder memory and its K|V per decoder layer.
@@ -213,10 +213,10 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
         m.check_tokens(src, c.src_vocab_size, "source", 0);
         for (auto &s : src) S = std::max(S, (int)s.size());
         memory = m.encoder(src, S, src_lens);
-        m.cross_kv.resize(m.dec.layers.size());
+        m.cross_kv.resize(m.w->dec.layers.size());
         m.attach(m.cross_kv);
-        for (size_t l = 0; l < m.dec.layers.size(); l++) {
-            layers::memory_kv(m, layers::Pass{}, m.dec.layers[l].cross, memory, S * R,
+        for (size_t l = 0; l < m.w->dec.layers.size(); l++) {
+            layers::memory_kv(m, layers::Pass{}, m.w->dec.layers[l].cross, memory, S * R,
                               m.cross_kv[l].need((size_t)S * R * 2 * D));
         }
     }
@@ -224,20 +224,20 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
     const int T = pad_batch(dec_in, c.pad_id, tokens, lens);
     const size_t n = (size_t)T * R * D;
     float *x = m.x0.need(n), *xa = m.x1.need(n);
-    m.self_kv.resize(m.dec.layers.size());
+    m.self_kv.resize(m.w->dec.layers.size());
     m.attach(m.self_kv);
-    layers::embed(m, m.dec, tokens.data(), T, R, 0, x);
-    for (size_t l = 0; l < m.dec.layers.size(); l++) {
+    layers::embed(m, m.w->dec, tokens.data(), T, R, 0, x);
+    for (size_t l = 0; l < m.w->dec.layers.size(); l++) {
         float *kv = m.self_kv[l].need(2 * n);
-        m.layer(m.dec.layers[l], true, x, xa, T, R, 0, kv, lens.data(),
+        m.layer(m.w->dec.layers[l], true, x, xa, T, R, 0, kv, lens.data(),
                 ed ? m.cross_kv[l].get() : nullptr, ed ? src_lens.data() : nullptr, S);
     }
-    m.final_norm(m.dec.final_norm, x, T * R);
+    m.final_norm(m.w->dec.final_norm, x, T * R);
     // All T·R rows in one projection (padding rows included), then per sequence.
-    float *all = m.logits.need((size_t)T * R * m.gen_rows);
+    float *all = m.logits.need((size_t)T * R * m.w->gen_rows);
     m.project(x, T * R, D, all, false);
-    m.dev->to_host(all, (size_t)T * R * m.gen_rows * sizeof(float));
-    std::vector<Tensor> out = split_rows(all, R, m.gen_rows, lens);
+    m.dev->to_host(all, (size_t)T * R * m.w->gen_rows * sizeof(float));
+    std::vector<Tensor> out = split_rows(all, R, m.w->gen_rows, lens);
     return out;
 }
 

@@ -2,7 +2,7 @@
 // by hf_pack_bf16 / hf_pack_int8, products by the hf_linear_{bf16,int8}*
 // kernels. CPU only, and x86 only: a build without them (the ARM one, built
 // with HALFORMER_NO_LOWP by tests/arm) refuses set_precision(BF16 / INT8).
-#include "model_impl.h"
+#include "session.h"
 
 #ifndef HALFORMER_NO_LOWP
 #include "hf_linear_bf16.h"
@@ -77,15 +77,15 @@ const char *precision_name(Precision p) {
 }
 
 #ifndef HALFORMER_NO_LOWP
-const PackedLinear &Model::Impl::pack(const float *w, int N, int K) {
+const PackedLinear &Session::pack(const float *weight, int N, int K) {
     // Sessions share the cache: prepack() has filled it, so this is a lookup
     // (entries of a std::map stay where they are while others are added).
-    std::lock_guard<std::mutex> lock(packs->mu);
-    auto key = std::make_pair(w, N);
-    auto it = packs->map.find(key);
-    if (it != packs->map.end()) return it->second;
-    PackedLinear &p = packs->map[key];
-    const bool int8 = precision == Precision::INT8;
+    std::lock_guard<std::mutex> lock(w->packs->mu);
+    auto key = std::make_pair(weight, N);
+    auto it = w->packs->map.find(key);
+    if (it != w->packs->map.end()) return it->second;
+    PackedLinear &p = w->packs->map[key];
+    const bool int8 = w->precision == Precision::INT8;
     p.N = N;
     p.K = K;
     p.kf = int8 ? 4 : 2;
@@ -94,7 +94,7 @@ const PackedLinear &Model::Impl::pack(const float *w, int N, int K) {
     const size_t values = (size_t)p.Np * p.groups * p.kf, bytes = values * (int8 ? 1 : 2);
     void *data = p.data.need((bytes + 3) / 4);
     const halide_type_t type = int8 ? halide_type_t(halide_type_int, 8) : halide_type_t(halide_type_bfloat, 16);
-    View vw(w, {{K, 1}, {N, K}}),
+    View vw(weight, {{K, 1}, {N, K}}),
         vp(data, {{p.kf, 1}, {kPanel, p.kf}, {p.groups, p.kf * kPanel}, {p.Np / kPanel, p.kf * kPanel * p.groups}},
            type);
     if (int8) {
@@ -106,11 +106,11 @@ const PackedLinear &Model::Impl::pack(const float *w, int N, int K) {
     return p;
 }
 
-void Model::Impl::linear_lowp(const char *name, const float *x, int M, int x_stride, const float *w, int N,
+void Session::linear_lowp(const char *name, const float *x, int M, int x_stride, const float *weight, int N,
                               int K, const float *bias, const Act *act, const float *residual, float *y,
                               int y_stride) {
-    const PackedLinear &p = pack(w, N, K);
-    const bool int8 = precision == Precision::INT8, dot = M <= kDotRows;
+    const PackedLinear &p = pack(weight, N, K);
+    const bool int8 = w->precision == Precision::INT8, dot = M <= kDotRows;
     const halide_type_t type = int8 ? halide_type_t(halide_type_int, 8) : halide_type_t(halide_type_bfloat, 16);
     View vx(x, {{K, 1}, {M, x_stride}}), vb(bias, {{N, 1}}), vy(y, {{N, 1}, {M, y_stride}}),
         vp(p.data.get(), {{p.kf, 1}, {kPanel, p.kf}, {p.groups, p.kf * kPanel}, {p.Np / kPanel, p.kf * kPanel * p.groups}},
@@ -141,18 +141,18 @@ void Model::Impl::linear_lowp(const char *name, const float *x, int M, int x_str
     }
 }
 #else
-const PackedLinear &Model::Impl::pack(const float *, int, int) {
+const PackedLinear &Session::pack(const float *, int, int) {
     throw Error("this build has no bf16 / int8 kernels (x86 only)");
 }
 
-void Model::Impl::linear_lowp(const char *, const float *, int, int, const float *, int, int, const float *,
+void Session::linear_lowp(const char *, const float *, int, int, const float *, int, int, const float *,
                               const Act *, const float *, float *, int) {
     throw Error("this build has no bf16 / int8 kernels (x86 only)");
 }
 #endif
 
 void Model::set_precision(Precision p) {
-    Impl &m = *impl_;
+    Session &m = *impl_->first;
     if (p != Precision::FP32 && m.device() != Device::CPU) {
         throw Error(std::string("precision ") + precision_name(p) + " runs on the CPU only (this model is on " +
                     device_name(m.device()) + ")");
@@ -165,22 +165,18 @@ void Model::set_precision(Precision p) {
 #endif
     std::lock_guard<std::mutex> lock(pool_->mu);
     pool_->require_idle("set_precision");
-    auto packs = std::make_shared<PackCache>();
-    m.packs = packs;
-    m.precision = p;
+    // The weights' packed copies are shared by every session.
+    impl_->w->packs = std::make_shared<PackCache>();
+    impl_->w->precision = p;
     if (p != Precision::FP32) {
         DeviceScope scope(m.dev.get());
         m.prepack();
     }
-    for (Impl *s : pool_->idle) {
-        s->packs = packs;
-        s->precision = p;
-    }
 }
 
-void Model::Impl::prepack() {
+void Session::prepack() {
     const int D = cfg.d_model, F = cfg.d_ff;
-    for (const StackW *s : {&enc, &dec}) {
+    for (const StackW *s : {&w->enc, &w->dec}) {
         for (const LayerW &L : s->layers) {
             for (const AttnW *a : {&L.self, &L.cross}) {
                 if (!a->in_w) continue;
@@ -192,9 +188,9 @@ void Model::Impl::prepack() {
             pack(L.w2, D, F);
         }
     }
-    if (gen_w) pack(gen_w, gen_rows, D);
+    if (w->gen_w) pack(w->gen_w, w->gen_rows, D);
 }
 
-Precision Model::precision() const { return impl_->precision; }
+Precision Model::precision() const { return impl_->w->precision; }
 
 }  // namespace halformer

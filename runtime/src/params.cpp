@@ -1,6 +1,6 @@
 #include "params.h"
 
-#include "model_impl.h"
+#include "model_weights.h"
 #include "splitmix.h"
 
 #include <cmath>

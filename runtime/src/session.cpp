@@ -1,6 +1,6 @@
 // One Model, many threads: the sessions a Model hands its calls (each with
 // its own activations, caches and device context) over one set of weights.
-#include "model_impl.h"
+#include "session.h"
 
 #include <algorithm>
 #include <thread>
@@ -32,26 +32,14 @@ void fold(Profile &into, Profile &from) {
 
 }  // namespace
 
-std::unique_ptr<Model::Impl> Model::Impl::spawn() const {
-    auto s = std::make_unique<Impl>();
-    s->cfg = cfg;
-    s->tok = tok;
-    s->source = source;
-    s->enc = enc;
-    s->dec = dec;
-    s->gen_w = gen_w;
-    s->gen_b = gen_b;  // may point into this session's zero_bias: the first session outlives the others
-    s->gen_rows = gen_rows;
-    s->tied = tied;
-    s->params = params;
-    s->precision = precision;
-    s->packs = packs;
-    s->budget = budget;
-    s->wire();
-    return s;
+Session::Session(std::shared_ptr<ModelWeights> weights, std::shared_ptr<MemoryBudget> budget_)
+    : w(std::move(weights)), cfg(w->cfg), budget(std::move(budget_)) {
+    wire();
 }
 
-void Model::Impl::require_fits(int64_t floats, const std::string &what) {
+std::unique_ptr<Session> Session::spawn() const { return std::make_unique<Session>(w, budget); }
+
+void Session::require_fits(int64_t floats, const std::string &what) {
     int64_t held = 0;
     each_scratch([&](Scratch &s) { held += (int64_t)s.bytes(); });
     const int64_t others = budget->used.load() - held, limit = budget->limit.load();
@@ -64,14 +52,14 @@ void Model::Impl::require_fits(int64_t floats, const std::string &what) {
     }
 }
 
-void Model::Impl::wire() {
+void Session::wire() {
     each_scratch([&](Scratch &s) {
         s.dev = dev.get();
         s.budget = budget.get();
     });
 }
 
-size_t Model::Impl::release_buffers() {
+size_t Session::release_buffers() {
     size_t n = 0;
     each_scratch([&](Scratch &s) { n += s.release(); });
     self_kv.clear();
@@ -79,17 +67,17 @@ size_t Model::Impl::release_buffers() {
     return n;
 }
 
-Model::Pool::Pool(Impl &first) : primary(&first), idle{&first}, max_sessions(default_sessions(first.device())) {
+Model::Pool::Pool(Session &first) : primary(&first), idle{&first}, max_sessions(default_sessions(first.device())) {
     first.budget->limit = default_budget();
     first.wire();
 }
 
-Model::Impl &Model::Pool::acquire() {
+Session &Model::Pool::acquire() {
     std::unique_lock<std::mutex> lock(mu);
     freed.wait(lock, [&] { return !idle.empty() || sessions < max_sessions; });
     busy++;
     if (!idle.empty()) {
-        Impl *s = idle.back();
+        Session *s = idle.back();
         idle.pop_back();
         return *s;
     }
@@ -105,7 +93,7 @@ Model::Impl &Model::Pool::acquire() {
     return *spawned.back();
 }
 
-void Model::Pool::release(Impl &s, bool steps) {
+void Model::Pool::release(Session &s, bool steps) {
     {
         std::lock_guard<std::mutex> lock(mu);
         fold(prof, s.prof);
@@ -126,7 +114,7 @@ void Model::Pool::require_idle(const char *what) {
     }
 }
 
-Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)), pool_(std::make_unique<Pool>(*impl_)) {}
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)), pool_(std::make_unique<Pool>(*impl_->first)) {}
 Model::Model(Model &&) noexcept = default;
 Model &Model::operator=(Model &&) noexcept = default;
 Model::~Model() = default;
@@ -149,30 +137,30 @@ int Model::max_sessions() const {
 
 void Model::set_memory_budget(int64_t bytes) {
     if (bytes <= 0) throw Error("memory budget must be positive, not " + std::to_string(bytes) + " bytes");
-    impl_->budget->limit = bytes;
+    impl_->first->budget->limit = bytes;
 }
 
-int64_t Model::memory_budget() const { return impl_->budget->limit.load(); }
-int64_t Model::memory_used() const { return impl_->budget->used.load(); }
+int64_t Model::memory_budget() const { return impl_->first->budget->limit.load(); }
+int64_t Model::memory_used() const { return impl_->first->budget->used.load(); }
 
 size_t Model::release_memory() {
     std::lock_guard<std::mutex> lock(pool_->mu);
     pool_->require_idle("release_memory");
     size_t n = 0;
-    for (Impl *s : pool_->idle) n += s->release_buffers();
+    for (Session *s : pool_->idle) n += s->release_buffers();
     return n;
 }
 
 Profile &Model::profile() {
     std::lock_guard<std::mutex> lock(pool_->mu);
     // The Trainer runs on the first session directly, not through a lease.
-    for (Impl *s : pool_->idle) fold(pool_->prof, s->prof);
+    for (Session *s : pool_->idle) fold(pool_->prof, s->prof);
     return pool_->prof;
 }
 
 void Model::reset_profile() {
     std::lock_guard<std::mutex> lock(pool_->mu);
-    for (Impl *s : pool_->idle) s->prof.clear();
+    for (Session *s : pool_->idle) s->prof.clear();
     pool_->prof.clear();
 }
 

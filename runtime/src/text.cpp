@@ -1,6 +1,6 @@
 // Model's text entry points (model.h): tokenize, batch by length, run
 // generate() / encode(), detokenize. No arithmetic: the kernels do it.
-#include "model_impl.h"
+#include "session.h"
 
 #include <algorithm>
 #include <numeric>
@@ -111,17 +111,17 @@ void generate_batches(Model &m, const Tokenizer &tok, Prepared &p, const Generat
 
 }  // namespace
 
-bool Model::has_tokenizer() const { return impl_->tok != nullptr; }
+bool Model::has_tokenizer() const { return impl_->w->tok != nullptr; }
 
 std::string Model::text_of(const Sequence &tokens, const Sequence *prompt) const {
     return hypothesis_text(tokenizer(), config().eos_id, tokens, prompt);
 }
 
 const Tokenizer &Model::tokenizer() const {
-    if (!impl_->tok) {
+    if (!impl_->w->tok) {
         throw Error("this model has no tokenizer (config.json names none): it works with token ids only");
     }
-    return *impl_->tok;
+    return *impl_->w->tok;
 }
 
 std::vector<TextResult> Model::translate(const std::vector<std::string> &texts, const GenerateOptions &options,

@@ -2,7 +2,7 @@
 // state_dict names), or deterministic random weights; every tensor of the
 // parameter table (params.h) is resolved to a kernel-ready float32 pointer
 // and its shape checked.
-#include "model_impl.h"
+#include "session.h"
 #include "params.h"
 
 #include <cmath>
@@ -89,7 +89,7 @@ std::vector<int64_t> head_shape(const TensorSource &src, const std::string &name
 
 }  // namespace
 
-void Model::Impl::bind() {
+void ModelWeights::bind() {
     const int64_t D = cfg.d_model;
     enc = StackW{};
     dec = StackW{};
@@ -149,11 +149,16 @@ void Model::Impl::bind() {
 
 namespace {
 
-void set_model_device(Model::Impl &m, Device d) {
+// The Model over bound weights, its first session on `d`.
+Model make_model(std::shared_ptr<ModelWeights> w, Device d) {
 #ifndef HALFORMER_HAS_GPU
     if (d != Device::CPU) throw Error(device_problem(d));
 #endif
-    m.set_device(d);
+    auto impl = std::make_unique<Model::Impl>();
+    impl->first = std::make_unique<Session>(w, std::make_shared<MemoryBudget>());
+    impl->first->set_device(d);
+    impl->w = std::move(w);
+    return Model(std::move(impl));
 }
 
 }  // namespace
@@ -163,41 +168,39 @@ Model Model::load(const std::string &dir, Device device) {
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
         throw Error(dir + ": not a model directory (expected config.json and model.safetensors)");
     }
-    auto impl = std::make_unique<Impl>();
-    impl->cfg = Config::from_file(dir + "/config.json");
-    if (!impl->cfg.tokenizer.empty()) {
-        const std::string path = dir + "/" + impl->cfg.tokenizer;
-        impl->tok = std::make_unique<Tokenizer>(Tokenizer::load(path));
+    auto w = std::make_shared<ModelWeights>();
+    w->cfg = Config::from_file(dir + "/config.json");
+    if (!w->cfg.tokenizer.empty()) {
+        const std::string path = dir + "/" + w->cfg.tokenizer;
+        w->tok = std::make_unique<Tokenizer>(Tokenizer::load(path));
         try {
-            impl->tok->check_matches(impl->cfg);
+            w->tok->check_matches(w->cfg);
         } catch (const Error &e) {
             throw Error(dir + "/config.json: " + e.what());
         }
     }
-    impl->source = std::make_unique<FileSource>(dir + "/model.safetensors");
-    impl->bind();
-    set_model_device(*impl, device);
-    return Model(std::move(impl));
+    w->source = std::make_unique<FileSource>(dir + "/model.safetensors");
+    w->bind();
+    return make_model(std::move(w), device);
 }
 
 Model Model::random(const Config &config, uint64_t seed, Device device) {
     config.validate();
-    auto impl = std::make_unique<Impl>();
-    impl->cfg = config;
-    impl->source = std::make_unique<FreshSource>(config, seed);
-    impl->bind();
-    set_model_device(*impl, device);
-    return Model(std::move(impl));
+    auto w = std::make_shared<ModelWeights>();
+    w->cfg = config;
+    w->source = std::make_unique<FreshSource>(config, seed);
+    w->bind();
+    return make_model(std::move(w), device);
 }
 
-const Config &Model::config() const { return impl_->cfg; }
-Device Model::device() const { return impl_->device(); }
+const Config &Model::config() const { return impl_->w->cfg; }
+Device Model::device() const { return impl_->first->device(); }
 DeviceMemory Model::device_memory() const {
-    return {impl_->dev->weight_bytes(), impl_->dev->activation_bytes()};
+    return {impl_->first->dev->weight_bytes(), impl_->first->dev->activation_bytes()};
 }
-int64_t Model::parameter_count() const { return impl_->params; }
-bool Model::has_head() const { return impl_->gen_w != nullptr; }
-bool Model::tied_head() const { return impl_->tied; }
-int Model::output_rows() const { return impl_->gen_w ? impl_->gen_rows : impl_->cfg.d_model; }
+int64_t Model::parameter_count() const { return impl_->w->params; }
+bool Model::has_head() const { return impl_->w->gen_w != nullptr; }
+bool Model::tied_head() const { return impl_->w->tied; }
+int Model::output_rows() const { return impl_->w->gen_w ? impl_->w->gen_rows : impl_->w->cfg.d_model; }
 
 }  // namespace halformer

@@ -215,13 +215,14 @@ public:
     // decoding: an input leaves the batch once it is done).
     const std::vector<int> &step_rows() const;
 
+    // The runtime's own: a Model over weights and a first session it has
+    // made (Model::load, Model::random, the Trainer).
     struct Impl;
     struct Pool;
+    explicit Model(std::unique_ptr<Impl> impl);
 
 private:
-    friend class Trainer;  // trains the weights a Model runs (train.h)
-    explicit Model(std::unique_ptr<Impl> impl);
-    std::unique_ptr<Impl> impl_;  // the first session; owns what sessions share
+    std::unique_ptr<Impl> impl_;  // the weights (shared by the sessions) and the first session
     std::unique_ptr<Pool> pool_;  // sessions, and the results calls leave behind
 };
 

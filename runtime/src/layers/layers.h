@@ -18,7 +18,7 @@
 // calls kernels through Kernels::run, which checks each return code.
 #pragma once
 
-#include "../model_impl.h"
+#include "../session.h"
 
 namespace halformer {
 namespace layers {
@@ -33,7 +33,7 @@ constexpr bool kHasTraining = false;
 [[noreturn]] inline void no_training() { throw Error("this build has no training kernels (HALFORMER_TRAINING=OFF)"); }
 
 // The session that runs the kernels (device, profile, scratch, precision).
-using Kernels = Model::Impl;
+using Kernels = Session;
 
 // How a pass runs. Inference: fused kernels, decode shapes for few rows,
 // the model's precision. Training: every activation the backward pass reads

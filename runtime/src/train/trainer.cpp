@@ -66,7 +66,7 @@ layers::LayerIO Trainer::Impl::layer_io(LayerActs &a, const Shape &s, const floa
 // (after the final norm, if any).
 const float *Trainer::Impl::stack_forward(const StackW &w, StackActs &sa, const Shape &s, bool causal,
                                           const float *memory, const Shape *mem, bool train, int tensor) {
-    Model::Impl &k = mi();
+    Session &k = mi();
     const layers::Pass p = pass(train);
     const int D = cfg.d_model;
     sa.layers.resize(w.layers.size());
@@ -103,7 +103,7 @@ const float *Trainer::Impl::stack_forward(const StackW &w, StackActs &sa, const 
 void Trainer::Impl::stack_backward(const StackW &w, const StackW &g, StackActs &sa, const Shape &s, bool causal,
                                    const float *memory, const Shape *mem, float *dmem, float *dx, float *spare,
                                    int tensor) {
-    Model::Impl &k = mi();
+    Session &k = mi();
     const layers::Pass p = pass(true);
     if (w.final_norm) {
         layers::layer_norm_backward(k, w.final_norm, g.final_norm, sa.pre_norm, dx, spare, s.M);

@@ -18,7 +18,7 @@
 namespace halformer {
 namespace {
 
-// The tensors Model::Impl::bind() resolves, served from the flat buffer.
+// The tensors ModelWeights::bind() resolves, served from the flat buffer.
 class ParamSource : public TensorSource {
 public:
     ParamSource(const std::vector<ParamEntry> &t, const float *base) : table_(t), base_(base) {}
@@ -115,9 +115,12 @@ void Trainer::Impl::prepare(const Config &c, Device device) {
     }
 #endif
     pending = std::make_unique<Model::Impl>();
-    pending->cfg = c;
-    pending->set_device(device);
-    DeviceContext *d = pending->dev.get();
+    pending->w = std::make_shared<ModelWeights>();
+    pending->w->cfg = c;
+    pending->first = std::make_unique<Session>(pending->w, std::make_shared<MemoryBudget>());
+    pending->first->set_device(device);
+    session = pending->first.get();
+    DeviceContext *d = session->dev.get();
     for (Scratch *x : {&params, &grads, &m1, &m2, &grads_spare, &discard, &logits, &enc_acts.arena, &dec_acts.arena,
                        &bw.s_dx, &bw.s_spare, &bw.s_t1, &bw.s_t2, &bw.s_da, &bw.s_dqkv, &bw.s_dz, &bw.s_dqc,
                        &bw.s_dkv_mem, &bw.s_dmem, &bw.s_dmem_spare, &bw.s_dhead}) {
@@ -131,27 +134,27 @@ void Trainer::Impl::build(const std::vector<ParamEntry> &entries) {
     for (size_t i = 0; i < table.size(); i++) index[table[i].name] = i;
     std::memset(grads.get(), 0, P * sizeof(float));
     for (Scratch *x : {&params, &grads, &m1, &m2}) dev().to_device(x->get(), P * sizeof(float));
-    pending->source = std::make_unique<ParamSource>(table, params.get());
-    pending->bind();
-    model.reset(new Model(std::move(pending)));
+    pending->w->source = std::make_unique<ParamSource>(table, params.get());
+    pending->w->bind();
+    model = std::make_unique<Model>(std::move(pending));
     bind_gradients();
 }
 
 // The gradients laid out as the weights: every tensor of the parameter
 // table points at the same offset of the gradient buffer.
 void Trainer::Impl::bind_gradients() {
-    Model::Impl &k = mi();
-    float *d = discard.need(std::max<size_t>(k.gen_rows, 1));
+    Session &k = mi();
+    float *d = discard.need(std::max<size_t>(k.w->gen_rows, 1));
     GradMap map{params.get(), P, grads.get(), d};
     genc = StackW{};
     gdec = StackW{};
-    genc.layers.resize(k.enc.layers.size());
-    gdec.layers.resize(k.dec.layers.size());
-    genc.vocab = k.enc.vocab;
-    gdec.vocab = k.dec.vocab;
+    genc.layers.resize(k.w->enc.layers.size());
+    gdec.layers.resize(k.w->dec.layers.size());
+    genc.vocab = k.w->enc.vocab;
+    gdec.vocab = k.w->dec.vocab;
     ggen_w = ggen_b = nullptr;
     for (const ParamSpec &spec : param_specs(cfg)) {
-        const float *w = slot_of(k.enc, k.dec, k.gen_w, k.gen_b, spec.slot);
+        const float *w = slot_of(k.w->enc, k.w->dec, k.w->gen_w, k.w->gen_b, spec.slot);
         if (w) slot_of(genc, gdec, ggen_w, ggen_b, spec.slot) = map(w);
     }
 }
@@ -325,7 +328,7 @@ void check_ids(const Sequence &s, int vocab, const std::string &what, const std:
 
 StepStats Trainer::Impl::run_batch(const std::vector<Example> &batch, bool train) {
     if (batch.empty()) throw Error("training batch is empty");
-    Model::Impl &k = mi();
+    Session &k = mi();
     DeviceScope scope(k.dev.get());
     const Config &c = cfg;
     const int D = c.d_model, R = (int)batch.size();
@@ -363,7 +366,7 @@ StepStats Trainer::Impl::run_batch(const std::vector<Example> &batch, bool train
                 throw Error(where + ": an encoder-only example needs one label per token");
             }
             check_ids(e.src, c.src_vocab_size, "source", where);
-            check_ids(e.tgt, k.gen_rows, "label", where);
+            check_ids(e.tgt, k.w->gen_rows, "label", where);
             if ((int)e.src.size() > limit) throw Error(where + ": longer than max_positions");
             src_ptr.push_back(&e.src);
             dec_out[r] = e.tgt;
@@ -384,7 +387,7 @@ StepStats Trainer::Impl::run_batch(const std::vector<Example> &batch, bool train
         es.M = es.T * R;
         es.tokens = src_tok.data();
         es.lens = src_len.data();
-        memory = stack_forward(k.enc, enc_acts, es, false, nullptr, nullptr, train, 100000);
+        memory = stack_forward(k.w->enc, enc_acts, es, false, nullptr, nullptr, train, 100000);
         x = memory;
     }
     if (c.has_decoder()) {
@@ -394,15 +397,15 @@ StepStats Trainer::Impl::run_batch(const std::vector<Example> &batch, bool train
         ds.tokens = tgt_tok.data();
         ds.lens = tgt_len.data();
         const bool ed = c.architecture == Architecture::EncoderDecoder;
-        x = stack_forward(k.dec, dec_acts, ds, true, ed ? memory : nullptr, ed ? &es : nullptr, train, 200000);
+        x = stack_forward(k.w->dec, dec_acts, ds, true, ed ? memory : nullptr, ed ? &es : nullptr, train, 200000);
     }
     const Shape &top = c.has_decoder() ? ds : es;
-    const int M = top.M, V = k.gen_rows;
-    if (!k.gen_w) throw Error("this model has no output head to train");
+    const int M = top.M, V = k.w->gen_rows;
+    if (!k.w->gen_w) throw Error("this model has no output head to train");
 
     // Head, loss, dlogits (in place).
     float *lg = logits.need((size_t)M * V);
-    const layers::HeadW head{k.gen_w, k.gen_b, V};
+    const layers::HeadW head{k.w->gen_w, k.w->gen_b, V};
     const layers::Loss loss = layers::head_loss(k, head, x, M, targets.data(), opt.label_smoothing, lg);
     StepStats st{loss.sum, loss.count};
     if (!train) return st;
@@ -438,11 +441,11 @@ StepStats Trainer::Impl::run_batch(const std::vector<Example> &batch, bool train
             View z(dmem, {{es.M * D, 1}});
             k.run("axpy", [&] { return HF_PICK(k.device(), hf_axpy)(z.get(), z.get(), 0.0f, 0.0f, z.get()); });
         }
-        stack_backward(k.dec, gdec, dec_acts, ds, true, ed ? memory : nullptr, ed ? &es : nullptr, dmem, dx, spare,
+        stack_backward(k.w->dec, gdec, dec_acts, ds, true, ed ? memory : nullptr, ed ? &es : nullptr, dmem, dx, spare,
                        200000);
-        if (ed) stack_backward(k.enc, genc, enc_acts, es, false, nullptr, nullptr, nullptr, dmem, dmem_spare, 100000);
+        if (ed) stack_backward(k.w->enc, genc, enc_acts, es, false, nullptr, nullptr, nullptr, dmem, dmem_spare, 100000);
     } else {
-        stack_backward(k.enc, genc, enc_acts, es, false, nullptr, nullptr, nullptr, dx, spare, 100000);
+        stack_backward(k.w->enc, genc, enc_acts, es, false, nullptr, nullptr, nullptr, dx, spare, 100000);
     }
     if (accumulate) {
         View sum(grads.get(), {{(int)P, 1}}), old(grads_spare.get(), {{(int)P, 1}});
@@ -469,7 +472,7 @@ StepStats Trainer::evaluate(const std::vector<Example> &batch, float label_smoot
 
 void Trainer::zero_grad() {
     Impl &t = *impl_;
-    Model::Impl &k = t.mi();
+    Session &k = t.mi();
     DeviceScope scope(k.dev.get());
     View g(t.grads.get(), {{(int)t.P, 1}});
     k.run("axpy", [&] { return HF_PICK(k.device(), hf_axpy)(g.get(), g.get(), 0.0f, 0.0f, g.get()); });
@@ -478,7 +481,7 @@ void Trainer::zero_grad() {
 
 double Trainer::step(int64_t tokens) {
     Impl &t = *impl_;
-    Model::Impl &k = t.mi();
+    Session &k = t.mi();
     DeviceScope scope(k.dev.get());
     if (tokens <= 0) throw Error("optimizer step over " + std::to_string(tokens) + " target tokens");
     View g(t.grads.get(), {{(int)t.P, 1}}), p(t.params.get(), {{(int)t.P, 1}}), m(t.m1.get(), {{(int)t.P, 1}}),
@@ -606,7 +609,7 @@ void average_checkpoints(const std::vector<std::string> &dirs, const std::string
     TrainOptions opt;
     Trainer acc = Trainer::from_model(dirs[0], opt);
     Trainer::Impl &a = *acc.impl_;
-    Model::Impl &k = a.mi();
+    Session &k = a.mi();
     DeviceScope scope(k.dev.get());
     const float inv = 1.0f / (float)dirs.size();
     View pa(a.params.get(), {{(int)a.P, 1}});

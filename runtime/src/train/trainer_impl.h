@@ -2,7 +2,7 @@
 // buffers; the parameter table; saved activations) and the kernels it calls.
 #pragma once
 
-#include "../model_impl.h"
+#include "../session.h"
 #include "halformer/train.h"
 
 #include "../layers/layers.h"
@@ -99,6 +99,7 @@ struct Trainer::Impl {
     // Scratch below is shadowed by on a GPU.
     std::unique_ptr<Model> model;           // runs on `params`
     std::unique_ptr<Model::Impl> pending;   // the model until build() binds it
+    Session *session = nullptr;             // the model's first session: the trainer's kernels run in it
     Config cfg;
     TrainOptions opt;
     std::vector<ParamEntry> table;
@@ -117,7 +118,7 @@ struct Trainer::Impl {
     Scratch logits;
     std::vector<int32_t> src_tok, tgt_tok, src_len, tgt_len, targets;
 
-    Model::Impl &mi() { return model ? *model->impl_ : *pending; }
+    Session &mi() { return *session; }
     DeviceContext &dev() { return *mi().dev; }
     size_t layer_floats(const Shape &s, const Shape *mem) const { return layer_floats_for(s, mem, cfg); }
 

@@ -1,0 +1,83 @@
+// Internal: a model's weights as kernel-ready pointers (one struct per
+// layer and stack, filled from the parameter table by ModelWeights::bind),
+// their packed reduced-precision copies, and where they come from. Shared,
+// read-only, by every session of a Model.
+#pragma once
+
+#include "buffers.h"
+#include "halformer/safetensors.h"
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace halformer {
+
+struct NormW {
+    const float *g = nullptr, *b = nullptr;
+    explicit operator bool() const { return g != nullptr; }
+};
+struct AttnW {
+    const float *in_w = nullptr, *in_b = nullptr, *out_w = nullptr, *out_b = nullptr;
+};
+struct LayerW {
+    AttnW self, cross;
+    const float *w1 = nullptr, *b1 = nullptr, *w2 = nullptr, *b2 = nullptr;
+    NormW self_norm, cross_norm, ffn_norm;
+};
+struct StackW {
+    std::vector<LayerW> layers;
+    NormW final_norm;
+    const float *embed = nullptr, *pos = nullptr;
+    int vocab = 0;
+};
+
+// One projection's weights packed for a reduced precision by hf_pack_*
+// (generators/packing.h): panels of 48 columns, k in groups of kf.
+struct PackedLinear {
+    int N = 0, K = 0, Np = 0, groups = 0, kf = 0;
+    Scratch data;          // Np·groups·kf values of the format (bytes in float units)
+    Scratch scale, colsum; // int8: [Np] float32, [Np] int32
+};
+
+// The packed projections of one precision, shared by a model's sessions:
+// filled by Impl::prepack when the precision is set; Impl::pack finds one
+// (or packs it, under the lock).
+struct PackCache {
+    std::mutex mu;
+    std::map<std::pair<const float *, int>, PackedLinear> map;
+};
+
+// Where tensors come from: a safetensors file or generated storage.
+class TensorSource {
+public:
+    virtual ~TensorSource() = default;
+    virtual bool has(const std::string &name) const = 0;
+    virtual std::vector<int64_t> shape(const std::string &name) const = 0;
+    virtual const float *data(const std::string &name) = 0;
+    virtual std::vector<std::string> names() const = 0;
+    virtual std::string where() const = 0;
+};
+
+// What every session of a Model reads: the config, the tokenizer, the
+// weights (owned by `source`) and their packed copies. Written only while no
+// call runs (loading, Model::set_precision).
+struct ModelWeights {
+    Config cfg;
+    std::shared_ptr<Tokenizer> tok;  // when cfg.tokenizer names one
+    std::shared_ptr<TensorSource> source;
+    StackW enc, dec;
+    const float *gen_w = nullptr, *gen_b = nullptr;
+    int gen_rows = 0;
+    bool tied = false;
+    int64_t params = 0;
+    Scratch zero_bias;  // the head's bias when the file has none
+    Precision precision = Precision::FP32;
+    // Packed copies of the projections' weights, by (W's address, rows).
+    std::shared_ptr<PackCache> packs = std::make_shared<PackCache>();
+
+    // Resolves every tensor of the parameter table from `source`, checking shapes.
+    void bind();
+};
+
+}  // namespace halformer

@@ -1,0 +1,202 @@
+// Internal: a session, what one call of a Model runs in: its device
+// context, activations, KV caches and profile, over the Model's shared
+// weights (model_weights.h); the layers (layers/) call kernels through it.
+// A Model keeps a pool of them (one per concurrent call). Not installed.
+#pragma once
+
+#include "model_weights.h"
+
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+
+namespace halformer {
+
+// Where a decoder layer's rows find their keys and values (Session::layer).
+// cache_rows: rows of the self-attention cache (0: the batch's rows).
+// kv_rows (T = 1, causal): row kv_rows[r·kv_rows_stride + t] of the cache
+// holds position t of row r, else row r. cross_rows (with cross_group):
+// source g of the call is source cross_rows[g·S] of the encoder K|V, which
+// holds cross_sources of them (the sources still in the batch).
+struct RowMap {
+    int cache_rows = 0;
+    const int32_t *kv_rows = nullptr;
+    int kv_rows_stride = 0;
+    const int32_t *cross_rows = nullptr;
+    int cross_sources = 0;
+};
+
+// A session: per call, everything but the weights. The layers' kernel
+// runner: run() times each call, checks its return code and releases its
+// device bindings.
+class Session {
+public:
+    Session(std::shared_ptr<ModelWeights> weights, std::shared_ptr<MemoryBudget> budget);
+    Session(const Session &) = delete;
+    Session &operator=(const Session &) = delete;
+
+    // The Model's weights (shared with its other sessions) and their config.
+    std::shared_ptr<ModelWeights> w;
+    const Config &cfg;
+    // Declared before every Scratch: destroyed after them.
+    std::unique_ptr<DeviceContext> dev = std::make_unique<DeviceContext>();
+    Device device() const { return dev->device(); }
+    // Moves the activations to `d` (before any forward pass).
+    void set_device(Device d);
+    // Gives vector-held scratches (per-layer caches) the device context and
+    // the budget.
+    void attach(std::vector<Scratch> &v) {
+        for (auto &s : v) {
+            s.dev = dev.get();
+            s.budget = budget.get();
+        }
+    }
+    // Shared by the sessions: what their activations and caches may hold.
+    std::shared_ptr<MemoryBudget> budget;
+    // Points this session's scratches at its device context and budget.
+    void wire();
+    // Before a call allocates: its activations and caches, `floats` in all
+    // (an estimate from its shapes), must fit in the budget beside what the
+    // other sessions hold; else Error naming the sizes and `what`.
+    void require_fits(int64_t floats, const std::string &what);
+    // A new session over this one's weights (CPU): fresh buffers, the same
+    // shared state.
+    std::unique_ptr<Session> spawn() const;
+    // Frees the activations and caches; returns the bytes freed.
+    size_t release_buffers();
+    const PackedLinear &pack(const float *weight, int N, int K);
+    // Packs every projection the forward passes use (set_precision).
+    void prepack();
+    // Y[M, N] (row stride y_stride) = act(X·Wᵀ + b) [+ residual] in the
+    // reduced precision: X [M, K] with row stride x_stride, W [N, K] (packed
+    // on first use), residual with y's strides. act: null for none.
+    void linear_lowp(const char *name, const float *x, int M, int x_stride, const float *weight, int N, int K,
+                     const float *bias, const Act *act, const float *residual, float *y, int y_stride);
+    bool lowp() const { return w->precision != Precision::FP32; }
+    Profile prof;
+    std::vector<double> step_seconds;
+    std::vector<int> step_rows;  // rows of the batch at each step of the last decode
+
+    // Activations and caches (grow-only).
+    // On a GPU each is shadowed on the device, where its contents live:
+    // kernels write them, DeviceContext::to_host reads them back. Data the
+    // host writes for a kernel (token ids, lengths) goes in plain vectors.
+    Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, enc_out, logits, topv, topi;
+    std::vector<Scratch> self_kv, cross_kv;
+    // Every scratch above but the per-layer caches.
+    std::array<Scratch *, 13> activations() {
+        return {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi};
+    }
+    // f(Scratch &) for each activation and each layer's caches.
+    template <typename F>
+    void each_scratch(F &&f) {
+        for (Scratch *s : activations()) f(*s);
+        for (auto *v : {&self_kv, &cross_kv}) {
+            for (Scratch &s : *v) f(s);
+        }
+    }
+
+    // Calls one kernel, timing it and checking its return code. Whatever
+    // happens in the call (a kernel error, a failed device binding, an
+    // exception), the device bindings of its views are released before
+    // run returns or throws: none outlives the views it points to.
+    template <typename F>
+    void run(const char *name, F &&call) {
+        auto t0 = std::chrono::steady_clock::now();
+        if (dev->bindings() != 0) {
+            throw Error(std::string("internal: ") + std::to_string(dev->bindings()) +
+                        " device bindings outlived their call (before kernel " + name + ")");
+        }
+        int rc;
+        try {
+            rc = call();
+            if (rc == 0 && fault_now(Fault::Kernel)) rc = injected("a kernel", halide_error_code_generic_error);
+            if (rc == 0 && dev->profile_sync()) dev->sync_bound();
+        } catch (...) {
+            dev->abandon_bound();
+            throw;
+        }
+        dev->release_bound();
+        auto &k = prof[name];
+        k.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        k.calls++;
+        check_kernel(rc, name);
+    }
+
+    // Stack forward passes over time-major activations (row m = t·R + r).
+    // One layer over T new positions of R rows, starting at position `start`.
+    // kv: this layer's self-attention K|V cache (2D, cache_rows, ≥ start+T),
+    // time-major (cache_rows 0: R); the R rows write their new positions at
+    // cache rows 0..R-1. kv_len: valid keys per row; cross_mem/cross_len/S:
+    // the encoder's K|V or null.
+    // kv_rows (T = 1, causal): row kv_rows[r·kv_rows_stride + t] of the
+    // cache holds position t of row r (beam search, or rows that moved when
+    // finished inputs left the batch), else row r.
+    // cross_group: rows per source in cross_mem (beam search: the beams of a
+    // source are consecutive rows and read one copy of its K|V, as that many
+    // queries of one sequence); cross_mem then has R / cross_group rows and
+    // cross_len one entry per source. T must be 1 when cross_group > 1.
+    // rows: where the rows' keys and values are (RowMap).
+    void layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
+               float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len,
+               int S, int cross_group = 1, const RowMap &rows = {});
+    // Runs a stack; result in x0 (returns the pointer).
+    float *encoder(const std::vector<Sequence> &src, int S, std::vector<int32_t> &lens);
+    void final_norm(const NormW &n, float *x, int M);
+    void project(const float *x, int M, int row_stride, float *out, bool log_softmax);
+
+    void check_tokens(const std::vector<Sequence> &seqs, int vocab, const char *what,
+                      int extra_positions) const;
+    std::vector<std::vector<Hypothesis>> decode(const std::vector<Sequence> &prefix,
+                                                const float *memory, int S,
+                                                const std::vector<int32_t> &src_lens,
+                                                const GenerateOptions &opt, int max_new);
+};
+
+// A Model: its weights and its first session (the one a Trainer runs on).
+struct Model::Impl {
+    std::shared_ptr<ModelWeights> w;
+    std::unique_ptr<Session> first;
+};
+
+// A Model's sessions: the first and those spawned when calls overlap, up to
+// max_sessions; and what returned calls leave behind.
+struct Model::Pool {
+    std::mutex mu;
+    std::condition_variable freed;
+    Session *primary = nullptr;
+    std::vector<Session *> idle;
+    std::vector<std::unique_ptr<Session>> spawned;
+    int sessions = 1, max_sessions = 1, busy = 0;
+    Profile prof;
+    std::vector<double> step_seconds;
+    std::vector<int> step_rows;
+
+    explicit Pool(Session &first);
+    Session &acquire();
+    // Folds the session's profile (and with steps, its step times) into
+    // the pool's and makes it idle.
+    void release(Session &s, bool steps);
+    // Throws Error naming `what` if a call is running.
+    void require_idle(const char *what);
+};
+
+// One call's session: taken from the pool, given back when it ends.
+class Lease {
+public:
+    Lease(Model::Pool &pool, bool steps = false) : pool_(pool), s_(pool.acquire()), steps_(steps) {}
+    ~Lease() { pool_.release(s_, steps_); }
+    Lease(const Lease &) = delete;
+    Lease &operator=(const Lease &) = delete;
+    Session &operator*() { return s_; }
+
+private:
+    Model::Pool &pool_;
+    Session &s_;
+    bool steps_;
+};
+
+}  // namespace halformer
