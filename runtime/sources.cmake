@@ -37,6 +37,12 @@ set(HALFORMER_TRAINING_SOURCES
 set(HALFORMER_CLI_SOURCES
   cli/halformer.cpp
   cli/common.cpp
+  cli/info.cpp
+  cli/logits.cpp
+  cli/generate.cpp
+  cli/demo.cpp
+  cli/bench.cpp
+  cli/tune.cpp
   cli/tokenizer.cpp
   cli/translate.cpp
   cli/eval.cpp)

@@ -4,16 +4,83 @@
 
 #include <HalideRuntime.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <sstream>
+#include <sys/resource.h>
 
 namespace halformer {
 
+namespace {
+
+// "halformer generate" → "generate".
+std::string command_name(const CLI::App &app) {
+    const std::string name = app.get_name();
+    return name.rfind("halformer ", 0) == 0 ? name.substr(10) : name;
+}
+
+// An option given twice takes the last value, as on every halformer command
+// line before CLI11 (CLI11's default refuses it); lists keep every value.
+void take_last_value(CLI::App &app) {
+    for (CLI::Option *o : app.get_options()) {
+        if (o->get_items_expected_max() == 1) o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
+    for (CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; })) take_last_value(*sub);
+}
+
+// What CLI11 left over: the first unknown option, else the first extra argument.
+std::string extras_message(const CLI::App &app) {
+    const std::string name = command_name(app);
+    const std::vector<std::string> rest = app.remaining(true);
+    std::string what = "unexpected argument '" + (rest.empty() ? std::string() : rest[0]) + "'";
+    for (const std::string &a : rest) {
+        if (a.size() > 1 && a[0] == '-' && !std::isdigit((unsigned char)a[1])) {
+            what = "unknown option " + a.substr(0, a.find('='));
+            break;
+        }
+    }
+    return what + " for '" + name + "' (halformer " + name + " --help lists its options)";
+}
+
+}  // namespace
+
+bool parse_command(CLI::App &app, int argc, char **argv) {
+    take_last_value(app);
+    try {
+        app.parse(argc, argv);
+        return true;
+    } catch (const CLI::CallForHelp &e) {
+        app.exit(e);
+        return false;
+    } catch (const CLI::CallForAllHelp &e) {
+        app.exit(e);
+        return false;
+    } catch (const CLI::ExtrasError &) {
+        throw Error(extras_message(app));
+    } catch (const CLI::ParseError &e) {
+        throw Error(command_name(app) + ": " + e.what());
+    }
+}
+
+CLI::Validator at_least(long min) {
+    auto check = [min](std::string &text) {
+        char *end = nullptr;
+        errno = 0;
+        const long v = std::strtol(text.c_str(), &end, 10);
+        if (text.empty() || *end || errno || v < min) {
+            return "expects an integer >= " + std::to_string(min) + ", not '" + text + "'";
+        }
+        return std::string();
+    };
+    return CLI::Validator(check, ">= " + std::to_string(min));
+}
+
 void add_machine_options(CLI::App &app, MachineOptions &m) {
-    app.add_option("--threads", m.threads, "threads (default: one per core)")->check(CLI::PositiveNumber);
+    app.add_option("--threads", m.threads, "threads (default: one per core)")->check(at_least(1));
     app.add_option("--isa", m.isa, "kernel variant limit: sse41|avx2|avx512|sapphirerapids");
     app.add_option("--device", m.device, "cpu, cuda or opencl");
 }
@@ -52,13 +119,20 @@ Device apply_machine_options(const MachineOptions &m) {
     if (m.threads > 0) halide_set_num_threads(m.threads);
     const Device d = parse_device(m.device);
     require_device(d);
+    if (!m.max_memory.empty()) parse_size(m.max_memory, "--max-memory");  // refused before a model loads
     return d;
 }
 
+Model load_model(const std::string &dir, const MachineOptions &m) {
+    Model model = Model::load(dir, apply_machine_options(m));
+    apply_precision(m, model);
+    return model;
+}
+
 void add_decoding_options(CLI::App &app, GenerateOptions &g) {
-    app.add_option("--beam", g.beam, "beam size (1: greedy)")->check(CLI::PositiveNumber);
+    app.add_option("--beam", g.beam, "beam size (1: greedy)")->check(at_least(1));
     app.add_option("--length-penalty", g.length_penalty, "beam: alpha in ((5 + len) / 6)^alpha");
-    app.add_option("--n-best", g.n_best, "beam: hypotheses per input")->check(CLI::PositiveNumber);
+    app.add_option("--n-best", g.n_best, "beam: hypotheses per input")->check(at_least(1));
     app.add_option("--max-new-tokens", g.max_new_tokens, "tokens generated at most (default: 2 x source + 10)");
     app.add_flag("--sample", g.sample, "sample instead of greedy");
     app.add_option("--temperature", g.temperature, "sampling temperature");
@@ -75,30 +149,40 @@ void check_decoding_options(const GenerateOptions &g) {
     if (g.max_new_tokens != -1 && g.max_new_tokens < 1) throw Error("--max-new-tokens must be >= 1");
 }
 
-void check_writable(const std::string &path, bool force) {
-    struct stat st;
-    if (!force && stat(path.c_str(), &st) == 0) throw Error(path + " exists: not replacing it (--force replaces it)");
+Sequence parse_id_list(const std::string &text, const char *option) {
+    Sequence out;
+    std::stringstream ss(text);
+    std::string tok;
+    while (std::getline(ss, tok, ',')) {
+        char *end = nullptr;
+        long v = std::strtol(tok.c_str(), &end, 10);
+        if (tok.empty() || *end || v < INT32_MIN || v > INT32_MAX) {
+            throw Error(std::string("--") + option + ": '" + tok + "' is not a token id");
+        }
+        out.push_back((int32_t)v);
+    }
+    if (out.empty()) throw Error(std::string("--") + option + " is empty");
+    return out;
 }
 
-void write_file(const std::string &path, const std::string &text, bool force) {
-    check_writable(path, force);
-    const std::string tmp = path + ".tmp" + std::to_string(getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << text;
-        out.close();
-        if (!out) {
-            std::remove(tmp.c_str());
-            throw Error(path + ": cannot write");
-        }
+void print_ids(const std::vector<int32_t> &ids) {
+    for (size_t k = 0; k < ids.size(); k++) std::printf("%s%d", k ? " " : "", ids[k]);
+}
+
+std::string kernels_label(Device device) {
+    return device == Device::CPU ? std::string(running_variant()) + " variant" : device_description(device);
+}
+
+// VmHWM: per address space, so not inherited from a parent the way
+// getrusage's ru_maxrss is after fork.
+double peak_rss_mb() {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
     }
-    // link() fails with EEXIST rather than replacing; rename() replaces.
-    const int rc = force ? std::rename(tmp.c_str(), path.c_str()) : link(tmp.c_str(), path.c_str());
-    const int err = errno;
-    if (!force || rc != 0) std::remove(tmp.c_str());
-    if (rc != 0) {
-        throw Error(path + (err == EEXIST ? " appeared meanwhile: not replacing it" : ": cannot write"));
-    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;
 }
 
 std::string one_line(std::string text) {

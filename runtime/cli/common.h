@@ -1,4 +1,5 @@
-// Options the CLI11-parsed commands share (train, translate, eval).
+// What the commands share: their CLI11 parsing, the option groups (machine,
+// decoding), loading a model with them, and a few output helpers.
 #pragma once
 
 #include "halformer/device.h"
@@ -7,8 +8,20 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 namespace halformer {
+
+// Parses a command's arguments (argv[0]: the command's name) into app.
+// Returns false when --help was asked for (the help is printed: the command
+// returns 0). A bad option or argument is an Error with the command's name
+// ("unknown option --bogus for 'generate'"); an option given twice takes
+// the last value.
+bool parse_command(CLI::App &app, int argc, char **argv);
+
+// For ->check(): an integer >= min ("--threads: expects an integer >= 1, not
+// '0'"; CLI11's PositiveNumber names its range as up to 1.8e308).
+CLI::Validator at_least(long min);
 
 struct MachineOptions {
     int threads = 0;  // 0: Halide's default (one per core)
@@ -27,9 +40,11 @@ void add_machine_options(CLI::App &app, MachineOptions &m);
 // loaded model), and applying them to one.
 void add_precision_option(CLI::App &app, MachineOptions &m);
 void apply_precision(const MachineOptions &m, Model &model);
-// Applies them (thread count, ISA limit) and returns the device, or throws
-// Error naming what the device lacks.
+// Applies them (thread count, ISA limit), checks --max-memory, and returns
+// the device, or throws Error naming what the device lacks.
 Device apply_machine_options(const MachineOptions &m);
+// Model::load on the options' device, with their precision and memory budget.
+Model load_model(const std::string &dir, const MachineOptions &m);
 
 // Every decoding option `halformer generate` has: --beam, --length-penalty,
 // --n-best, --max-new-tokens, --sample, --temperature, --top-k, --top-p, --seed.
@@ -38,12 +53,14 @@ void add_decoding_options(CLI::App &app, GenerateOptions &g);
 // option names in the message).
 void check_decoding_options(const GenerateOptions &g);
 
-// Writes text to path through a temporary file beside it. Without force an
-// existing path is never replaced (checked again at the moment of
-// publishing: a file that appeared meanwhile is kept). Throws Error.
-void write_file(const std::string &path, const std::string &text, bool force);
-// Throws Error when path exists and force is false (check before long work).
-void check_writable(const std::string &path, bool force);
+// "5,6,7" → {5, 6, 7}; Error naming --option otherwise.
+Sequence parse_id_list(const std::string &text, const char *option);
+// Token ids separated by spaces, without a line break.
+void print_ids(const std::vector<int32_t> &ids);
+// What runs the kernels: the x86 variant, or the GPU device.
+std::string kernels_label(Device device);
+// Peak resident memory of this process in MB.
+double peak_rss_mb();
 
 // Text for a line-oriented output: line breaks and tabs (which a model can
 // produce through its byte pieces) become spaces, so one input line is one

@@ -25,25 +25,21 @@ int cmd_serve(int argc, char **argv) {
     app.add_option("--host", so.host, "address to listen on (default 127.0.0.1: this machine only)");
     app.add_option("--port", so.port, "port (0: any free port, printed)")->check(CLI::Range(0, 65535));
     app.add_option("--workers", so.workers, "batches run at once, each in its own model session")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--max-batch", so.max_batch, "requests per batch")->check(CLI::PositiveNumber);
-    app.add_option("--max-queue", so.max_queue, "requests waiting at most; more get 503")->check(CLI::PositiveNumber);
+        ->check(at_least(1));
+    app.add_option("--max-batch", so.max_batch, "requests per batch")->check(at_least(1));
+    app.add_option("--max-queue", so.max_queue, "requests waiting at most; more get 503")->check(at_least(1));
     app.add_option("--batch-wait-ms", so.batch_wait_ms, "how long a worker lets a batch fill")
         ->check(CLI::NonNegativeNumber);
-    app.add_option("--max-body", so.max_body, "request body bytes at most (413 past it)")->check(CLI::PositiveNumber);
+    app.add_option("--max-body", so.max_body, "request body bytes at most (413 past it)")->check(at_least(1));
     app.add_option("--max-input-tokens", so.max_input_tokens, "input tokens at most (default: max_positions)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0));
     app.add_option("--max-new-tokens", so.max_new_tokens, "new tokens one request may ask for at most")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--http-threads", so.http_threads, "connections served at once")->check(CLI::PositiveNumber);
+        ->check(at_least(1));
+    app.add_option("--http-threads", so.http_threads, "connections served at once")->check(at_least(1));
     app.add_flag("--log", so.log, "one line per request on stderr");
     add_machine_options(app, mo);
     add_precision_option(app, mo);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e);
-    }
+    if (!parse_command(app, argc, argv)) return 0;
     const Device device = apply_machine_options(mo);
     // The signals are taken by sigwait below: block them before any thread
     // starts, so that every thread inherits the mask.

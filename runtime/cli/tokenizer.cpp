@@ -13,6 +13,7 @@
 // (decoder-only data). Nothing is written over an existing file without --force.
 #include "common.h"
 #include "halformer/config.h"
+#include "halformer/files.h"
 #include "halformer/tokenizer.h"
 
 #include <CLI/CLI.hpp>
@@ -25,11 +26,6 @@
 
 namespace halformer {
 namespace {
-
-bool exists(const std::string &p) {
-    struct stat st;
-    return stat(p.c_str(), &st) == 0;
-}
 
 std::string join_ids(const Sequence &ids) {
     std::string s;
@@ -57,68 +53,175 @@ Sequence parse_ids(const std::string &text) {
     return ids;
 }
 
-int run_pairs(const std::string &model, const std::string &src, const std::string &tgt, const std::string &out,
-              int max_len, bool force) {
-    Tokenizer tok = Tokenizer::load(model);
-    std::ifstream fs(src), ft;
-    if (!fs) throw Error(src + ": cannot open");
-    if (!tgt.empty()) {
-        ft.open(tgt);
-        if (!ft) throw Error(tgt + ": cannot open");
-    }
-    if (exists(out) && !force) throw Error(out + " exists: not replacing it (--force replaces it)");
-    std::ofstream o(out + ".part", std::ios::trunc);
-    if (!o) throw Error(out + ": cannot write");
+// Every subcommand's options.
+struct Args {
+    TokenizerTrainOptions train;
+    std::string train_out;
+    std::string model, text;  // encode, decode (text: the text or the ids); model also pairs
+    bool pieces = false;
+    std::string src, tgt, out;  // pairs
+    int max_len = 126;
+    bool force = false;
+};
+
+struct Subcommands {
+    CLI::App *train, *encode, *decode, *pairs;
+};
+
+Subcommands add_subcommands(CLI::App &app, Args &a) {
+    Subcommands s;
+    s.train = app.add_subcommand("train", "train a joint tokenizer on text files (one sentence a line)");
+    s.train->add_option("out", a.train_out, "the model file to write (e.g. DIR/tokenizer.model)")->required();
+    s.train->add_option("--input", a.train.inputs, "text files (all languages: one shared vocabulary)")->required();
+    s.train->add_option("--vocab-size", a.train.vocab_size, "pieces in the vocabulary")->check(CLI::Range(8, 1 << 20));
+    s.train->add_option("--type", a.train.type, "bpe or unigram")->check(CLI::IsMember({"bpe", "unigram"}));
+    s.train->add_option("--character-coverage", a.train.character_coverage, "share of characters covered")
+        ->check(CLI::Range(0.9, 1.0));
+    s.train->add_option("--max-sentences", a.train.max_sentences, "sentences sampled for training")
+        ->check(at_least(1));
+    s.train->add_option("--threads", a.train.threads, "threads");
+    s.train->add_option("--seed", a.train.seed, "sampling seed");
+
+    s.encode = app.add_subcommand("encode", "text to ids (the argument, or one line of stdin at a time)");
+    s.encode->add_option("model", a.model, "tokenizer.model, or a model directory")->required();
+    s.encode->add_option("text", a.text, "text to encode (default: read lines from stdin)");
+    s.encode->add_flag("--pieces", a.pieces, "print the pieces instead of ids");
+
+    s.decode = app.add_subcommand("decode", "ids to text (the argument, or one line of stdin at a time)");
+    s.decode->add_option("model", a.model, "tokenizer.model, or a model directory")->required();
+    s.decode->add_option("ids", a.text, "space-separated ids (default: read lines from stdin)");
+
+    s.pairs = app.add_subcommand("pairs", "parallel text files to the token-id file halformer train reads");
+    s.pairs->add_option("model", a.model, "tokenizer.model, or a model directory")->required();
+    s.pairs->add_option("--src", a.src, "source text, one sentence a line")->required();
+    s.pairs->add_option("--tgt", a.tgt, "target text, line by line with --src (omit for decoder-only data)");
+    s.pairs->add_option("--out", a.out, "the token-id file to write")->required();
+    s.pairs->add_option("--max-len", a.max_len, "leave out pairs with a longer side (tokens)")
+        ->check(at_least(1));
+    s.pairs->add_flag("--force", a.force, "replace --out");
+    return s;
+}
+
+// A model directory names its tokenizer in config.json.
+std::string resolve_model(const std::string &m) {
+    struct stat st;
+    if (stat(m.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return m;
+    const Config c = Config::from_file(m + "/config.json");
+    if (c.tokenizer.empty()) throw Error(m + "/config.json names no tokenizer");
+    return m + "/" + c.tokenizer;
+}
+
+int run_train(const Args &a) {
+    Tokenizer::train(a.train, a.train_out);
+    Tokenizer t = Tokenizer::load(a.train_out);
+    std::printf("%s: %d pieces (pad %d, bos %d, eos %d, unk %d)\n", a.train_out.c_str(), t.vocab_size(), t.pad_id(),
+                t.bos_id(), t.eos_id(), t.unk_id());
+    return 0;
+}
+
+// What `pairs` wrote and left out.
+struct PairCounts {
     int64_t line = 0, written = 0, empty = 0, too_long = 0, bad = 0, src_tokens = 0, tgt_tokens = 0;
-    int shown = 0;
-    auto report = [&](const std::string &why) {
+    int shown = 0;  // left-out lines named on stderr
+    void left_out(const std::string &why) {
         if (shown++ < 5) std::fprintf(stderr, "  line %lld left out: %s\n", (long long)line, why.c_str());
-    };
-    std::string a, b;
+    }
+};
+
+// Writes the pairs of fs (and ft, when a.tgt is given) to path.
+void write_pairs(const Tokenizer &tok, std::istream &fs, std::istream &ft, const Args &a, const std::string &path,
+                 PairCounts &n) {
+    std::ofstream o(path, std::ios::trunc);
+    if (!o) throw Error(a.out + ": cannot write");
+    const bool two = !a.tgt.empty();
+    std::string sa_text, sb_text;
     for (;;) {
-        const bool ha = (bool)std::getline(fs, a);
-        const bool hb = tgt.empty() ? ha : (bool)std::getline(ft, b);
+        const bool ha = (bool)std::getline(fs, sa_text);
+        const bool hb = two ? (bool)std::getline(ft, sb_text) : ha;
         if (ha != hb) {
-            o.close();
-            std::remove((out + ".part").c_str());
-            throw Error(src + " and " + tgt + " differ in length: one ends at line " + std::to_string(line + 1));
+            throw Error(a.src + " and " + a.tgt + " differ in length: one ends at line " + std::to_string(n.line + 1));
         }
         if (!ha) break;
-        line++;
-        strip_cr(a);
-        strip_cr(b);
+        n.line++;
+        strip_cr(sa_text);
+        strip_cr(sb_text);
         Sequence sa, sb;
         try {
-            sa = tok.encode(a);
-            if (!tgt.empty()) sb = tok.encode(b);
+            sa = tok.encode(sa_text);
+            if (two) sb = tok.encode(sb_text);
         } catch (const Error &e) {
-            bad++;
-            report(e.what());
+            n.bad++;
+            n.left_out(e.what());
             continue;
         }
-        if (sa.empty() || (!tgt.empty() && sb.empty())) {
-            empty++;
-            report("an empty side");
+        if (sa.empty() || (two && sb.empty())) {
+            n.empty++;
+            n.left_out("an empty side");
             continue;
         }
-        if ((int)sa.size() > max_len || (int)sb.size() > max_len) {
-            too_long++;
+        if ((int)sa.size() > a.max_len || (int)sb.size() > a.max_len) {
+            n.too_long++;
             continue;
         }
-        o << join_ids(sa);
-        if (!tgt.empty()) o << '\t' << join_ids(sb);
-        o << '\n';
-        written++;
-        src_tokens += (int64_t)sa.size();
-        tgt_tokens += (int64_t)sb.size();
+        o << join_ids(sa) << (two ? "\t" + join_ids(sb) : "") << '\n';
+        n.written++;
+        n.src_tokens += (int64_t)sa.size();
+        n.tgt_tokens += (int64_t)sb.size();
     }
     o.close();
-    if (!o || std::rename((out + ".part").c_str(), out.c_str()) != 0) throw Error(out + ": cannot write");
+    if (!o) throw Error(a.out + ": cannot write");
+}
+
+int run_pairs(const Args &a) {
+    Tokenizer tok = Tokenizer::load(resolve_model(a.model));
+    std::ifstream fs(a.src), ft;
+    if (!fs) throw Error(a.src + ": cannot open");
+    if (!a.tgt.empty()) {
+        ft.open(a.tgt);
+        if (!ft) throw Error(a.tgt + ": cannot open");
+    }
+    PairCounts n;
+    files::write_atomic(a.out, [&](const std::string &tmp) { write_pairs(tok, fs, ft, a, tmp, n); }, a.force);
     std::printf("%s: %lld of %lld lines written (%lld source, %lld target tokens); left out: %lld longer than %d "
                 "tokens, %lld with an empty side, %lld not UTF-8\n",
-                out.c_str(), (long long)written, (long long)line, (long long)src_tokens, (long long)tgt_tokens,
-                (long long)too_long, max_len, (long long)empty, (long long)bad);
+                a.out.c_str(), (long long)n.written, (long long)n.line, (long long)n.src_tokens,
+                (long long)n.tgt_tokens, (long long)n.too_long, a.max_len, (long long)n.empty, (long long)n.bad);
     return 0;
+}
+
+// encode or decode: the argument, or stdin line by line. A line that fails
+// gives an empty output line (the output stays line for line with the
+// input) and a message; the exit status is then 1.
+int run_lines(const Tokenizer &t, bool encode, bool pieces, const std::string *text) {
+    int failures = 0;
+    int64_t line = 0;
+    auto one = [&](const std::string &s) {
+        line++;
+        try {
+            if (!encode) {
+                std::printf("%s\n", one_line(t.decode(parse_ids(s))).c_str());
+            } else if (pieces) {
+                auto p = t.pieces(s);
+                for (size_t i = 0; i < p.size(); i++) std::printf("%s%s", i ? " " : "", p[i].c_str());
+                std::printf("\n");
+            } else {
+                std::printf("%s\n", join_ids(t.encode(s)).c_str());
+            }
+        } catch (const Error &e) {
+            failures++;
+            std::printf("\n");
+            std::fprintf(stderr, "halformer tokenizer: line %lld: %s\n", (long long)line, e.what());
+        }
+    };
+    if (text) {
+        one(*text);
+    } else {
+        for (std::string s; std::getline(std::cin, s);) {
+            strip_cr(s);
+            one(s);
+        }
+    }
+    return failures ? 1 : 0;
 }
 
 }  // namespace
@@ -126,98 +229,15 @@ int run_pairs(const std::string &model, const std::string &src, const std::strin
 int cmd_tokenizer(int argc, char **argv) {
     CLI::App app{"halformer tokenizer: train and run SentencePiece tokenizers", "halformer tokenizer"};
     app.require_subcommand(1);
-
-    TokenizerTrainOptions to;
-    std::string train_out;
-    auto *tr = app.add_subcommand("train", "train a joint tokenizer on text files (one sentence a line)");
-    tr->add_option("out", train_out, "the model file to write (e.g. DIR/tokenizer.model)")->required();
-    tr->add_option("--input", to.inputs, "text files (all languages: one shared vocabulary)")->required();
-    tr->add_option("--vocab-size", to.vocab_size, "pieces in the vocabulary")->check(CLI::Range(8, 1 << 20));
-    tr->add_option("--type", to.type, "bpe or unigram")->check(CLI::IsMember({"bpe", "unigram"}));
-    tr->add_option("--character-coverage", to.character_coverage, "share of characters covered")
-        ->check(CLI::Range(0.9, 1.0));
-    tr->add_option("--max-sentences", to.max_sentences, "sentences sampled for training")->check(CLI::PositiveNumber);
-    tr->add_option("--threads", to.threads, "threads");
-    tr->add_option("--seed", to.seed, "sampling seed");
-
-    std::string model, text;
-    bool show_pieces = false;
-    auto *enc = app.add_subcommand("encode", "text to ids (the argument, or one line of stdin at a time)");
-    enc->add_option("model", model, "tokenizer.model, or a model directory")->required();
-    enc->add_option("text", text, "text to encode (default: read lines from stdin)");
-    enc->add_flag("--pieces", show_pieces, "print the pieces instead of ids");
-
-    auto *dec = app.add_subcommand("decode", "ids to text (the argument, or one line of stdin at a time)");
-    dec->add_option("model", model, "tokenizer.model, or a model directory")->required();
-    dec->add_option("ids", text, "space-separated ids (default: read lines from stdin)");
-
-    std::string src, tgt, out;
-    int max_len = 126;
-    bool force = false;
-    auto *pairs = app.add_subcommand("pairs", "parallel text files to the token-id file halformer train reads");
-    pairs->add_option("model", model, "tokenizer.model, or a model directory")->required();
-    pairs->add_option("--src", src, "source text, one sentence a line")->required();
-    pairs->add_option("--tgt", tgt, "target text, line by line with --src (omit for decoder-only data)");
-    pairs->add_option("--out", out, "the token-id file to write")->required();
-    pairs->add_option("--max-len", max_len, "leave out pairs with a longer side (tokens)")->check(CLI::PositiveNumber);
-    pairs->add_flag("--force", force, "replace --out");
-
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e);
-    }
-    // A model directory names its tokenizer in config.json.
-    auto resolve = [](const std::string &m) {
-        struct stat st;
-        if (stat(m.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return m;
-        const Config c = Config::from_file(m + "/config.json");
-        if (c.tokenizer.empty()) throw Error(m + "/config.json names no tokenizer");
-        return m + "/" + c.tokenizer;
-    };
-    if (tr->parsed()) {
-        Tokenizer::train(to, train_out);
-        Tokenizer t = Tokenizer::load(train_out);
-        std::printf("%s: %d pieces (pad %d, bos %d, eos %d, unk %d)\n", train_out.c_str(), t.vocab_size(), t.pad_id(),
-                    t.bos_id(), t.eos_id(), t.unk_id());
-        return 0;
-    }
-    if (pairs->parsed()) return run_pairs(resolve(model), src, tgt, out, max_len, force);
-
-    Tokenizer t = Tokenizer::load(resolve(model));
-    const bool from_stdin = (enc->parsed() ? enc->count("text") : dec->count("ids")) == 0;
-    int failures = 0;
-    int64_t line = 0;
-    auto one = [&](const std::string &s) {
-        line++;
-        try {
-            if (enc->parsed()) {
-                if (show_pieces) {
-                    auto p = t.pieces(s);
-                    for (size_t i = 0; i < p.size(); i++) std::printf("%s%s", i ? " " : "", p[i].c_str());
-                    std::printf("\n");
-                } else {
-                    std::printf("%s\n", join_ids(t.encode(s)).c_str());
-                }
-            } else {
-                std::printf("%s\n", one_line(t.decode(parse_ids(s))).c_str());
-            }
-        } catch (const Error &e) {
-            failures++;
-            std::printf("\n");  // the output stays line for line with the input
-            std::fprintf(stderr, "halformer tokenizer: line %lld: %s\n", (long long)line, e.what());
-        }
-    };
-    if (!from_stdin) {
-        one(text);
-    } else {
-        std::string s;
-        while (std::getline(std::cin, s)) {
-            strip_cr(s);
-            one(s);
-        }
-    }
-    return failures ? 1 : 0;
+    Args a;
+    const Subcommands s = add_subcommands(app, a);
+    if (!parse_command(app, argc, argv)) return 0;
+    if (s.train->parsed()) return run_train(a);
+    if (s.pairs->parsed()) return run_pairs(a);
+    const bool encode = s.encode->parsed();
+    const bool from_stdin = (encode ? s.encode->count("text") : s.decode->count("ids")) == 0;
+    const Tokenizer t = Tokenizer::load(resolve_model(a.model));
+    return run_lines(t, encode, a.pieces, from_stdin ? nullptr : &a.text);
 }
 
 }  // namespace halformer

@@ -28,21 +28,15 @@ int cmd_translate(int argc, char **argv) {
     bool quiet = false;
     app.add_option("dir", dir, "model directory (config.json naming a tokenizer, model.safetensors)")->required();
     app.add_option("text", texts, "texts to translate (default: read lines from stdin)");
-    app.add_option("--batch", batch, "sentences per batch")->check(CLI::PositiveNumber);
-    app.add_option("--chunk", chunk, "stdin lines sorted by length together")->check(CLI::PositiveNumber);
+    app.add_option("--batch", batch, "sentences per batch")->check(at_least(1));
+    app.add_option("--chunk", chunk, "stdin lines sorted by length together")->check(at_least(1));
     app.add_flag("--quiet", quiet, "no summary on stderr");
     add_decoding_options(app, g);
     add_machine_options(app, mo);
     add_precision_option(app, mo);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e);
-    }
+    if (!parse_command(app, argc, argv)) return 0;
     check_decoding_options(g);
-    const Device device = apply_machine_options(mo);
-    Model m = Model::load(dir, device);
-    apply_precision(mo, m);
+    Model m = load_model(dir, mo);
     if (m.config().architecture != Architecture::EncoderDecoder) {
         throw Error(dir + ": translate needs an encoder-decoder model (use generate --text for a decoder-only one)");
     }

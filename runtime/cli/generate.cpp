@@ -1,0 +1,73 @@
+// halformer generate: token ids or text in, generated tokens or text out.
+//
+//   halformer generate DIR --src 5,6,7 [--max-new-tokens N] [--beam K --length-penalty A --n-best M]
+//                          [--sample --temperature T --top-k K --top-p P --seed S]
+//   halformer generate DIR --text "a prompt"     # a model with a tokenizer
+//
+// --src prints one line of ids per hypothesis (beam: a tab and its score);
+// --text prints the text (decoder-only: the continuation; encoder-decoder:
+// the translation), then the other n-best texts, one a line.
+#include "common.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace halformer {
+
+namespace {
+
+// Text in, text out: a decoder-only model continues the prompt, an
+// encoder-decoder model translates it.
+int generate_text(Model &m, const std::string &text, const GenerateOptions &o) {
+    const bool dec = m.config().architecture == Architecture::Decoder;
+    if (!dec && m.config().architecture != Architecture::EncoderDecoder) {
+        throw Error("generate --text: an encoder-only model does not generate");
+    }
+    auto r = dec ? m.continue_text({text}, o) : m.translate({text}, o);
+    if (!r[0].ok()) throw Error("generate --text: " + r[0].error);
+    std::printf("%s\n", r[0].text.c_str());
+    for (auto &alt : r[0].alternatives) std::printf("%s\n", alt.c_str());
+    return 0;
+}
+
+int generate_ids(Model &m, const Sequence &src, GenerateOptions o) {
+    if (o.max_new_tokens == -1) {
+        const int P = m.config().architecture == Architecture::Decoder ? (int)src.size() : 1;
+        o.max_new_tokens = std::max(1, std::min(64, m.config().max_positions - P + 1));
+    }
+    auto hyps = m.generate({src}, o);
+    for (auto &h : hyps[0]) {
+        print_ids(h.tokens);
+        if (o.beam > 1) std::printf("\t%.6f", h.score);
+        std::printf("\n");
+    }
+    return 0;
+}
+
+}  // namespace
+
+int cmd_generate(int argc, char **argv) {
+    CLI::App app{"halformer generate: generate from token ids (--src) or text (--text)", "halformer generate"};
+    std::string dir, src, text;
+    GenerateOptions o;
+    MachineOptions mo;
+    app.add_option("dir", dir, "model directory (config.json, model.safetensors)");
+    app.add_option("--src", src, "input token ids, comma-separated (e.g. 5,6,7)");
+    app.add_option("--text", text, "input text (a model with a tokenizer)");
+    add_decoding_options(app, o);
+    app.get_option("--max-new-tokens")
+        ->description("tokens generated at most (default: as many as the positions allow, up to 64 with --src "
+                      "and 256 with --text)");
+    add_machine_options(app, mo);
+    add_precision_option(app, mo);
+    if (!parse_command(app, argc, argv)) return 0;
+    if (dir.empty()) throw Error("generate: a model directory is required");
+    const bool has_text = app.count("--text") > 0;
+    if ((app.count("--src") > 0) == has_text) throw Error("generate: give --src IDS or --text TEXT (one of them)");
+    check_decoding_options(o);
+    Model m = load_model(dir, mo);
+    if (has_text) return generate_text(m, text, o);
+    return generate_ids(m, parse_id_list(src, "src"), o);
+}
+
+}  // namespace halformer
