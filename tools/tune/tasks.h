@@ -126,15 +126,10 @@ inline bool packed_fits(const Point &p, int regs) {
     return vn * rows + vn + 1 <= regs;
 }
 
-inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &w) {
-    using halformer::Act;
-    const int d = c.d_model, F = c.d_ff, H = c.num_heads, dk = c.head_dim(), P = w.prefill_rows,
-              L = w.cache_len, R = w.decode_rows;
-    const int V = c.has_decoder() ? c.tgt_vocab_size : c.src_vocab_size;
-    const char *ffn_kernel = c.activation == Act::ReLU ? "hf_ffn"
-                             : c.activation == Act::GELU ? "hf_ffn_gelu" : "hf_ffn_gelu_tanh";
+// The projections: fp32 prefill and decode, and the reduced-precision ones.
+inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload &w) {
+    const int d = c.d_model, F = c.d_ff, P = w.prefill_rows, R = w.decode_rows;
     std::vector<Task> tasks;
-
     Task lin{"linear", "prefill", "hf_linear",
              {"hf_linear", "hf_linear_relu", "hf_linear_gelu", "hf_linear_gelu_tanh", "hf_linear_residual"},
              {{"vectors_n", {0, 1, 2, 4}}, {"rows_m", {0, 2, 4, 6, 8, 10, 12, 14, 16, 20, 24}}},
@@ -174,7 +169,14 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
         dec.feasible = packed_fits;
         tasks.push_back(dec);
     }
+    return tasks;
+}
 
+inline Task ffn_task(const halformer::Config &c, const Workload &w) {
+    using halformer::Act;
+    const int d = c.d_model, F = c.d_ff, P = w.prefill_rows;
+    const char *ffn_kernel = c.activation == Act::ReLU ? "hf_ffn"
+                             : c.activation == Act::GELU ? "hf_ffn_gelu" : "hf_ffn_gelu_tanh";
     Task ffn{"ffn", "prefill", ffn_kernel,
              // every activation: the schedule is the two products'
              {"hf_ffn", "hf_ffn_gelu", "hf_ffn_gelu_tanh", "hf_ffn_residual", "hf_ffn_gelu_residual",
@@ -183,8 +185,13 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
              {{shape_label("%dx%d->%d->%d", {P, d, F, d}), {{"M", P}, {"D", d}, {"F", F}}, {}}},
              {{"1x..", {{"M", 1}, {"D", d}, {"F", F}}, {}}, {"17x33->71", {{"M", 17}, {"D", 33}, {"F", 71}}, {}}}};
     ffn.feasible = panel_fits;
-    tasks.push_back(ffn);
+    return ffn;
+}
 
+// Attention over the whole sequence (prefill) and one query row (decode).
+inline std::vector<Task> attention_tasks(const halformer::Config &c, const Workload &w) {
+    const int H = c.num_heads, dk = c.head_dim(), P = w.prefill_rows, L = w.cache_len, R = w.decode_rows;
+    std::vector<Task> tasks;
     auto att_hd = [&](int B, int heads, int Tq, int Tkv, int head_dim, bool causal) {
         Shape s{shape_label("%dx%dx%dx%d", {B, heads, Tq, Tkv}) + (head_dim != dk ? " dk" + std::to_string(head_dim) : "") +
                     (causal ? " causal" : ""),
@@ -224,7 +231,14 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
               {att(3, 1, 1, false), att(2, 1, 19, true), att_hd(2, 3, 1, 9, 12, false), att_hd(2, 1, 1, 9, 20, true),
                att_rows(3, 1, 1, dk), att_rows(5, 3, 19, 20)}};
     tasks.push_back(attd);
+    return tasks;
+}
 
+// The row-wise ops: layer norm, (log-)softmax over the vocabulary, embedding.
+inline std::vector<Task> row_tasks(const halformer::Config &c, const Workload &w) {
+    const int d = c.d_model, P = w.prefill_rows, R = w.decode_rows;
+    const int V = c.has_decoder() ? c.tgt_vocab_size : c.src_vocab_size;
+    std::vector<Task> tasks;
     auto rows = [](int M, int D) {
         return Shape{shape_label("%dx%d", {M, D}), {{"M", M}, {"D", D}}, {}};
     };
@@ -246,7 +260,14 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
     };
     tasks.push_back({"embedding", "prefill", emb, {"hf_embedding", "hf_embedding_concat", "hf_embedding_learned"},
                      {{"tokens_per_task", {8, 1, 2, 4, 16, 32}}}, {eshape(1, P, d)}, {eshape(2, 3, 18)}});
+    return tasks;
+}
 
+// The output projection onto the vocabulary, prefill and decode.
+inline std::vector<Task> head_tasks(const halformer::Config &c, const Workload &w) {
+    const int d = c.d_model, P = w.prefill_rows, R = w.decode_rows;
+    const int V = c.has_decoder() ? c.tgt_vocab_size : c.src_vocab_size;
+    std::vector<Task> tasks;
     auto hshape = [&](int M) {
         return Shape{shape_label("%dx%d->%d", {M, d, V}), {{"M", M}, {"K", d}, {"V", V}}, {}};
     };
@@ -261,6 +282,18 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
                      {{"vectors_n", {0, 2, 4, 6, 12, 16}}},
                      {hshape(1), hshape(R)},
                      {{"3x33->71", {{"M", 3}, {"K", 33}, {"V", 71}}, {}}}});
+    return tasks;
+}
+
+// Every task, in a fixed order (a task's index is its pipeline id in the
+// cost model's samples).
+inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &w) {
+    std::vector<Task> tasks = linear_tasks(c, w);
+    auto append = [&](const std::vector<Task> &more) { tasks.insert(tasks.end(), more.begin(), more.end()); };
+    append({ffn_task(c, w)});
+    append(attention_tasks(c, w));
+    append(row_tasks(c, w));
+    append(head_tasks(c, w));
     return tasks;
 }
 

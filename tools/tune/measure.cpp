@@ -1,0 +1,215 @@
+#include "measure.h"
+
+#include "halformer/error.h"
+#include "progress.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tune {
+
+namespace {
+
+// Generators are built here as libHalide's JIT sees them, with the inputs
+// left unbound (as in the AOT build): one compiled candidate then runs at
+// every shape by setting the inputs' Parameters, found by name in the
+// pipeline. (Halide 14 keeps build_pipeline() protected; Access reaches it.)
+struct Access : Halide::Internal::GeneratorBase {
+    static Halide::Pipeline build(Halide::Internal::GeneratorBase *g) {
+        // configure() adds the optional inputs (residual, mask); GenGen runs
+        // it before building, and so must we.
+        (g->*(&Access::ensure_configure_has_been_called))();
+        return (g->*(&Access::build_pipeline))();
+    }
+};
+
+class ParamFinder : public Halide::Internal::IRGraphVisitor {
+public:
+    std::map<std::string, Halide::Internal::Parameter> params;
+
+private:
+    using IRGraphVisitor::visit;
+    void visit(const Halide::Internal::Call *op) override {
+        if (op->param.defined()) params.emplace(op->param.name(), op->param);
+        IRGraphVisitor::visit(op);
+    }
+    void visit(const Halide::Internal::Variable *op) override {
+        if (op->param.defined()) params.emplace(op->param.name(), op->param);
+    }
+};
+
+std::map<std::string, Halide::Internal::Parameter> pipeline_params(const Halide::Pipeline &p) {
+    ParamFinder finder;
+    for (const Halide::Func &out : p.outputs())
+        for (const auto &[name, fn] : Halide::Internal::find_transitive_calls(out.function())) fn.accept(&finder);
+    return finder.params;
+}
+
+// Sets the pipeline's inputs to the op data's values (and, for the
+// autoschedulers, their estimates to those sizes).
+void bind_inputs(const Halide::Pipeline &pipe, OpData &d, bool estimates) {
+    auto params = pipeline_params(pipe);
+    for (const InputValue &v : d.inputs()) {
+        auto it = params.find(v.name);
+        if (it == params.end()) {
+            // A scalar the algorithm does not use at these settings (q_offset
+            // without the causal mask) is not in the pipeline.
+            if (!v.buf.defined()) continue;
+            throw halformer::Error("the pipeline has no input named " + v.name);
+        }
+        Halide::Internal::Parameter prm = it->second;
+        if (prm.is_buffer()) {
+            prm.set_buffer(v.buf);
+            if (estimates)
+                for (int i = 0; i < v.buf.dimensions(); i++) {
+                    prm.set_min_constraint_estimate(i, 0);
+                    prm.set_extent_constraint_estimate(i, v.buf.dim(i).extent());
+                }
+        } else if (prm.type() == Halide::Float(32)) {
+            prm.set_scalar<float>((float)v.scalar);
+        } else if (prm.type() == Halide::Int(32)) {
+            prm.set_scalar<int32_t>((int32_t)v.scalar);
+        } else {
+            throw halformer::Error("input " + v.name + " has a scalar type the tuner does not set");
+        }
+    }
+}
+
+std::map<std::string, std::string> gen_params(const Task &task, const Shape &shape, const Point &p, Sched s) {
+    auto params = task.fixed();
+    for (const auto &[k, v] : shape.gen) params[k] = v;
+    if (s == Sched::Hand) {
+        for (const auto &[k, v] : p) params[k] = std::to_string(v);
+    } else {
+        params["auto_schedule"] = "true";
+    }
+    return params;
+}
+
+std::string gen_key(const Shape &s) {
+    std::string k;
+    for (const auto &[a, b] : s.gen) k += a + "=" + b + ";";
+    return k;
+}
+
+std::string one_line(std::string e) {
+    while (!e.empty() && (e.back() == '\n' || e.back() == ' ')) e.pop_back();
+    for (char &c : e)
+        if (c == '\n') c = ' ';
+    if (e.size() > 300) e = e.substr(0, 300) + "...";
+    return e;
+}
+
+// Runs a compiled candidate at one shape and checks it; "" or the problem.
+std::string run_and_check(Halide::Pipeline &pipe, const Task &task,
+                          const std::map<std::string, std::string> &params, const Shape &shape,
+                          const Halide::Target &target, double *ms) {
+    auto data = make_op_data(task.generator(), params, shape);
+    bind_inputs(pipe, *data, false);
+    Halide::Realization out = data->outputs();
+    try {
+        pipe.realize(out, target);
+    } catch (const std::exception &e) {
+        return "fails at " + shape.label + ": " + one_line(e.what());
+    }
+    double err = data->error();
+    if (!(err <= kTolerance)) {
+        char buf[160];
+        std::snprintf(buf, sizeof(buf), "wrong result at %s: relative error %.3g > %.0e", shape.label.c_str(), err,
+                      kTolerance);
+        return buf;
+    }
+    if (ms) *ms = time_ms([&] { pipe.realize(out, target); });
+    return "";
+}
+
+// Schedules pipe with an autoscheduler for shape (the estimates: its data's
+// sizes), keeping the featurization and the schedule's source in m.
+void autoschedule(Halide::Pipeline &pipe, const Task &task, const std::map<std::string, std::string> &params,
+                  const Shape &shape, Sched s, const Halide::Target &target, int threads, Measured &m) {
+    auto data = make_op_data(task.generator(), params, shape);
+    bind_inputs(pipe, *data, true);
+    auto extents = data->output_extents();
+    auto outs = pipe.outputs();
+    for (size_t i = 0; i < outs.size() && i < extents.size(); i++) {
+        Halide::Region r;
+        for (int e : extents[i]) r.push_back(Halide::Range(0, e));
+        outs[i].set_estimates(r);
+    }
+    // Guarded: the autoscheduler's schedule with every tail guarded, as the
+    // build's autoscheduled kernels (schedules/guarded_autoschedulers.cpp).
+    auto res = pipe.auto_schedule(s == Sched::Adams ? "GuardedAdams2019" : "GuardedMullapudi2016", target,
+                                  Halide::MachineParams(threads, 32 << 20, 40));
+    m.featurization = res.featurization;
+    m.schedule_source = res.schedule_source;
+}
+
+}  // namespace
+
+Halide::Pipeline build_pipeline(const std::string &generator, const std::map<std::string, std::string> &params,
+                                const Halide::Target &target) {
+    auto gen = Halide::Internal::GeneratorRegistry::create(generator, Halide::GeneratorContext(target));
+    Halide::Internal::GeneratorParamsMap gp;
+    for (const auto &[k, v] : params) gp[k] = v;
+    gen->set_generator_param_values(gp);
+    return Access::build(gen.get());
+}
+
+double time_ms(const std::function<void()> &f) {
+    f();  // warm: first-call allocations, page faults
+    auto t0 = Clock::now();
+    f();
+    double one = std::max(seconds_since(t0), 1e-7);
+    int inner = std::max(1, (int)(0.01 / one));
+    int batches = std::clamp((int)(0.15 / (one * inner)), 3, 9);
+    std::vector<double> v;
+    for (int b = 0; b < batches; b++) {
+        t0 = Clock::now();
+        for (int i = 0; i < inner; i++) f();
+        v.push_back(seconds_since(t0) / inner);
+    }
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2] * 1e3;
+}
+
+Measured measure(const Task &task, const std::vector<Shape> &shapes, const Point &p, Sched s,
+                 const Halide::Target &target, int threads, bool timed, const std::vector<Shape> *edges) {
+    Measured m;
+    m.ms.assign(shapes.size(), 0.0);
+    std::vector<std::string> groups;
+    for (const auto &sh : shapes)
+        if (std::find(groups.begin(), groups.end(), gen_key(sh)) == groups.end()) groups.push_back(gen_key(sh));
+    try {
+        for (const auto &group : groups) {
+            size_t first = 0;
+            while (gen_key(shapes[first]) != group) first++;
+            auto params = gen_params(task, shapes[first], p, s);
+            Halide::Pipeline pipe = build_pipeline(task.generator(), params, target);
+            if (s != Sched::Hand) autoschedule(pipe, task, params, shapes[first], s, target, threads, m);
+            pipe.compile_jit(target);
+            for (size_t i = 0; i < shapes.size(); i++) {
+                if (gen_key(shapes[i]) != group) continue;
+                std::string err = run_and_check(pipe, task, params, shapes[i], target,
+                                                timed ? &m.ms[i] : nullptr);
+                if (!err.empty()) {
+                    m.error = err;
+                    return m;
+                }
+            }
+            if (edges)
+                for (const auto &e : *edges) {
+                    if (gen_key(e) != group || !m.edge_error.empty()) continue;
+                    m.edge_error = run_and_check(pipe, task, gen_params(task, e, p, s), e, target, nullptr);
+                }
+        }
+    } catch (const std::exception &e) {
+        m.error = one_line(e.what());
+        return m;
+    }
+    m.ok = true;
+    m.score = 0;
+    for (double x : m.ms) m.score += x;
+    return m;
+}
+
+}  // namespace tune

@@ -1,0 +1,49 @@
+// Measuring one candidate schedule: the generator built with libHalide's JIT
+// for the target, its inputs bound to the op's data at each shape, checked
+// against the double-precision reference, and timed (median).
+#pragma once
+
+#include "Halide.h"
+#include "tasks.h"
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tune {
+
+// Relative error a candidate may have against the reference.
+constexpr double kTolerance = 1e-4;
+
+enum class Sched { Hand, Mullapudi, Adams };
+
+struct Measured {
+    bool ok = false;
+    std::string error;
+    std::vector<double> ms;  // per shape
+    double score = INFINITY; // Σ ms
+    std::vector<uint8_t> featurization;  // autoschedulers: of the first shape's schedule
+    std::string schedule_source;         // autoschedulers: the schedule as C++
+    std::string edge_error;              // the first small/odd shape that failed ("": all passed)
+};
+
+// A generator instance with these GeneratorParams, built for the target,
+// its inputs left unbound (as in the AOT build).
+Halide::Pipeline build_pipeline(const std::string &generator, const std::map<std::string, std::string> &params,
+                                const Halide::Target &target);
+
+// Median time of f in ms: batches of at least ~10 ms, 3–9 of them.
+double time_ms(const std::function<void()> &f);
+
+// Compiles one candidate (once per distinct set of algorithm parameters
+// among the shapes), checks it against the reference at every shape, times
+// it; then checks the edge shapes, if given. The autoschedulers schedule for
+// the first shape.
+Measured measure(const Task &task, const std::vector<Shape> &shapes, const Point &p, Sched s,
+                 const Halide::Target &target, int threads, bool timed = true,
+                 const std::vector<Shape> *edges = nullptr);
+
+}  // namespace tune
