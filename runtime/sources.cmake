@@ -32,7 +32,8 @@ set(HALFORMER_TRAINING_SOURCES
   src/train/data.cpp
   src/train/trainer.cpp
   src/train/trainer_api.cpp
-  src/train/distributed.cpp)
+  src/train/distributed.cpp
+  src/train/training_loop.cpp)
 # Commands every build has; serve and train are added where the build has them.
 set(HALFORMER_CLI_SOURCES
   cli/halformer.cpp

@@ -11,27 +11,27 @@
 // weights, or the average of the last --average checkpoints), checkpoints/
 // step_N/ (model directories with optimizer state), train.log (one JSON
 // object a line), training.png (loss and learning rate against steps).
-// Options are parsed with CLI11 (Debian libcli11-dev).
+// Options are parsed with CLI11 (Debian libcli11-dev). The loop itself is
+// halformer::TrainingLoop (halformer/training_loop.h); this file configures
+// it, prints its progress and writes train.log.
 #include "common.h"
 #include "halformer/device.h"
 #include "halformer/distributed.h"
-#include "halformer/isa.h"
+#include "halformer/files.h"
 #include "halformer/tokenizer.h"
 #include "halformer/train.h"
+#include "halformer/training_loop.h"
 
 #include <CLI/CLI.hpp>
-#include <HalideRuntime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <dirent.h>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace halformer {
@@ -52,77 +52,6 @@ struct Opts {
     // Task-mode model size.
     int d_model = 128, heads = 4, d_ff = 256, layers = 2;
 };
-
-bool exists(const std::string &p) {
-    struct stat st;
-    return stat(p.c_str(), &st) == 0;
-}
-
-void make_dirs(const std::string &dir) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw Error(dir + ": cannot create (" + ec.message() + ")");
-}
-
-void copy_file(const std::string &from, const std::string &to) {
-    std::ifstream in(from, std::ios::binary);
-    if (!in) throw Error(from + ": cannot open");
-    std::ofstream out(to + ".part", std::ios::binary | std::ios::trunc);
-    out << in.rdbuf();
-    out.close();
-    if (!out || std::rename((to + ".part").c_str(), to.c_str()) != 0) throw Error(to + ": cannot write");
-}
-
-bool dir_empty(const std::string &p) {
-    DIR *d = opendir(p.c_str());
-    if (!d) return true;
-    bool empty = true;
-    while (dirent *e = readdir(d)) {
-        std::string n = e->d_name;
-        if (n != "." && n != "..") empty = false;
-    }
-    closedir(d);
-    return empty;
-}
-
-// checkpoints/step_N directories, by N.
-std::vector<std::pair<int64_t, std::string>> checkpoints(const std::string &out) {
-    std::vector<std::pair<int64_t, std::string>> v;
-    const std::string dir = out + "/checkpoints";
-    DIR *d = opendir(dir.c_str());
-    if (!d) return v;
-    while (dirent *e = readdir(d)) {
-        std::string n = e->d_name;
-        if (n.rfind("step_", 0) == 0 && exists(dir + "/" + n + "/trainer.json")) {
-            v.push_back({std::atoll(n.c_str() + 5), dir + "/" + n});
-        }
-    }
-    closedir(d);
-    std::sort(v.begin(), v.end());
-    return v;
-}
-
-void remove_tree(const std::string &p) {
-    DIR *d = opendir(p.c_str());
-    if (d) {
-        while (dirent *e = readdir(d)) {
-            std::string n = e->d_name;
-            if (n == "." || n == "..") continue;
-            remove_tree(p + "/" + n);
-        }
-        closedir(d);
-        rmdir(p.c_str());
-    } else {
-        unlink(p.c_str());
-    }
-}
-
-double json_number(const std::string &json, const std::string &key, double fallback) {
-    size_t k = json.find("\"" + key + "\"");
-    if (k == std::string::npos) return fallback;
-    k = json.find(':', k);
-    return std::strtod(json.c_str() + k + 1, nullptr);
-}
 
 // The model trained by --task: the Annotated Transformer's copy-task
 // model, narrower (2 + 2 layers).
@@ -151,6 +80,8 @@ std::string fmt_time(double s) {
     return b;
 }
 
+void copy_file(const std::string &from, const std::string &to) { files::write_text(to, files::read_text(from)); }
+
 // Greedy decodes of the held-out task examples: the fraction equal to the
 // expected target (eos included).
 double task_accuracy(Trainer &t, SyntheticTask task, int64_t n, uint64_t seed, int length) {
@@ -175,16 +106,10 @@ double task_accuracy(Trainer &t, SyntheticTask task, int64_t n, uint64_t seed, i
     return (double)right / (double)inputs.size();
 }
 
-int run(const Opts &o) {
-    Distributed &dist = Distributed::get();
-    const bool lead = dist.leader();
-    const Device device = apply_machine_options(o.machine);
-
-    // What to train on.
-    const bool task_mode = !o.task.empty();
-    SyntheticTask task = SyntheticTask::Copy;
-    if (task_mode) {
-        task = synthetic_task_from_name(o.task);
+// What to train on, and which model: the combinations refused.
+void check_sources(const Opts &o) {
+    if (!o.task.empty()) {
+        synthetic_task_from_name(o.task);  // an unknown name is an Error listing the names
         if (!o.train.empty() || !o.config.empty()) throw Error("--task trains on generated data: no --train or --config");
     } else if (o.train.empty()) {
         throw Error("nothing to train on: give --task copy|reverse|sort, or --train FILE");
@@ -192,53 +117,52 @@ int run(const Opts &o) {
     if (!o.tokenizer.empty() && (o.resume || !o.init.empty())) {
         throw Error("--tokenizer is for a new model (--config): a resumed run keeps its own, a fine-tuned one --init's");
     }
-    if (!o.resume && o.config.empty() && o.init.empty() && !task_mode) {
+    if (!o.resume && o.config.empty() && o.init.empty() && o.task.empty()) {
         throw Error("give the model: --config config.json (new), --init DIR (fine-tune) or --resume");
     }
-    // Never replace what the user has without --force. (Every rank looks
-    // before rank 0 writes anything.)
-    const bool occupied = !o.resume && exists(o.out) && !dir_empty(o.out);
-    dist.barrier();
-    if (occupied) {
-        if (!o.force) {
-            throw Error(o.out + " exists and is not empty: choose another directory, --resume a run there, or "
-                                "--force to replace it");
-        }
-        if (lead) {
-            for (const char *n : {"config.json", "model.safetensors", "train.log", "training.png", "eval.json",
-                                  "tokenizer.model"})
-                unlink((o.out + "/" + n).c_str());
-            remove_tree(o.out + "/checkpoints");
-        }
-        dist.barrier();
-    }
+}
 
-    // The trainer.
-    std::unique_ptr<Trainer> tr;
-    int64_t epoch = 0, batch_index = 0;
-    double elapsed_before = 0;
-    if (o.resume) {
-        auto cks = checkpoints(o.out);
-        if (cks.empty()) throw Error(o.out + "/checkpoints: no checkpoint to resume from");
-        const std::string &last = cks.back().second;
-        tr = std::make_unique<Trainer>(Trainer::resume(last, o.t, device));
-        std::string user = Trainer::checkpoint_user_json(last);
-        epoch = (int64_t)json_number(user, "epoch", 0);
-        batch_index = (int64_t)json_number(user, "batch_index", 0);
-        elapsed_before = json_number(user, "elapsed", 0);
-        if (lead) std::fprintf(stderr, "resuming from %s (step %lld)\n", last.c_str(), (long long)tr->steps());
-    } else if (!o.init.empty()) {
-        tr = std::make_unique<Trainer>(Trainer::from_model(o.init, o.t, device));
-    } else {
-        Config c = task_mode ? task_config(o) : Config::from_file(o.config);
-        if (!o.tokenizer.empty()) c.tokenizer = "tokenizer.model";
-        tr = std::make_unique<Trainer>(Trainer::create(c, o.t, device));
+// Never replace what the user has without --force. (Every rank looks
+// before rank 0 writes anything.)
+void clear_output(const Opts &o, Distributed &dist) {
+    std::error_code ec;
+    const bool occupied = !o.resume && std::filesystem::is_directory(o.out, ec) && !files::is_empty_dir(o.out);
+    dist.barrier();
+    if (!occupied) return;
+    if (!o.force) {
+        throw Error(o.out + " exists and is not empty: choose another directory, --resume a run there, or "
+                            "--force to replace it");
     }
-    Trainer &t = *tr;
-    const Config &c = t.config();
-    // The tokenizer travels with the model: OUT/tokenizer.model, named in
-    // config.json, and a copy in every checkpoint (each is a model directory).
-    // A fine-tuned model keeps --init's.
+    if (dist.leader()) {
+        for (const char *n : {"config.json", "model.safetensors", "train.log", "training.png", "eval.json",
+                              "tokenizer.model"})
+            std::filesystem::remove(o.out + "/" + n, ec);
+        std::filesystem::remove_all(o.out + "/checkpoints", ec);
+    }
+    dist.barrier();
+}
+
+// The trainer: resumed (and where its data stood), fine-tuned or new.
+std::unique_ptr<Trainer> make_trainer(const Opts &o, Device device, TrainingPosition &from) {
+    if (o.resume) {
+        const Checkpoint last = TrainingLoop::latest_checkpoint(o.out);
+        auto tr = std::make_unique<Trainer>(Trainer::resume(last.dir, o.t, device));
+        from = TrainingLoop::position(last.dir);
+        if (Distributed::get().leader()) {
+            std::fprintf(stderr, "resuming from %s (step %lld)\n", last.dir.c_str(), (long long)tr->steps());
+        }
+        return tr;
+    }
+    if (!o.init.empty()) return std::make_unique<Trainer>(Trainer::from_model(o.init, o.t, device));
+    Config c = !o.task.empty() ? task_config(o) : Config::from_file(o.config);
+    if (!o.tokenizer.empty()) c.tokenizer = "tokenizer.model";
+    return std::make_unique<Trainer>(Trainer::create(c, o.t, device));
+}
+
+// The tokenizer travels with the model: OUT/tokenizer.model, named in
+// config.json, and a copy in every checkpoint (each is a model directory).
+// A fine-tuned model keeps --init's.
+void bring_tokenizer(const Opts &o, const Config &c) {
     std::string tokenizer_from = o.tokenizer;
     if (!o.init.empty() && !c.tokenizer.empty()) tokenizer_from = o.init + "/" + c.tokenizer;
     // A config.json that names a tokenizer (a model directory's) brings it
@@ -246,21 +170,27 @@ int run(const Opts &o) {
     if (!o.config.empty() && o.tokenizer.empty() && !c.tokenizer.empty()) {
         const size_t slash = o.config.find_last_of('/');
         tokenizer_from = (slash == std::string::npos ? std::string(".") : o.config.substr(0, slash)) + "/" + c.tokenizer;
-        if (!exists(tokenizer_from)) {
+        if (!files::exists(tokenizer_from)) {
             throw Error(o.config + " names the tokenizer \"" + c.tokenizer + "\", but " + tokenizer_from +
                         " does not exist: give --tokenizer FILE, or remove the field");
         }
     }
-    if (o.resume && !c.tokenizer.empty() && !exists(o.out + "/" + c.tokenizer)) {
+    if (o.resume && !c.tokenizer.empty() && !files::exists(o.out + "/" + c.tokenizer)) {
         throw Error(o.out + "/" + c.tokenizer + " is missing: the resumed model's config.json names it");
     }
     if (!tokenizer_from.empty() && !o.resume) {
         Tokenizer::load(tokenizer_from).check_matches(c);
-        if (lead) {
-            make_dirs(o.out);
+        if (Distributed::get().leader()) {
+            files::make_dirs(o.out);
             copy_file(tokenizer_from, o.out + "/" + c.tokenizer);
         }
     }
+}
+
+// The training loop over --task's generated examples or --train's file
+// (--valid's, or the task's held-out examples, for validation).
+std::unique_ptr<TrainingLoop> make_loop(const Opts &o, Trainer &t, const TrainingPosition &from) {
+    const Config &c = t.config();
     const TaskKind kind = c.architecture == Architecture::EncoderDecoder ? TaskKind::EncoderDecoder
                           : c.architecture == Architecture::Decoder      ? TaskKind::Decoder
                                                                          : TaskKind::Encoder;
@@ -269,193 +199,157 @@ int run(const Opts &o) {
     lim.tgt_vocab = kind == TaskKind::Encoder ? t.model().output_rows() : c.tgt_vocab_size;
     lim.max_src_len = kind == TaskKind::Decoder ? c.max_positions + 1 : c.max_positions;
     lim.max_tgt_len = kind == TaskKind::EncoderDecoder ? c.max_positions - 1 : c.max_positions;
+    const bool task_mode = !o.task.empty();
+    const SyntheticTask task = task_mode ? synthetic_task_from_name(o.task) : SyntheticTask::Copy;
     auto make_source = [&](const std::string &file, int64_t count, uint64_t seed) {
         return task_mode ? synthetic_source(task, count, seed, o.task_length) : file_source(file, kind, lim);
     };
-    const uint64_t data_seed = o.t.seed;
-    BatchOptions bo;
-    bo.max_tokens = o.micro_tokens;
-    bo.pool_examples = o.pool;
-    bo.seed = data_seed;
-    Batcher batches(make_source(o.train, o.task_examples, data_seed * 1000003 + 17), bo);
-    if (epoch || batch_index) batches.seek(epoch, batch_index);
-    std::vector<std::vector<Example>> valid;  // held in memory: a dev set is small
-    if (!o.valid.empty() || task_mode) {
-        BatchOptions vb = bo;
-        vb.seed = 7;
-        Batcher vbatch(make_source(o.valid, o.eval_examples, 0xC0FFEEull), vb);
-        Batch b;
-        while (vbatch.next(b)) valid.push_back(b.examples);
+    TrainingLoopOptions lo;
+    lo.out = o.out;
+    lo.steps = o.steps;
+    lo.batch_tokens = o.batch_tokens;
+    lo.micro_tokens = o.micro_tokens;
+    lo.pool = o.pool;
+    lo.data_seed = o.t.seed;
+    lo.shards = o.shards;
+    lo.valid_every = o.valid_every;
+    lo.save_every = o.save_every;
+    lo.keep = o.keep;
+    lo.average = o.average;
+    lo.half = o.half;
+    auto train = make_source(o.train, o.task_examples, o.t.seed * 1000003 + 17);
+    auto valid = !o.valid.empty() || task_mode ? make_source(o.valid, o.eval_examples, 0xC0FFEEull) : nullptr;
+    return std::make_unique<TrainingLoop>(t, std::move(train), lo, std::move(valid), from);
+}
+
+// train.log (one JSON object a step; appended on resume: the plot's data)
+// and the progress line on stderr (rank 0).
+class Progress {
+public:
+    explicit Progress(const Opts &o) : o_(o), tty_(isatty(2)) {
+        log_path_ = o.out + "/train.log";
+        files::make_dirs(o.out);
+        log_.open(log_path_, o.resume ? std::ios::app : std::ios::trunc);
+        if (!log_) throw Error(log_path_ + ": cannot write");
+    }
+    const std::string &log_path() const { return log_path_; }
+    bool tty() const { return tty_; }
+
+    void step(const StepProgress &p) {
+        std::ostringstream line;
+        line.precision(9);
+        line << "{\"step\": " << p.step << ", \"loss\": " << p.loss << ", \"lr\": " << p.lr
+             << ", \"tokens\": " << p.tokens << ", \"seconds\": " << p.seconds << ", \"grad_norm\": " << p.grad_norm;
+        if (p.valid_loss >= 0) line << ", \"valid_loss\": " << p.valid_loss << ", \"valid_ppl\": " << std::exp(p.valid_loss);
+        line << ", \"elapsed\": " << p.elapsed << "}";
+        log_ << line.str() << "\n";
+        log_.flush();
+        const bool last = p.step == o_.steps;
+        const bool due = tty_ ? p.elapsed - last_print_ > 0.2 : o_.log_every != 0 && p.step % o_.log_every == 0;
+        if (p.valid_loss < 0 && !last && !due) return;
+        last_print_ = p.elapsed;
+        const int width = 24, done = (int)(width * p.step / std::max<int64_t>(o_.steps, 1));
+        std::string bar = "[" + std::string(done, '#') + std::string(width - done, '.') + "]";
+        std::fprintf(stderr, "%s%s step %lld/%lld loss %.4f lr %.2e %.0f tok/s ETA %s", tty_ ? "\r" : "",
+                     bar.c_str(), (long long)p.step, (long long)o_.steps, p.loss, p.lr, (double)p.tokens / p.seconds,
+                     fmt_time(p.seconds_left).c_str());
+        if (p.valid_loss >= 0) std::fprintf(stderr, " | valid loss %.4f ppl %.2f", p.valid_loss, std::exp(p.valid_loss));
+        std::fprintf(stderr, "%s", tty_ && p.valid_loss < 0 && !last ? "" : "\n");
     }
 
-    // The log (appended on resume) and the plot's data.
-    const std::string log_path = o.out + "/train.log";
-    std::ofstream log;
+private:
+    const Opts &o_;
+    bool tty_;
+    std::string log_path_;
+    std::ofstream log_;
+    double last_print_ = -1;
+};
+
+// The plot (python3-matplotlib); the log has the same numbers.
+void plot(const Opts &o, const std::string &log_path) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    std::string script = std::string(HALFORMER_SOURCE_DIR) + "/tools/plot_training.py";
+    if (n <= 0 || !files::exists(script)) return;
+    const std::string py = files::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    std::string cmd = py + " '" + script + "' '" + log_path + "' '" + o.out + "/training.png' 2>/dev/null";
+    if (std::system(cmd.c_str()) == 0) {
+        std::printf("plot: %s/training.png\n", o.out.c_str());
+    } else {
+        std::fprintf(stderr, "no plot (needs python3-matplotlib); the numbers are in %s\n", log_path.c_str());
+    }
+}
+
+// Rank 0 after the last step: the final model, --task's accuracy
+// (OUT/eval.json) and the plot.
+void finish(const Opts &o, TrainingLoop &loop, Trainer &t, Device device, const std::string &log_path) {
+    const size_t averaged = loop.write_final_model();
+    std::unique_ptr<Trainer> written;  // the averaged model, evaluated as written
+    if (averaged) {
+        std::fprintf(stderr, "final model: the average of the last %zu checkpoints\n", averaged);
+        if (!o.task.empty()) written = std::make_unique<Trainer>(Trainer::from_model(o.out, o.t, device));
+    }
+    std::printf("model written to %s (config.json, model.safetensors); log %s\n", o.out.c_str(), log_path.c_str());
+    if (!o.task.empty()) {
+        Trainer &final_model = written ? *written : t;
+        const double acc = task_accuracy(final_model, synthetic_task_from_name(o.task), o.eval_examples, 0xE7A1ull,
+                                         o.task_length);
+        std::printf("%s task: %.1f%% of %lld held-out sequences decoded exactly (greedy), %s of training\n",
+                    o.task.c_str(), 100 * acc, (long long)o.eval_examples, fmt_time(loop.elapsed()).c_str());
+        std::ostringstream ev;
+        ev << "{\"task\": \"" << o.task << "\", \"accuracy\": " << acc << ", \"examples\": " << o.eval_examples
+           << ", \"steps\": " << final_model.steps() << ", \"seconds\": " << loop.elapsed() << "}\n";
+        files::write_text(o.out + "/eval.json", ev.str());
+    }
+    plot(o, log_path);
+}
+
+int run(const Opts &o) {
+    Distributed &dist = Distributed::get();
+    const bool lead = dist.leader();
+    const Device device = apply_machine_options(o.machine);
+    check_sources(o);
+    clear_output(o, dist);
+    TrainingPosition from;
+    std::unique_ptr<Trainer> tr = make_trainer(o, device, from);
+    Trainer &t = *tr;
+    bring_tokenizer(o, t.config());
+    std::unique_ptr<TrainingLoop> loop = make_loop(o, t, from);
+    std::unique_ptr<Progress> progress;
     if (lead) {
-        make_dirs(o.out);
-        log.open(log_path, o.resume ? std::ios::app : std::ios::trunc);
-        if (!log) throw Error(log_path + ": cannot write");
+        progress = std::make_unique<Progress>(o);
         std::fprintf(stderr,
                      "halformer train: %s, %lld parameters, %d rank(s); %lld steps of ~%lld target tokens "
                      "(micro-batches of %lld), warmup %d, dropout %.2f, label smoothing %.2f\n",
-                     architecture_name(c.architecture), (long long)t.parameter_count(), dist.world(),
+                     architecture_name(t.config().architecture), (long long)t.parameter_count(), dist.world(),
                      (long long)o.steps, (long long)o.batch_tokens, (long long)o.micro_tokens, o.t.warmup_steps,
                      o.t.dropout, o.t.label_smoothing);
+        loop->callbacks.on_step = [&](const StepProgress &p) { progress->step(p); };
     }
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-
-    auto validate = [&]() {
-        double v[2] = {0, 0};
-        for (size_t i = 0; i < valid.size(); i++) {
-            if ((int64_t)i % dist.world() != dist.rank()) continue;
-            StepStats s = t.evaluate(valid[i], 0.0f);
-            v[0] += s.loss;
-            v[1] += (double)s.tokens;
-        }
-        dist.sum(v, 2);
-        return v[1] > 0 ? v[0] / v[1] : 0.0;
-    };
-    auto save_checkpoint = [&](double elapsed) {
-        if (lead) {
-            std::ostringstream u;
-            u.precision(17);
-            u << "{\"epoch\": " << batches.epoch() << ", \"batch_index\": " << batches.batch_index()
-              << ", \"elapsed\": " << elapsed << "}";
-            char name[64];
-            std::snprintf(name, sizeof name, "/checkpoints/step_%08lld", (long long)t.steps());
-            t.save(o.out + name, false, false, u.str());
-            if (!c.tokenizer.empty()) copy_file(o.out + "/" + c.tokenizer, o.out + name + "/" + c.tokenizer);
-            auto cks = checkpoints(o.out);
-            while ((int)cks.size() > std::max(o.keep, o.average)) {
-                remove_tree(cks.front().second);
-                cks.erase(cks.begin());
-            }
-        }
-        dist.barrier();
-    };
-
-    // Every batch is cut into nshards pieces, each rank taking its share: so
-    // one process with --shards N sums exactly the gradients N ranks sum.
-    const int nshards = std::max(o.shards, dist.world());
-    if (nshards % dist.world() != 0) {
+    loop->callbacks.stop = [] { return g_stop != 0; };
+    // Every batch is cut into max(--shards, ranks) pieces, each rank taking
+    // its share: so one process with --shards N sums exactly the gradients N
+    // ranks sum.
+    if (loop->shards() % dist.world() != 0) {
         throw Error("--shards " + std::to_string(o.shards) + " is not a multiple of the " +
                     std::to_string(dist.world()) + " ranks");
     }
-    // Micro-batches per optimizer step (fairseq's update_freq): every rank
-    // runs the same count, so every rank ends each step at the same batch.
-    const int accumulate = (int)std::max<int64_t>(1, (o.batch_tokens + o.micro_tokens - 1) / o.micro_tokens);
-    const auto t0 = std::chrono::steady_clock::now();
-    auto now = [&] { return elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-    const int64_t first_step = t.steps();
-    double last_print = -1;
-    const bool tty = isatty(2);
-    while (t.steps() < o.steps && !g_stop) {
-        const double ts = now();
-        t.zero_grad();
-        double sums[2] = {0, 0};  // loss, tokens (this rank)
-        Batch b;
-        for (int micro = 0; micro < accumulate; micro++) {
-            if (!batches.next(b)) {
-                batches.next_epoch();
-                if (!batches.next(b)) throw Error("the training data has no examples");
-            }
-            // Shards r, r + world, ... of the batch are this rank's, in turn.
-            for (int sh = dist.rank(); sh < nshards; sh += dist.world()) {
-                Batch mine = shard(b, sh, nshards);
-                if (mine.examples.empty()) continue;
-                StepStats s = t.forward_backward(mine.examples);
-                sums[0] += s.loss;
-                sums[1] += (double)s.tokens;
-            }
-        }
-        if (dist.world() > 1) t.reduce_gradients([&](float *g, size_t n) { dist.sum(g, n); });
-        dist.sum(sums, 2);
-        const double lr = t.step((int64_t)sums[1]);
-        const double step_s = now() - ts;
-        const int64_t step = t.steps();
-        const double loss = sums[0] / sums[1];
-        const bool do_valid = o.valid_every > 0 && (step % o.valid_every == 0 || step == o.steps);
-        const double vloss = do_valid && !valid.empty() ? validate() : -1;
-        if (lead) {
-            std::ostringstream line;
-            line.precision(9);
-            line << "{\"step\": " << step << ", \"loss\": " << loss << ", \"lr\": " << lr
-                 << ", \"tokens\": " << (int64_t)sums[1] << ", \"seconds\": " << step_s
-                 << ", \"grad_norm\": " << t.grad_norm();
-            if (vloss >= 0) line << ", \"valid_loss\": " << vloss << ", \"valid_ppl\": " << std::exp(vloss);
-            line << ", \"elapsed\": " << now() << "}";
-            log << line.str() << "\n";
-            log.flush();
-            const double el = now();
-            const bool show = vloss >= 0 || step == o.steps || (tty ? el - last_print > 0.2 : step % o.log_every == 0);
-            if (show) {
-                last_print = el;
-                const double per = (el - elapsed_before) / (double)std::max<int64_t>(step - first_step, 1);
-                const int width = 24, done = (int)(width * step / std::max<int64_t>(o.steps, 1));
-                std::string bar = "[" + std::string(done, '#') + std::string(width - done, '.') + "]";
-                std::fprintf(stderr, "%s%s step %lld/%lld loss %.4f lr %.2e %.0f tok/s ETA %s", tty ? "\r" : "",
-                             bar.c_str(), (long long)step, (long long)o.steps, loss, lr, sums[1] / step_s,
-                             fmt_time(per * (double)(o.steps - step)).c_str());
-                if (vloss >= 0) std::fprintf(stderr, " | valid loss %.4f ppl %.2f", vloss, std::exp(vloss));
-                std::fprintf(stderr, "%s", tty && vloss < 0 && step != o.steps ? "" : "\n");
-            }
-        }
-        if (o.save_every > 0 && step % o.save_every == 0 && step != o.steps) save_checkpoint(now());
-    }
-    if (lead && tty) std::fprintf(stderr, "\n");
-    save_checkpoint(now());
-    if (g_stop) {
+    const TrainingLoop::Outcome outcome = loop->run();
+    if (lead && progress->tty()) std::fprintf(stderr, "\n");  // after the last \r progress line
+    if (outcome == TrainingLoop::Stopped) {
         if (lead) {
             std::fprintf(stderr, "interrupted at step %lld: checkpoint saved; continue with: halformer train %s --resume\n",
                          (long long)t.steps(), o.out.c_str());
         }
         return 130;
     }
-    if (!lead) return 0;
-
-    // The final model: the average of the last checkpoints, or the weights.
-    auto cks = checkpoints(o.out);
-    if (o.average > 1 && (int)cks.size() >= 2) {
-        std::vector<std::string> dirs;
-        for (size_t i = cks.size() - std::min<size_t>(cks.size(), o.average); i < cks.size(); i++) dirs.push_back(cks[i].second);
-        average_checkpoints(dirs, o.out, o.half);
-        std::fprintf(stderr, "final model: the average of the last %zu checkpoints\n", dirs.size());
-        // Evaluate what was written.
-        if (task_mode) tr = std::make_unique<Trainer>(Trainer::from_model(o.out, o.t, device));
-    } else {
-        t.save(o.out, /*weights_only=*/true, o.half);
-    }
-    std::printf("model written to %s (config.json, model.safetensors); log %s\n", o.out.c_str(), log_path.c_str());
-    if (task_mode) {
-        const double acc = task_accuracy(*tr, task, o.eval_examples, 0xE7A1ull, o.task_length);
-        std::printf("%s task: %.1f%% of %lld held-out sequences decoded exactly (greedy), %s of training\n",
-                    o.task.c_str(), 100 * acc, (long long)o.eval_examples, fmt_time(now()).c_str());
-        std::ofstream ev(o.out + "/eval.json");
-        ev << "{\"task\": \"" << o.task << "\", \"accuracy\": " << acc << ", \"examples\": " << o.eval_examples
-           << ", \"steps\": " << tr->steps() << ", \"seconds\": " << now() << "}\n";
-    }
-    // The plot (python3-matplotlib); the log has the same numbers.
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    std::string plot = std::string(HALFORMER_SOURCE_DIR) + "/tools/plot_training.py";
-    if (n > 0 && exists(plot)) {
-        const std::string py = exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-        std::string cmd = py + " '" + plot + "' '" + log_path + "' '" + o.out + "/training.png' 2>/dev/null";
-        if (std::system(cmd.c_str()) == 0) {
-            std::printf("plot: %s/training.png\n", o.out.c_str());
-        } else {
-            std::fprintf(stderr, "no plot (needs python3-matplotlib); the numbers are in %s\n", log_path.c_str());
-        }
-    }
+    if (lead) finish(o, *loop, t, device, progress->log_path());
     return 0;
 }
 
-}  // namespace
-
-int cmd_train(int argc, char **argv) {
-    Opts o;
-    CLI::App app{"halformer train: train a model with the paper's recipe", "halformer train"};
+void add_options(CLI::App &app, Opts &o) {
     app.add_option("out", o.out, "output directory (the model, checkpoints/, train.log, training.png)")->required();
     app.add_option("--task", o.task, "a synthetic task: copy, reverse or sort (vocabulary 11, length 10)");
     app.add_option("--config", o.config, "config.json of a new model");
@@ -497,13 +391,12 @@ int cmd_train(int argc, char **argv) {
     app.add_option("--heads", o.heads, "--task: attention heads");
     app.add_option("--d-ff", o.d_ff, "--task: feed-forward width");
     app.add_option("--layers", o.layers, "--task: encoder and decoder layers");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e);
-    }
-    const bool task_mode = !o.task.empty();
-    if (task_mode) {
+}
+
+// The defaults that depend on others: --task's tutorial setting, then the
+// batch sizes.
+void apply_defaults(const CLI::App &app, Opts &o) {
+    if (!o.task.empty()) {
         // The tutorial's setting: ~64 sequences per step, short warm-up.
         if (o.batch_tokens == 0) o.batch_tokens = 64 * (o.task_length + 1);
         if (!app.count("--warmup")) o.t.warmup_steps = 200;
@@ -515,6 +408,20 @@ int cmd_train(int argc, char **argv) {
     }
     if (o.batch_tokens == 0) o.batch_tokens = 25000;
     if (o.micro_tokens == 0) o.micro_tokens = std::min<int64_t>(o.batch_tokens, 4096);
+}
+
+}  // namespace
+
+int cmd_train(int argc, char **argv) {
+    Opts o;
+    CLI::App app{"halformer train: train a model with the paper's recipe", "halformer train"};
+    add_options(app, o);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e);
+    }
+    apply_defaults(app, o);
     Distributed &dist = Distributed::get();
     try {
         return run(o);
