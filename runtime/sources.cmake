@@ -5,6 +5,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/build_info.cpp
   src/config.cpp
   src/decode.cpp
+  src/decoding/search.cpp
   src/device.cpp
   src/device_context.cpp
   src/fault.cpp

@@ -20,7 +20,7 @@
 // returned.
 #include "layers/layers.h"
 #include "session.h"
-#include "splitmix.h"
+#include "decoding/search.h"
 
 #include "hf_argmax.h"
 #include "hf_topk8.h"
@@ -39,9 +39,9 @@ namespace {
 constexpr int kTopK = 8;  // hf_topk8: beam + 1 candidates per beam
 
 // One draw among n candidates given best first (logit vals[k] of id ids[k];
-// any order when top_p = 1): softmax(vals / T), cut to the smallest prefix
-// holding top_p of the probability.
-int32_t draw(const float *vals, const int32_t *ids, int n, const GenerateOptions &o, SplitMix &rng) {
+// any order when top_p = 1) with the uniform u: softmax(vals / T), cut to
+// the smallest prefix holding top_p of the probability.
+int32_t draw(const float *vals, const int32_t *ids, int n, const GenerateOptions &o, double u) {
     double mx = -std::numeric_limits<double>::infinity();
     for (int k = 0; k < n; k++) mx = std::max(mx, (double)vals[k]);
     std::vector<double> w(n);
@@ -57,7 +57,7 @@ int32_t draw(const float *vals, const int32_t *ids, int n, const GenerateOptions
         n = keep;
         total = cum;
     }
-    double u = rng.uniform() * total;
+    u *= total;
     for (int k = 0; k < n; k++) {
         u -= w[k];
         if (u < 0) return ids[k];
@@ -67,7 +67,7 @@ int32_t draw(const float *vals, const int32_t *ids, int n, const GenerateOptions
 
 // Sampling without a top-k that hf_topk8 covers: the candidates are chosen
 // from the whole row on the host (top_k > 8, or top_p alone: sorted).
-int32_t sample_row(const float *logits, int V, const GenerateOptions &o, SplitMix &rng) {
+int32_t sample_row(const float *logits, int V, const GenerateOptions &o, double u) {
     std::vector<int32_t> ids(V);
     for (int v = 0; v < V; v++) ids[v] = v;
     auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
@@ -80,82 +80,66 @@ int32_t sample_row(const float *logits, int V, const GenerateOptions &o, SplitMi
     }
     std::vector<float> vals(n);
     for (int k = 0; k < n; k++) vals[k] = logits[ids[k]];
-    return draw(vals.data(), ids.data(), n, o, rng);
+    return draw(vals.data(), ids.data(), n, o, u);
 }
-
-struct Candidate {
-    double score;
-    int beam, rank;
-    int32_t id;
-};
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence> &prefix,
-                                                         const float *memory, int S,
-                                                         const std::vector<int32_t> &src_lens,
-                                                         const GenerateOptions &opt, int max_new) {
-    const int D = cfg.d_model, B = (int)prefix.size(), K = opt.beam, R = B * K;
-    const int P = (int)prefix[0].size(), V = w->gen_rows, eos = cfg.eos_id;
-    const int cap = P + max_new - 1;
-    const size_t layers = w->dec.layers.size();
-    const bool beam = !opt.sample && K > 1;
-    const bool kernel_top_k = opt.sample && opt.top_k > 0 && opt.top_k <= kTopK;
+// One generate() call's decoder over a batch of B inputs × K rows (slots r
+// = b·K + k). Row c of a step's batch (c < Ra, the rows still decoding) is
+// slot act[c], and slot r is row pos[r]. Row kv_rows[c·cap + t] of the
+// self-attention caches holds position t of row c: a step writes its
+// position at the batch's row c, and a hypothesis that takes another parent
+// takes the parent's row list (cap ints), never its cache. Every position is
+// written once and read in place by the attention kernel. The lists are
+// passed to the kernel for beam search, and for greedy or sampling once an
+// input has left the batch (before that they are the identity).
+struct Session::Decoder {
+    Session &s;
+    const GenerateOptions &opt;
+    const float *memory;
+    int S, B, K, R, P, V, D, cap, max_new;
+    size_t layers;
+    decoding::Search &search;
+    int Ra;
+    std::vector<int> act, pos, pos_next;
+    std::vector<int32_t> kv_rows, kv_rows_alt, kv_len, src_lens, cross_len, cross_rows;
+    bool compacted = false;
+    float *x = nullptr, *xa = nullptr, *last = nullptr;
+    std::vector<double> u;
 
-    if (memory && P != 1) throw Error("internal: an encoder-decoder prefix is bos alone");
-    // Cross-attention K|V once per source, read by all of its beams (the
-    // attention kernel takes a source's beams as queries of one sequence).
-    std::vector<int32_t> cross_len(src_lens.begin(), src_lens.end());
-    cross_kv.resize(layers);
-    attach(cross_kv);
-    if (memory) {
-        for (size_t l = 0; l < layers; l++) {
-            layers::memory_kv(*this, layers::Pass{}, w->dec.layers[l].cross, memory, S * B,
-                              cross_kv[l].need((size_t)S * B * 2 * D));
+    Decoder(Session &s_, const std::vector<Sequence> &prefix, const float *memory_, int S_,
+            const std::vector<int32_t> &src_lens_, const GenerateOptions &o, int max_new_, decoding::Search &search_)
+        : s(s_), opt(o), memory(memory_), S(S_), B((int)prefix.size()), K(search_.width()), R(B * K),
+          P((int)prefix[0].size()), V(s_.w->gen_rows), D(s_.cfg.d_model), cap(P + max_new_ - 1), max_new(max_new_),
+          layers(s_.w->dec.layers.size()), search(search_), Ra(R), act(R), pos(R), pos_next(R),
+          kv_rows((size_t)R * cap), kv_rows_alt((size_t)R * cap), kv_len(R, P), src_lens(src_lens_),
+          cross_len(src_lens_) {
+        for (int r = 0; r < R; r++) {
+            act[r] = pos[r] = r;
+            std::fill_n(&kv_rows[(size_t)r * cap], cap, r);
         }
     }
-    self_kv.resize(layers);
-    attach(self_kv);
-    for (size_t l = 0; l < layers; l++) self_kv[l].need((size_t)cap * R * 2 * D);
-    // Row c of a step's batch (c < Ra, the rows still decoding) is slot
-    // act[c] (slot r = b·K + k: beam k of input b). Row kv_rows[c·cap + t]
-    // of the self-attention caches holds position t of row c: a step writes
-    // its position at the batch's row c, and a hypothesis that takes another
-    // parent takes the parent's row list (cap ints), never its cache. Every
-    // position is written once and read in place by the attention kernel.
-    // The lists are passed to the kernel for beam search, and for greedy or
-    // sampling once an input has left the batch (before that they are the
-    // identity).
-    int Ra = R;
-    std::vector<int> act(R), pos(R), pos_next(R);
-    for (int r = 0; r < R; r++) act[r] = pos[r] = r;
-    std::vector<int32_t> kv_rows((size_t)R * cap), kv_rows_alt((size_t)R * cap);
-    for (int r = 0; r < R; r++) std::fill_n(&kv_rows[(size_t)r * cap], cap, r);
-    bool compacted = false;
-    // The sources still decoding: their lengths, and (once compacted) the
-    // source each reads its encoder K|V from, S times per source.
-    std::vector<int32_t> cross_rows;
-    step_seconds.clear();
-    step_rows.clear();
-    auto step_start = std::chrono::steady_clock::now();
-    auto end_step = [&] {
-        auto now = std::chrono::steady_clock::now();
-        step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
-        step_rows.push_back(Ra);
-        step_start = now;
-    };
-    const int eos_stop = opt.stop_at_eos ? eos : -2;  // -2: no token id matches
 
-    // Prefill: the prefix at positions 0..P-1 of every row.
-    std::vector<int32_t> tokens((size_t)P * R), kv_len(R, P);
-    for (int t = 0; t < P; t++) {
-        for (int r = 0; r < R; r++) tokens[(size_t)t * R + r] = prefix[r / K][t];
+    // The caches: the cross-attention K|V once per source, read by all of
+    // its beams (the attention kernel takes a source's beams as queries of
+    // one sequence), and room for every position of the self-attention.
+    void allocate() {
+        s.cross_kv.resize(layers);
+        s.attach(s.cross_kv);
+        for (size_t l = 0; memory && l < layers; l++) {
+            layers::memory_kv(s, layers::Pass{}, s.w->dec.layers[l].cross, memory, S * B,
+                              s.cross_kv[l].need((size_t)S * B * 2 * D));
+        }
+        s.self_kv.resize(layers);
+        s.attach(s.self_kv);
+        for (size_t l = 0; l < layers; l++) s.self_kv[l].need((size_t)cap * R * 2 * D);
     }
-    float *x = x0.need((size_t)std::max(P, 1) * R * D), *xa = x1.need((size_t)std::max(P, 1) * R * D);
-    auto run_layers = [&](int T, int start) {
+
+    void run_layers(int T, int start) {
         RowMap rows;
         rows.cache_rows = R;
-        if (T == 1 && (beam || compacted)) {
+        if (T == 1 && (K > 1 || compacted)) {
             rows.kv_rows = kv_rows.data();
             rows.kv_rows_stride = cap;
         }
@@ -164,191 +148,83 @@ std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence>
             rows.cross_sources = B;
         }
         for (size_t l = 0; l < layers; l++) {
-            layer(w->dec.layers[l], true, x, xa, T, Ra, start, self_kv[l].get(), kv_len.data(),
-                  memory ? cross_kv[l].get() : nullptr, memory ? cross_len.data() : nullptr, S,
-                  memory && T == 1 ? K : 1, rows);
+            s.layer(s.w->dec.layers[l], true, x, xa, T, Ra, start, s.self_kv[l].get(), kv_len.data(),
+                    memory ? s.cross_kv[l].get() : nullptr, memory ? cross_len.data() : nullptr, S,
+                    memory && T == 1 ? K : 1, rows);
         }
-    };
-    layers::embed(*this, w->dec, tokens.data(), P, R, 0, x);
-    run_layers(P, 0);
-    float *last = x + (size_t)(P - 1) * R * D;
-    final_norm(w->dec.final_norm, last, R);
-
-    float *out = logits.need((size_t)R * V);
-    float *topv = this->topv.need((size_t)R * kTopK);
-    int32_t *topi = (int32_t *)this->topi.need((size_t)R * kTopK);
-    std::vector<SplitMix> rng(B);
-    for (int b = 0; b < B; b++) {
-        rng[b].s = opt.seeds.empty() ? opt.seed * 0x2545F4914F6CDD1Dull + (uint64_t)b
-                                     : opt.seeds[b] * 0x2545F4914F6CDD1Dull;  // as input 0 of a batch of one
+        last = x + (size_t)(T - 1) * Ra * D;
+        s.final_norm(s.w->dec.final_norm, last, Ra);
     }
 
-    std::vector<std::vector<int32_t>> hist(R);
-    std::vector<double> score(R, 0.0);
-    std::vector<char> alive(R, 0), done(B, 0);
-    for (int r = 0; r < R; r++) alive[r] = (r % K == 0);
-    std::vector<std::vector<Hypothesis>> finished(B);
-    // An input's hypotheses, once it is done (opt.on_finished hears of it then).
-    std::vector<std::vector<Hypothesis>> result(B);
-    std::vector<char> reported(B, 0);
-    auto report = [&](int b) {
-        if (!beam) {
-            result[b].push_back({hist[b], 0.0});
-        } else {
-            auto &f = finished[b];
-            std::stable_sort(f.begin(), f.end(), [](const Hypothesis &p, const Hypothesis &q) { return p.score > q.score; });
-            if ((int)f.size() > opt.n_best) f.resize(opt.n_best);
-            result[b] = std::move(f);
+    // The prefix at positions 0..P-1 of every row.
+    void prefill(const std::vector<Sequence> &prefix) {
+        std::vector<int32_t> tokens((size_t)P * R);
+        for (int t = 0; t < P; t++) {
+            for (int r = 0; r < R; r++) tokens[(size_t)t * R + r] = prefix[r / K][t];
         }
-        reported[b] = 1;
-        if (opt.on_finished) opt.on_finished(b, result[b]);
-    };
-    std::vector<int32_t> next(R), parent(R);
-    // Input b's own limit (GenerateOptions::max_new_tokens_each) within max_new.
-    auto limit_of = [&](int b) { return opt.max_new_tokens_each.empty() ? max_new : std::min(max_new, opt.max_new_tokens_each[b]); };
-    auto penalty = [&](size_t len) { return std::pow((5.0 + (double)len) / 6.0, (double)opt.length_penalty); };
+        x = s.x0.need((size_t)std::max(P, 1) * R * D);
+        xa = s.x1.need((size_t)std::max(P, 1) * R * D);
+        layers::embed(s, s.w->dec, tokens.data(), P, R, 0, x);
+        run_layers(P, 0);
+    }
 
-    // The kTopK best values and ids of each row of the step's logits; only
-    // those come back to the host.
-    auto top_k = [&] {
-        View vs(out, {{V, 1}, {Ra, V}}), vv(topv, {{kTopK, 1}, {Ra, kTopK}}), vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
-        run("topk", [&] { return HF_PICK(device(), hf_topk8)(vs.get(), vv.get(), vi.get()); });
-        dev->to_host(topv, (size_t)Ra * kTopK * sizeof(float));
-        dev->to_host(topi, (size_t)Ra * kTopK * sizeof(int32_t));
-    };
+    // The step's results for its Ra rows: only ids (and for beam search the
+    // K + 1 best log-probabilities) come back to the host.
+    decoding::StepResult results() {
+        float *out = s.logits.need((size_t)R * V);
+        float *topv = s.topv.need((size_t)R * kTopK);
+        int32_t *topi = (int32_t *)s.topi.need((size_t)R * kTopK);
+        const decoding::Need need = search.need();
+        s.project(last, Ra, D, out, need == decoding::Need::TopLogProbs);
+        const bool top = need == decoding::Need::TopLogProbs ||
+                         (need == decoding::Need::Sample && opt.top_k > 0 && opt.top_k <= kTopK);
+        if (top) {
+            View vs(out, {{V, 1}, {Ra, V}}), vv(topv, {{kTopK, 1}, {Ra, kTopK}}), vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
+            s.run("topk", [&] { return HF_PICK(s.device(), hf_topk8)(vs.get(), vv.get(), vi.get()); });
+            s.dev->to_host(topv, (size_t)Ra * kTopK * sizeof(float));
+            s.dev->to_host(topi, (size_t)Ra * kTopK * sizeof(int32_t));
+        }
+        if (need == decoding::Need::TopLogProbs) return {topi, topv, kTopK};
+        if (need == decoding::Need::Argmax) {
+            View vs(out, {{V, 1}, {Ra, V}}), vv(topv, {{1, 1}, {Ra, 1}}), vi(topi, {{1, 1}, {Ra, 1}}, true);
+            s.run("argmax", [&] { return HF_PICK(s.device(), hf_argmax)(vs.get(), vv.get(), vi.get()); });
+            s.dev->to_host(topi, (size_t)Ra * sizeof(int32_t));
+            return {topi, nullptr, 1};
+        }
+        // Sampling: top-k ≤ 8 draws among the top-k kernel's candidates
+        // (best first, ties to the lower id, as the host sort orders them).
+        static_cast<decoding::SamplingSearch &>(search).uniforms(pos, u);
+        if (!top) s.dev->to_host(out, (size_t)Ra * V * sizeof(float));
+        for (int c = 0; c < Ra; c++) {
+            topi[c] = top ? draw(topv + (size_t)c * kTopK, topi + (size_t)c * kTopK, std::min(opt.top_k, V), opt, u[c])
+                          : sample_row(out + (size_t)c * V, V, opt, u[c]);
+        }
+        return {topi, nullptr, 1};
+    }
 
-    for (int step = 0; step < max_new; step++) {
-        // Rows of this step's batch: c = pos[r] for slot r.
-        if (beam) {
-            project(last, Ra, D, out, true);
-            top_k();
-        } else {
-            project(last, Ra, D, out, false);
-            if (!opt.sample) {
-                View vs(out, {{V, 1}, {Ra, V}}), vv(topv, {{1, 1}, {Ra, 1}}), vi(topi, {{1, 1}, {Ra, 1}}, true);
-                run("argmax", [&] { return HF_PICK(device(), hf_argmax)(vs.get(), vv.get(), vi.get()); });
-                dev->to_host(topi, (size_t)Ra * sizeof(int32_t));
-            } else if (kernel_top_k) {
-                // top-k ≤ 8: the candidates come from the top-k kernel (best
-                // first, ties to the lower id, as the host sort orders them).
-                top_k();
-            } else {
-                dev->to_host(out, (size_t)Ra * V * sizeof(float));  // sampling reads the logits
-            }
-        }
-        const bool last_step = step == max_new - 1;
-        for (int b = 0; b < B; b++) {
-            if (done[b]) continue;  // left the batch
-            if (opt.cancelled && opt.cancelled(b)) {
-                if (beam) {  // what it has: its live beams as they are
-                    for (int k = 0; k < K; k++) {
-                        const int r = b * K + k;
-                        if (alive[r]) finished[b].push_back({hist[r], score[r] / penalty(std::max<size_t>(hist[r].size(), 1))});
-                    }
-                }
-                done[b] = 1;
-                continue;
-            }
-            if (!beam) {
-                const int r = b, c = pos[r];
-                next[r] = kernel_top_k ? draw(topv + (size_t)c * kTopK, topi + (size_t)c * kTopK,
-                                              std::min(opt.top_k, V), opt, rng[b])
-                          : opt.sample ? sample_row(out + (size_t)c * V, V, opt, rng[b])
-                                       : topi[c];
-                hist[r].push_back(next[r]);
-                if (next[r] == eos_stop || (int)hist[r].size() >= limit_of(b)) done[b] = 1;
-                continue;
-            }
-            for (int k = 0; k < K; k++) {
-                parent[b * K + k] = b * K + k;
-                next[b * K + k] = cfg.pad_id;
-            }
-            std::vector<Candidate> cands;
-            for (int k = 0; k < K; k++) {
-                const int r = b * K + k;
-                if (!alive[r]) continue;
-                const size_t c = (size_t)pos[r];
-                for (int j = 0; j < K + 1; j++) {
-                    const int32_t id = topi[c * kTopK + j];
-                    if (id < 0) continue;
-                    cands.push_back({score[r] + (double)topv[c * kTopK + j], k, j, id});
-                }
-            }
-            std::stable_sort(cands.begin(), cands.end(), [](const Candidate &p, const Candidate &q) {
-                if (p.score != q.score) return p.score > q.score;
-                if (p.beam != q.beam) return p.beam < q.beam;
-                return p.rank < q.rank;
-            });
-            std::vector<Candidate> chosen;
-            for (const auto &c : cands) {
-                if ((int)chosen.size() == K) break;
-                const int r = b * K + c.beam;
-                if (c.id == eos_stop) {
-                    Hypothesis h{hist[r], c.score};
-                    h.tokens.push_back(c.id);
-                    h.score = c.score / penalty(h.tokens.size());
-                    finished[b].push_back(std::move(h));
-                } else {
-                    chosen.push_back(c);
-                }
-            }
-            std::vector<std::vector<int32_t>> new_hist(K);
-            for (int k = 0; k < K; k++) {
-                const int r = b * K + k;
-                if (k < (int)chosen.size()) {
-                    const int from = b * K + chosen[k].beam;
-                    parent[r] = from;
-                    new_hist[k] = hist[from];
-                    new_hist[k].push_back(chosen[k].id);
-                    next[r] = chosen[k].id;
-                    score[r] = chosen[k].score;
-                    alive[r] = 1;
-                } else {
-                    alive[r] = 0;
-                }
-            }
-            for (int k = 0; k < K; k++) hist[b * K + k] = std::move(new_hist[k]);
-            if ((int)finished[b].size() >= K || chosen.empty()) done[b] = 1;
-            if (step == limit_of(b) - 1 && !done[b]) {
-                for (int k = 0; k < K; k++) {
-                    const int r = b * K + k;
-                    if (alive[r]) finished[b].push_back({hist[r], score[r] / penalty(hist[r].size())});
-                }
-                done[b] = 1;
-            }
-        }
-        end_step();
-        for (int b = 0; b < B; b++) {
-            if (done[b] && !reported[b]) report(b);
-        }
-        if (last_step || std::all_of(done.begin(), done.end(), [](char d) { return d; })) break;
-
-        const int len = P + step;  // positions already in the cache
-        // The next batch: the slots of the inputs not done, in order.
+    // The next batch: the slots of the inputs not done, in order, with
+    // their row lists (a beam's is its parent's) and sources.
+    void compact(int len) {
         int Rn = 0;
         for (int c = 0; c < Ra; c++) {
-            const int r = act[c];
-            if (!done[beam ? r / K : r]) act[Rn++] = r;
+            if (!search.done(act[c] / K)) act[Rn++] = act[c];
         }
         if (Rn < Ra) {
             compacted = true;
             if (memory) {
-                // The sources still decoding: K rows each (beam), one (greedy).
-                const int G = beam ? K : 1, Bs = Rn / G;
+                const int Bs = Rn / K;
                 cross_len.resize(Bs);
                 cross_rows.resize((size_t)Bs * S);
                 for (int g = 0; g < Bs; g++) {
-                    const int src = act[g * G] / G;
+                    const int src = act[g * K] / K;
                     cross_len[g] = src_lens[src];
                     std::fill_n(&cross_rows[(size_t)g * S], S, src);
                 }
             }
         }
         for (int c = 0; c < Rn; c++) pos_next[act[c]] = c;
-        // Row lists in the next batch's order: a beam's is its parent's.
         for (int c = 0; c < Rn; c++) {
-            const int r = act[c], from_slot = beam ? parent[r] : r;
-            const int32_t *from = &kv_rows[(size_t)pos[from_slot] * cap];
+            const int32_t *from = &kv_rows[(size_t)pos[search.parent(act[c])] * cap];
             int32_t *to = &kv_rows_alt[(size_t)c * cap];
             std::copy(from, from + len, to);
             std::fill(to + len, to + cap, c);  // positions from len on: written at row c
@@ -356,21 +232,46 @@ std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence>
         std::swap(kv_rows, kv_rows_alt);
         std::swap(pos, pos_next);
         Ra = Rn;
-        std::vector<int32_t> tokens_now(Ra);
-        for (int c = 0; c < Ra; c++) tokens_now[c] = next[act[c]];
-        kv_len.assign(Ra, len + 1);
-        x = x0.get();
-        xa = x1.get();
-        layers::embed(*this, w->dec, tokens_now.data(), 1, Ra, len, x);
-        run_layers(1, len);
-        last = x;
-        final_norm(w->dec.final_norm, last, Ra);
     }
 
-    for (int b = 0; b < B; b++) {
-        if (!reported[b]) report(b);
+    // One position more for the rows still decoding.
+    void advance(int len) {
+        std::vector<int32_t> tokens_now(Ra);
+        for (int c = 0; c < Ra; c++) tokens_now[c] = search.next(act[c]);
+        kv_len.assign(Ra, len + 1);
+        x = s.x0.get();
+        xa = s.x1.get();
+        layers::embed(s, s.w->dec, tokens_now.data(), 1, Ra, len, x);
+        run_layers(1, len);
     }
-    return result;
+
+};
+
+std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence> &prefix, const float *memory, int S,
+                                                     const std::vector<int32_t> &src_lens, const GenerateOptions &opt,
+                                                     int max_new) {
+    if (memory && prefix[0].size() != 1) throw Error("internal: an encoder-decoder prefix is bos alone");
+    const int eos_stop = opt.stop_at_eos ? cfg.eos_id : -2;  // -2: no token id matches
+    auto search = decoding::make_search((int)prefix.size(), opt, max_new, eos_stop, cfg.pad_id);
+    Decoder d(*this, prefix, memory, S, src_lens, opt, max_new, *search);
+    d.allocate();
+    step_seconds.clear();
+    step_rows.clear();
+    auto step_start = std::chrono::steady_clock::now();
+    d.prefill(prefix);
+    for (int step = 0; step < max_new; step++) {
+        search->step(step, d.results(), d.pos);
+        auto now = std::chrono::steady_clock::now();
+        step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
+        step_rows.push_back(d.Ra);
+        step_start = now;
+        search->report_done();
+        if (step == max_new - 1 || search->all_done()) break;
+        const int len = d.P + step;  // positions already in the cache
+        d.compact(len);
+        d.advance(len);
+    }
+    return search->results();
 }
 
 std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence> &src,

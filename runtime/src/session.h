@@ -150,6 +150,8 @@ public:
 
     void check_tokens(const std::vector<Sequence> &seqs, int vocab, const char *what,
                       int extra_positions) const;
+    // Generation over a prefix (decode.cpp; the policies in decoding/).
+    struct Decoder;
     std::vector<std::vector<Hypothesis>> decode(const std::vector<Sequence> &prefix,
                                                 const float *memory, int S,
                                                 const std::vector<int32_t> &src_lens,

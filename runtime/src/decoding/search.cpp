@@ -1,0 +1,176 @@
+#include "search.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace halformer {
+namespace decoding {
+
+Search::Search(int inputs, int width, const GenerateOptions &opt, int max_new, int eos_stop, int pad)
+    : opt_(opt), B_(inputs), K_(width), max_new_(max_new), eos_stop_(eos_stop), pad_(pad),
+      hist_((size_t)inputs * width), next_((size_t)inputs * width), parent_((size_t)inputs * width),
+      done_(inputs, 0), result_(inputs), reported_(inputs, 0) {
+    for (int r = 0; r < B_ * K_; r++) parent_[r] = r;
+}
+
+int Search::limit(int b) const {
+    return opt_.max_new_tokens_each.empty() ? max_new_ : std::min(max_new_, opt_.max_new_tokens_each[b]);
+}
+
+void Search::step(int step, const StepResult &res, const std::vector<int> &row_of) {
+    for (int b = 0; b < B_; b++) {
+        if (done_[b]) continue;  // left the batch
+        if (opt_.cancelled && opt_.cancelled(b)) {
+            cancel(b);
+            continue;
+        }
+        choose(b, step, res, row_of);
+    }
+}
+
+void Search::report(int b) {
+    result_[b] = finish(b);
+    reported_[b] = 1;
+    if (opt_.on_finished) opt_.on_finished(b, result_[b]);
+}
+
+void Search::report_done() {
+    for (int b = 0; b < B_; b++) {
+        if (done_[b] && !reported_[b]) report(b);
+    }
+}
+
+bool Search::all_done() const {
+    return std::all_of(done_.begin(), done_.end(), [](char d) { return d != 0; });
+}
+
+std::vector<std::vector<Hypothesis>> Search::results() {
+    for (int b = 0; b < B_; b++) {
+        if (!reported_[b]) report(b);
+    }
+    return result_;
+}
+
+void GreedySearch::choose(int b, int, const StepResult &res, const std::vector<int> &row_of) {
+    const int r = b;
+    next_[r] = res.ids[(size_t)row_of[r] * res.stride];
+    hist_[r].push_back(next_[r]);
+    if (next_[r] == eos_stop_ || (int)hist_[r].size() >= limit(b)) done_[b] = 1;
+}
+
+SamplingSearch::SamplingSearch(int inputs, const GenerateOptions &opt, int max_new, int eos_stop, int pad)
+    : GreedySearch(inputs, opt, max_new, eos_stop, pad), rng_(inputs) {
+    for (int b = 0; b < inputs; b++) {
+        // With seeds, input b draws as input 0 of a batch of one.
+        rng_[b].s = opt.seeds.empty() ? opt.seed * 0x2545F4914F6CDD1Dull + (uint64_t)b
+                                      : opt.seeds[b] * 0x2545F4914F6CDD1Dull;
+    }
+}
+
+void SamplingSearch::uniforms(const std::vector<int> &row_of, std::vector<double> &u) {
+    u.assign(row_of.size(), 0.0);
+    for (int b = 0; b < B_; b++) {
+        if (!done_[b]) u[(size_t)row_of[b]] = rng_[b].uniform();
+    }
+}
+
+BeamSearch::BeamSearch(int inputs, int width, const GenerateOptions &opt, int max_new, int eos_stop, int pad)
+    : Search(inputs, width, opt, max_new, eos_stop, pad), score_((size_t)inputs * width, 0.0),
+      alive_((size_t)inputs * width, 0), finished_(inputs) {
+    for (int r = 0; r < inputs * width; r++) alive_[r] = (r % width == 0);  // one live beam to start
+}
+
+double BeamSearch::penalty(size_t len) const {
+    return std::pow((5.0 + (double)len) / 6.0, (double)opt_.length_penalty);
+}
+
+namespace {
+
+struct Candidate {
+    double score;
+    int beam, rank;
+    int32_t id;
+};
+
+}  // namespace
+
+void BeamSearch::choose(int b, int step, const StepResult &res, const std::vector<int> &row_of) {
+    const int K = K_;
+    for (int k = 0; k < K; k++) {
+        parent_[b * K + k] = b * K + k;
+        next_[b * K + k] = pad_;
+    }
+    // Every live beam's K + 1 best continuations (one may be eos).
+    std::vector<Candidate> cands;
+    for (int k = 0; k < K; k++) {
+        const int r = b * K + k;
+        if (!alive_[r]) continue;
+        const size_t c = (size_t)row_of[r] * res.stride;
+        for (int j = 0; j < K + 1; j++) {
+            const int32_t id = res.ids[c + j];
+            if (id >= 0) cands.push_back({score_[r] + (double)res.values[c + j], k, j, id});
+        }
+    }
+    std::stable_sort(cands.begin(), cands.end(), [](const Candidate &p, const Candidate &q) {
+        if (p.score != q.score) return p.score > q.score;
+        if (p.beam != q.beam) return p.beam < q.beam;
+        return p.rank < q.rank;
+    });
+    std::vector<Candidate> chosen;
+    for (const auto &c : cands) {
+        if ((int)chosen.size() == K) break;
+        if (c.id != eos_stop_) {
+            chosen.push_back(c);
+            continue;
+        }
+        Hypothesis h{hist_[b * K + c.beam], c.score};
+        h.tokens.push_back(c.id);
+        h.score = c.score / penalty(h.tokens.size());
+        finished_[b].push_back(std::move(h));
+    }
+    std::vector<std::vector<int32_t>> new_hist(K);
+    for (int k = 0; k < K; k++) {
+        const int r = b * K + k;
+        alive_[r] = k < (int)chosen.size();
+        if (!alive_[r]) continue;
+        const int from = b * K + chosen[k].beam;
+        parent_[r] = from;
+        new_hist[k] = hist_[from];
+        new_hist[k].push_back(chosen[k].id);
+        next_[r] = chosen[k].id;
+        score_[r] = chosen[k].score;
+    }
+    for (int k = 0; k < K; k++) hist_[b * K + k] = std::move(new_hist[k]);
+    if ((int)finished_[b].size() >= K || chosen.empty()) done_[b] = 1;
+    if (step == limit(b) - 1 && !done_[b]) {
+        for (int k = 0; k < K; k++) {
+            const int r = b * K + k;
+            if (alive_[r]) finished_[b].push_back({hist_[r], score_[r] / penalty(hist_[r].size())});
+        }
+        done_[b] = 1;
+    }
+}
+
+void BeamSearch::cancel(int b) {
+    for (int k = 0; k < K_; k++) {  // what it has: its live beams as they are
+        const int r = b * K_ + k;
+        if (alive_[r]) finished_[b].push_back({hist_[r], score_[r] / penalty(std::max<size_t>(hist_[r].size(), 1))});
+    }
+    done_[b] = 1;
+}
+
+std::vector<Hypothesis> BeamSearch::finish(int b) {
+    auto f = std::move(finished_[b]);
+    std::stable_sort(f.begin(), f.end(), [](const Hypothesis &p, const Hypothesis &q) { return p.score > q.score; });
+    if ((int)f.size() > opt_.n_best) f.resize(opt_.n_best);
+    return f;
+}
+
+std::unique_ptr<Search> make_search(int inputs, const GenerateOptions &opt, int max_new, int eos_stop, int pad) {
+    if (!opt.sample && opt.beam > 1) return std::make_unique<BeamSearch>(inputs, opt.beam, opt, max_new, eos_stop, pad);
+    if (opt.sample) return std::make_unique<SamplingSearch>(inputs, opt, max_new, eos_stop, pad);
+    return std::make_unique<GreedySearch>(inputs, opt, max_new, eos_stop, pad);
+}
+
+}  // namespace decoding
+}  // namespace halformer

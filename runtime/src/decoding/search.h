@@ -1,0 +1,137 @@
+// Internal: the decoding policies, as small types over a step function
+// (CTranslate2's decoding classes). A Search holds what it needs of a batch
+// of B inputs, `width()` rows each (slot r = b·width + k: beam k of input b),
+// and at each step chooses every live input's next tokens from what the
+// step's kernels left on the host (StepResult), never from the logits:
+//
+//   GreedySearch     the argmax of each row (hf_argmax)
+//   SamplingSearch   the id drawn in the kernel from the row's uniform (uniforms())
+//   BeamSearch       the width + 1 best log-probabilities of each row (hf_topk8)
+//
+// The model side (Session::decode) runs the steps, keeps the KV rows and
+// compacts the batch as inputs finish; tests drive a Search with a fake step.
+#pragma once
+
+#include "halformer/model.h"
+#include "../splitmix.h"
+
+#include <memory>
+#include <vector>
+
+namespace halformer {
+namespace decoding {
+
+// What a step must compute for each row of its batch.
+enum class Need { Argmax, Sample, TopLogProbs };
+
+// One step's results for the rows of its batch (row c): the chosen id at
+// ids[c·stride] (Argmax, Sample), or the best candidates' ids and
+// log-probabilities, best first (TopLogProbs: `width() + 1` of them; an id
+// < 0 is no candidate).
+struct StepResult {
+    const int32_t *ids = nullptr;
+    const float *values = nullptr;
+    int stride = 1;
+};
+
+class Search {
+public:
+    // max_new: the steps at most; eos_stop: the id that ends a hypothesis
+    // (-2: none); pad: the token a dead beam reads.
+    Search(int inputs, int width, const GenerateOptions &opt, int max_new, int eos_stop, int pad);
+    virtual ~Search() = default;
+    virtual Need need() const = 0;
+    int inputs() const { return B_; }
+    int width() const { return K_; }
+
+    // Step `step` (from 0): asks opt.cancelled for every live input, then
+    // chooses each live input's next tokens (row_of[r]: slot r's row in
+    // the step's batch).
+    void step(int step, const StepResult &res, const std::vector<int> &row_of);
+    // Reports every input done and not yet reported through opt.on_finished.
+    void report_done();
+    // After step(): the token slot r reads next and the slot it continues
+    // (its hypothesis' history, and the cache rows of that history).
+    int32_t next(int r) const { return next_[r]; }
+    int parent(int r) const { return parent_[r]; }
+    bool done(int b) const { return done_[b] != 0; }
+    bool all_done() const;
+    // Every input's hypotheses (reporting those not yet reported).
+    std::vector<std::vector<Hypothesis>> results();
+
+protected:
+    virtual void choose(int b, int step, const StepResult &res, const std::vector<int> &row_of) = 0;
+    // Input b leaves the batch now, with what it has.
+    virtual void cancel(int b) { done_[b] = 1; }
+    // Input b's hypotheses once it is done.
+    virtual std::vector<Hypothesis> finish(int b) = 0;
+    int limit(int b) const;
+
+    const GenerateOptions &opt_;
+    int B_, K_, max_new_, eos_stop_, pad_;
+    std::vector<std::vector<int32_t>> hist_;  // per slot: the tokens chosen so far
+    std::vector<int32_t> next_;
+    std::vector<int> parent_;
+    std::vector<char> done_;
+
+private:
+    void report(int b);
+    std::vector<std::vector<Hypothesis>> result_;
+    std::vector<char> reported_;
+};
+
+// One row per input; the id of each step is the kernel's argmax.
+class GreedySearch : public Search {
+public:
+    GreedySearch(int inputs, const GenerateOptions &opt, int max_new, int eos_stop, int pad)
+        : Search(inputs, 1, opt, max_new, eos_stop, pad) {}
+    Need need() const override { return Need::Argmax; }
+
+protected:
+    void choose(int b, int step, const StepResult &res, const std::vector<int> &row_of) override;
+    std::vector<Hypothesis> finish(int b) override { return {{hist_[b], 0.0}}; }
+};
+
+// Greedy's bookkeeping; the id is drawn in the kernel (temperature, top-k,
+// top-p) from one uniform per row that uniforms() takes from the input's
+// own stream: input b draws what it would alone with its seed.
+class SamplingSearch : public GreedySearch {
+public:
+    SamplingSearch(int inputs, const GenerateOptions &opt, int max_new, int eos_stop, int pad);
+    Need need() const override { return Need::Sample; }
+    // The uniforms of a step's rows: u[c] for row c = row_of[b] of each
+    // input b still decoding.
+    void uniforms(const std::vector<int> &row_of, std::vector<double> &u);
+
+private:
+    std::vector<SplitMix> rng_;
+};
+
+// Beam search (section 6.1: beam 4, length penalty α = 0.6): each step
+// keeps the `width` best continuations of an input's live beams by total
+// log-probability; a continuation ending in eos becomes a finished
+// hypothesis scored total / ((5 + len) / 6)^α. An input is done when it has
+// `width` finished hypotheses, no live beam, or its last step; it returns
+// its n_best best.
+class BeamSearch : public Search {
+public:
+    BeamSearch(int inputs, int width, const GenerateOptions &opt, int max_new, int eos_stop, int pad);
+    Need need() const override { return Need::TopLogProbs; }
+
+protected:
+    void choose(int b, int step, const StepResult &res, const std::vector<int> &row_of) override;
+    void cancel(int b) override;
+    std::vector<Hypothesis> finish(int b) override;
+
+private:
+    double penalty(size_t len) const;
+    std::vector<double> score_;
+    std::vector<char> alive_;
+    std::vector<std::vector<Hypothesis>> finished_;
+};
+
+// The search `opt` asks for (beam > 1: beam search; sample: sampling).
+std::unique_ptr<Search> make_search(int inputs, const GenerateOptions &opt, int max_new, int eos_stop, int pad);
+
+}  // namespace decoding
+}  // namespace halformer
