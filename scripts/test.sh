@@ -2,7 +2,7 @@
 # Builds everything and runs every test (the op suite once per x86 variant).
 # The autoscheduled builds are made for this machine's variant and for the
 # avx2 and sse41 targets as well, so ops.avx2 and ops.sse41 test what an
-# AVX2-only or an SSE4.1 host builds, whatever CPU runs this (README: Tests,
+# AVX2-only or an SSE4.1 host builds, whatever CPU runs this (docs/targets.md,
 # "Every host").
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -14,7 +14,7 @@
 #    dropout 0.1, label smoothing 0.1; 4000 steps, a checkpoint every 100,
 #    the final model the float16 average of the last 5
 # Then copy WORK_DIR/en-de/{config.json,model.safetensors,tokenizer.model,
-# train.log,training.png} to models/en-de and evaluate it (README).
+# train.log,training.png} to models/en-de and evaluate it (docs/text.md).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="${1:-$root/../halformer-en-de}"
