@@ -30,10 +30,13 @@ set(HALFORMER_RUNTIME_SOURCES
   src/tokenizer.cpp
   src/weights.cpp)
 set(HALFORMER_TRAINING_SOURCES
+  src/train/batch.cpp
+  src/train/checkpoints.cpp
   src/train/data.cpp
-  src/train/trainer.cpp
-  src/train/trainer_api.cpp
   src/train/distributed.cpp
+  src/train/optimizer.cpp
+  src/train/parameters.cpp
+  src/train/stack_passes.cpp
   src/train/training_loop.cpp)
 # Commands every build has; serve and train are added where the build has them.
 set(HALFORMER_CLI_SOURCES

@@ -87,21 +87,26 @@ void Session::project(const float *x, int M, int row_stride, float *out, bool lo
     layers::project(*this, {w->gen_w, w->gen_b, w->gen_rows}, x, M, row_stride, out, log_softmax);
 }
 
-namespace {
-
-// Pads a batch to [T][R] time-major tokens; returns T.
-int pad_batch(const std::vector<Sequence> &seqs, int pad, std::vector<int32_t> &tokens,
-              std::vector<int32_t> &lens) {
+int pad_time_major(const std::vector<const Sequence *> &seqs, int pad, std::vector<int32_t> &tokens,
+                   std::vector<int32_t> &lens) {
     const int R = (int)seqs.size();
     int T = 0;
-    for (auto &s : seqs) T = std::max(T, (int)s.size());
+    for (auto *s : seqs) T = std::max(T, (int)s->size());
     tokens.assign((size_t)T * R, pad);
     lens.resize(R);
     for (int r = 0; r < R; r++) {
-        lens[r] = (int)seqs[r].size();
-        for (int t = 0; t < lens[r]; t++) tokens[(size_t)t * R + r] = seqs[r][t];
+        lens[r] = (int)seqs[r]->size();
+        for (int t = 0; t < lens[r]; t++) tokens[(size_t)t * R + r] = (*seqs[r])[t];
     }
     return T;
+}
+
+namespace {
+
+std::vector<const Sequence *> pointers(const std::vector<Sequence> &seqs) {
+    std::vector<const Sequence *> out;
+    for (auto &s : seqs) out.push_back(&s);
+    return out;
 }
 
 }  // namespace
@@ -109,7 +114,7 @@ int pad_batch(const std::vector<Sequence> &seqs, int pad, std::vector<int32_t> &
 float *Session::encoder(const std::vector<Sequence> &src, int S, std::vector<int32_t> &lens) {
     const int D = cfg.d_model, R = (int)src.size();
     std::vector<int32_t> tokens;
-    pad_batch(src, cfg.pad_id, tokens, lens);
+    pad_time_major(pointers(src), cfg.pad_id, tokens, lens);
     const size_t n = (size_t)S * R * D;
     float *x = x0.need(n), *xa = x1.need(n);
     float *kv = kv_tmp.need(2 * n);
@@ -221,7 +226,7 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
         }
     }
     std::vector<int32_t> tokens, lens;
-    const int T = pad_batch(dec_in, c.pad_id, tokens, lens);
+    const int T = pad_time_major(pointers(dec_in), c.pad_id, tokens, lens);
     const size_t n = (size_t)T * R * D;
     float *x = m.x0.need(n), *xa = m.x1.need(n);
     m.self_kv.resize(m.w->dec.layers.size());

@@ -29,6 +29,11 @@ struct RowMap {
     int cross_sources = 0;
 };
 
+// Pads sequences to time-major [T][R] tokens (pad where a sequence is
+// shorter) and their lengths; returns T.
+int pad_time_major(const std::vector<const Sequence *> &seqs, int pad, std::vector<int32_t> &tokens,
+                   std::vector<int32_t> &lens);
+
 // A session: per call, everything but the weights. The layers' kernel
 // runner: run() times each call, checks its return code and releases its
 // device bindings.

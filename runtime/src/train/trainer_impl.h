@@ -94,6 +94,9 @@ struct Backward {
     float *t1, *t2, *da, *dqkv, *dz, *dqc, *dkv_mem;
 };
 
+// A table's tied tensors: each name that shares an offset → the first name there.
+std::map<std::string, std::string> aliases_of(const std::vector<ParamEntry> &table);
+
 struct Trainer::Impl {
     // Declared first, destroyed last: it owns the DeviceContext every
     // Scratch below is shadowed by on a GPU.
@@ -140,7 +143,13 @@ struct Trainer::Impl {
                                const Shape *mem, bool train, int tensor);
     void stack_backward(const StackW &w, const StackW &g, StackActs &sa, const Shape &s, bool causal,
                         const float *memory, const Shape *mem, float *dmem, float *dx, float *spare, int tensor);
+    // One batch: its examples laid out (es, ds, tokens, targets), the
+    // forward pass and the loss, with `train` the backward pass.
     StepStats run_batch(const std::vector<Example> &batch, bool train);
+    void lay_out_batch(const std::vector<Example> &batch);
+    void backward(const float *x, const float *dlogits);
+    Shape es, ds;                    // the batch's encoder and decoder shapes
+    const float *memory = nullptr;   // the encoder output of the batch
 };
 
 }  // namespace halformer

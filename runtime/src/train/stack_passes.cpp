@@ -1,8 +1,7 @@
-// Training: the forward pass with every activation the backward pass needs
-// kept, the backward pass layer by layer in reverse, and the optimizer step.
-// Each arithmetic step is one generated kernel (the forward ones of
-// forward.cpp plus generators/*_backward_*, cross_entropy, dropout,
-// activation, adam, sum_squares, axpy); this file lays out buffers and views.
+// Training's passes over a stack: the embedding and every layer forward
+// with each activation the backward pass reads kept (one arena per stack),
+// then the backward pass layer by layer in reverse, through the same
+// layers (runtime/src/layers/) inference runs.
 //
 // Layout: activations are time-major (row m = t·R + r for R sequences), as
 // in forward.cpp, so the attention kernels read Q, K and V as strided views
@@ -17,10 +16,6 @@
 
 namespace halformer {
 
-double learning_rate(const Config &c, const TrainOptions &o, int64_t step) {
-    const double s = (double)std::max<int64_t>(step, 1), w = (double)std::max(o.warmup_steps, 1);
-    return o.lr_scale * std::pow((double)c.d_model, -0.5) * std::min(std::pow(s, -0.5), s * std::pow(w, -1.5));
-}
 
 
 // ---------------------------------------------------------------- forward
