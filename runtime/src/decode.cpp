@@ -274,11 +274,10 @@ std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence>
     return search->results();
 }
 
-std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence> &src,
-                                                     const GenerateOptions &opt) {
-    Lease lease(*pool_, true);
-    Session &m = *lease;
-    const Config &c = m.cfg;
+namespace {
+
+// generate()'s options and inputs, before anything runs.
+void check_generate(const Config &c, const std::vector<Sequence> &src, const GenerateOptions &opt) {
     if (c.architecture == Architecture::Encoder) throw Error("generate: an encoder-only model does not generate");
     if (opt.beam < 1 || opt.beam > kTopK - 1) {
         throw Error("generate: beam size " + std::to_string(opt.beam) + " is out of range [1, " +
@@ -308,6 +307,16 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
         throw Error("generate: " + std::to_string(opt.seeds.size()) + " seeds for " + std::to_string(src.size()) +
                     " inputs (give one per input, or none)");
     }
+}
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence> &src,
+                                                     const GenerateOptions &opt) {
+    Lease lease(*pool_, true);
+    Session &m = *lease;
+    const Config &c = m.cfg;
+    check_generate(c, src, opt);
     const bool ed = c.architecture == Architecture::EncoderDecoder;
     DeviceScope scope(m.dev.get());
     auto limit = [&](int P) {

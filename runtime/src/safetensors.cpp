@@ -3,6 +3,7 @@
 #include "halformer/json.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -81,119 +82,126 @@ std::string shape_string(const std::vector<int64_t> &shape) {
     return s + "]";
 }
 
+namespace {
+
+[[noreturn]] void file_error(const std::string &path, const std::string &msg) { throw Error(path + ": " + msg); }
+
+// The whole file into 64-byte-aligned memory, not mapped: a model file that
+// is truncated or rewritten after loading cannot take a running model down
+// (a mapped page past a truncated end raises SIGBUS).
+void read_whole(const std::string &path, int fd, size_t size, uint8_t *buf) {
+    size_t got = 0;
+    while (got < size) {
+        const ssize_t r = ::pread(fd, buf + got, size - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) file_error(path, std::string("cannot read: ") + std::strerror(errno));
+        if (r == 0) {
+            file_error(path, "truncated while being read: " + std::to_string(got) + " of " + std::to_string(size) +
+                                 " bytes");
+        }
+        got += (size_t)r;
+    }
+}
+
+DType parse_dtype(const std::string &d, const std::function<void(const std::string &)> &bad) {
+    if (d == "F32") return DType::F32;
+    if (d == "F16") return DType::F16;
+    if (d == "BF16") return DType::BF16;
+    static const char *known[] = {"F64", "I64", "I32", "I16", "I8", "U8", "U16", "U32",
+                                  "U64", "BOOL", "F8_E4M3", "F8_E5M2"};
+    const bool is_known =
+        std::find_if(std::begin(known), std::end(known), [&](const char *k) { return d == k; }) != std::end(known);
+    bad(std::string(is_known ? "dtype " : "unknown dtype ") + d + " is not supported (F32, F16 and BF16 are)");
+    return DType::F32;
+}
+
+// One header entry: dtype, shape and data offsets inside the data section.
+TensorInfo parse_entry(const std::string &path, const std::string &name, const json::Value &e, size_t data_size) {
+    auto bad = [&](const std::string &msg) { file_error(path, "tensor '" + name + "': " + msg); };
+    if (!e.is_object()) bad("entry is not a JSON object");
+    const json::Value *dt = e.find("dtype"), *sh = e.find("shape"), *off = e.find("data_offsets");
+    if (!dt || !dt->is_string()) bad("missing \"dtype\" string");
+    if (!sh || !sh->is_array()) bad("missing \"shape\" array");
+    if (!off || !off->is_array() || off->array.size() != 2) bad("missing \"data_offsets\" [begin, end]");
+    TensorInfo t;
+    t.name = name;
+    t.dtype = parse_dtype(dt->string, bad);
+    uint64_t numel = 1;
+    for (auto &x : sh->array) {
+        uint64_t v;
+        if (!as_size(x, v)) bad("shape entries must be non-negative integers");
+        if (v != 0 && numel > (uint64_t(1) << 40) / v) bad("shape is too large");
+        numel *= v;
+        t.shape.push_back((int64_t)v);
+    }
+    uint64_t b, en;
+    if (!as_size(off->array[0], b) || !as_size(off->array[1], en) || b > en) {
+        bad("data_offsets must be integers with begin <= end");
+    }
+    if (en > data_size) {
+        bad("data_offsets [" + std::to_string(b) + ", " + std::to_string(en) + "] go past the end of the data (" +
+            std::to_string(data_size) + " bytes; is the file truncated?)");
+    }
+    if (en - b != numel * dtype_size(t.dtype)) {
+        bad("data_offsets hold " + std::to_string(en - b) + " bytes but shape " + shape_string(t.shape) + " of " +
+            dt->string + " needs " + std::to_string(numel * dtype_size(t.dtype)));
+    }
+    t.begin = (size_t)b;
+    t.end = (size_t)en;
+    return t;
+}
+
+void check_overlaps(const std::string &path, const std::vector<TensorInfo> &tensors) {
+    std::vector<const TensorInfo *> by_offset;
+    for (auto &t : tensors) {
+        if (t.end > t.begin) by_offset.push_back(&t);
+    }
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](const TensorInfo *a, const TensorInfo *b) { return a->begin < b->begin; });
+    for (size_t k = 1; k < by_offset.size(); k++) {
+        if (by_offset[k]->begin < by_offset[k - 1]->end) {
+            file_error(path, "tensors '" + by_offset[k - 1]->name + "' and '" + by_offset[k]->name +
+                                 "' overlap in the data section");
+        }
+    }
+}
+
+}  // namespace
+
 SafeTensors::SafeTensors(const std::string &path) : path_(path) {
-    auto fail = [&](const std::string &msg) { throw Error(path_ + ": " + msg); };
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) fail(std::string("cannot open: ") + std::strerror(errno));
+    if (fd_ < 0) file_error(path_, std::string("cannot open: ") + std::strerror(errno));
     struct stat st;
     if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
         ::close(fd_);
         fd_ = -1;
-        fail("not a regular file");
+        file_error(path_, "not a regular file");
     }
     size_ = (size_t)st.st_size;
     try {
-        if (size_ < 8) {
-            fail("truncated: " + std::to_string(size_) +
-                 " bytes, shorter than the 8-byte header length");
-        }
-        // The whole file is read into memory, not mapped: a model file that
-        // is truncated or rewritten after loading cannot take a running
-        // model down (a mapped page past a truncated end raises SIGBUS).
+        if (size_ < 8) file_error(path_, "truncated: " + std::to_string(size_) + " bytes, shorter than the 8-byte header length");
         uint8_t *buf = (uint8_t *)std::aligned_alloc(64, (size_ + 63) / 64 * 64);
-        if (!buf) fail("cannot allocate " + std::to_string(size_) + " bytes to read it");
+        if (!buf) file_error(path_, "cannot allocate " + std::to_string(size_) + " bytes to read it");
         map_ = buf;
-        size_t got = 0;
-        while (got < size_) {
-            const ssize_t r = ::pread(fd_, buf + got, size_ - got, (off_t)got);
-            if (r < 0 && errno == EINTR) continue;
-            if (r < 0) fail(std::string("cannot read: ") + std::strerror(errno));
-            if (r == 0) {
-                fail("truncated while being read: " + std::to_string(got) + " of " + std::to_string(size_) +
-                     " bytes");
-            }
-            got += (size_t)r;
-        }
+        read_whole(path_, fd_, size_, buf);
         ::close(fd_);
         fd_ = -1;
         uint64_t n = 0;
         for (int k = 7; k >= 0; k--) n = n << 8 | map_[k];
         if (n > size_ - 8) {
-            fail("truncated: the header length says " + std::to_string(n) +
-                 " bytes of JSON but only " + std::to_string(size_ - 8) + " follow");
+            file_error(path_, "truncated: the header length says " + std::to_string(n) + " bytes of JSON but only " +
+                                  std::to_string(size_ - 8) + " follow");
         }
-        if (n > (100u << 20)) fail("header of " + std::to_string(n) + " bytes is larger than 100 MiB");
-        std::string header((const char *)map_ + 8, (size_t)n);
-        json::Value root = json::parse(header, path_ + " header");
-        if (!root.is_object()) fail("header is not a JSON object");
+        if (n > (100u << 20)) file_error(path_, "header of " + std::to_string(n) + " bytes is larger than 100 MiB");
+        json::Value root = json::parse(std::string((const char *)map_ + 8, (size_t)n), path_ + " header");
+        if (!root.is_object()) file_error(path_, "header is not a JSON object");
         data_ = map_ + 8 + n;
-        const size_t data_size = size_ - 8 - n;
-        for (auto &kv : root.object) {
-            const std::string &name = kv.first;
-            const json::Value &e = kv.second;
+        for (auto &[name, entry] : root.object) {
             if (name == "__metadata__") continue;
-            auto bad = [&](const std::string &msg) { fail("tensor '" + name + "': " + msg); };
-            if (!e.is_object()) bad("entry is not a JSON object");
-            const json::Value *dt = e.find("dtype"), *sh = e.find("shape"), *off = e.find("data_offsets");
-            if (!dt || !dt->is_string()) bad("missing \"dtype\" string");
-            if (!sh || !sh->is_array()) bad("missing \"shape\" array");
-            if (!off || !off->is_array() || off->array.size() != 2) bad("missing \"data_offsets\" [begin, end]");
-            TensorInfo t;
-            t.name = name;
-            const std::string &d = dt->string;
-            if (d == "F32") {
-                t.dtype = DType::F32;
-            } else if (d == "F16") {
-                t.dtype = DType::F16;
-            } else if (d == "BF16") {
-                t.dtype = DType::BF16;
-            } else {
-                static const char *known[] = {"F64", "I64", "I32", "I16", "I8", "U8", "U16", "U32",
-                                              "U64", "BOOL", "F8_E4M3", "F8_E5M2"};
-                bool is_known = std::find_if(std::begin(known), std::end(known),
-                                             [&](const char *k) { return d == k; }) != std::end(known);
-                bad(std::string(is_known ? "dtype " : "unknown dtype ") + d +
-                    " is not supported (F32, F16 and BF16 are)");
-            }
-            uint64_t numel = 1;
-            for (auto &x : sh->array) {
-                uint64_t v;
-                if (!as_size(x, v)) bad("shape entries must be non-negative integers");
-                if (v != 0 && numel > (uint64_t(1) << 40) / v) bad("shape is too large");
-                numel *= v;
-                t.shape.push_back((int64_t)v);
-            }
-            uint64_t b, en;
-            if (!as_size(off->array[0], b) || !as_size(off->array[1], en) || b > en) {
-                bad("data_offsets must be integers with begin <= end");
-            }
-            if (en > data_size) {
-                bad("data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
-                    "] go past the end of the data (" + std::to_string(data_size) +
-                    " bytes; is the file truncated?)");
-            }
-            if (en - b != numel * dtype_size(t.dtype)) {
-                bad("data_offsets hold " + std::to_string(en - b) + " bytes but shape " +
-                    shape_string(t.shape) + " of " + d + " needs " +
-                    std::to_string(numel * dtype_size(t.dtype)));
-            }
-            t.begin = (size_t)b;
-            t.end = (size_t)en;
-            index_[name] = tensors_.size();
-            tensors_.push_back(std::move(t));
+            tensors_.push_back(parse_entry(path_, name, entry, size_ - 8 - n));
+            index_[name] = tensors_.size() - 1;
         }
-        std::vector<const TensorInfo *> by_offset;
-        for (auto &t : tensors_) {
-            if (t.end > t.begin) by_offset.push_back(&t);
-        }
-        std::sort(by_offset.begin(), by_offset.end(),
-                  [](const TensorInfo *a, const TensorInfo *b) { return a->begin < b->begin; });
-        for (size_t k = 1; k < by_offset.size(); k++) {
-            if (by_offset[k]->begin < by_offset[k - 1]->end) {
-                fail("tensors '" + by_offset[k - 1]->name + "' and '" + by_offset[k]->name +
-                     "' overlap in the data section");
-            }
-        }
+        check_overlaps(path_, tensors_);
     } catch (...) {
         std::free((void *)map_);
         if (fd_ >= 0) ::close(fd_);

@@ -40,11 +40,9 @@ bool boolean(const json &v, const char *name) {
     return v.get<bool>();
 }
 
-}  // namespace
-
-Request parse_request(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits) {
-    // nlohmann's parser nests by recursion in places: bound the depth first
-    // (a request is at most 2 levels deep).
+// nlohmann's parser nests by recursion in places: bound the depth first
+// (a request is at most 2 levels deep).
+void check_depth(const std::string &body) {
     int depth = 0;
     bool in_string = false, escaped = false;
     for (char ch : body) {
@@ -60,7 +58,11 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
             depth--;
         }
     }
-    json j;
+}
+
+// Strict JSON (no comments, no trailing commas), an object, no duplicate keys.
+json parse_object(const std::string &body) {
+    check_depth(body);
     // nlohmann keeps the last of duplicate keys silently: refuse them, as the
     // model-file parser (runtime/src/json.cpp) does.
     std::vector<std::vector<std::string>> keys;
@@ -76,91 +78,86 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
         }
         return true;
     };
+    json j;
     try {
-        j = json::parse(body, watch);  // strict: no comments, no trailing commas; nesting bounded above
+        j = json::parse(body, watch);
     } catch (const json::exception &e) {  // parse_error, and out_of_range for a number like 1e30308
         bad(std::string("malformed JSON: ") + e.what());
     }
     if (!duplicate.empty()) bad("duplicate key '" + duplicate + "'");
     if (!j.is_object()) bad(std::string("the body must be a JSON object, not ") + type_of(j));
-    Request r;
-    GenerateOptions &o = r.options;
-    const bool ed = cfg.architecture == Architecture::EncoderDecoder;
-    const int vocab = ed ? cfg.src_vocab_size : cfg.tgt_vocab_size;
-    bool have_input = false;
-    int max_new = -1;
-    for (auto it = j.begin(); it != j.end(); ++it) {
-        const std::string &k = it.key();
-        const json &v = it.value();
-        if (k == "ids") {
-            if (!v.is_array()) bad(std::string("'ids' must be an array of token ids, not ") + type_of(v));
-            r.ids.reserve(std::min<size_t>(v.size(), 1 << 16));
-            for (size_t i = 0; i < v.size(); i++) {
-                if (!v[i].is_number_integer()) {
-                    bad("'ids'[" + std::to_string(i) + "] must be an integer, not " + type_of(v[i]));
-                }
-                const bool ok = v[i].is_number_unsigned() ? v[i].get<uint64_t>() < (uint64_t)vocab
-                                                           : v[i].get<int64_t>() >= 0 && v[i].get<int64_t>() < vocab;
-                if (!ok) {
-                    bad("'ids'[" + std::to_string(i) + "] = " + v[i].dump() + " is outside the vocabulary [0, " +
-                        std::to_string(vocab) + ")");
-                }
-                r.ids.push_back((int32_t)v[i].get<int64_t>());
-            }
-            have_input = true;
-        } else if (k == "text") {
-            if (!v.is_string()) bad(std::string("'text' must be a string, not ") + type_of(v));
-            if (!encode) bad("'text' needs a model with a tokenizer (this one works with 'ids' only)");
-            r.text = v.get<std::string>();
-            r.is_text = true;
-            if (r.text.find_first_not_of(" \t\r\n") == std::string::npos) bad("'text' is empty");
-            try {
-                r.ids = encode(r.text);
-            } catch (const Error &e) {
-                bad(std::string("'text': ") + e.what());
-            }
-            if (r.ids.empty()) bad("'text' has no tokens");
-            have_input = true;
-        } else if (k == "beam") {
-            o.beam = integer(v, "beam", 1, 7);
-        } else if (k == "n_best") {
-            o.n_best = integer(v, "n_best", 1, 7);
-        } else if (k == "length_penalty") {
-            o.length_penalty = (float)number(v, "length_penalty");
-        } else if (k == "max_new_tokens") {
-            max_new = integer(v, "max_new_tokens", 1, limits.max_new_tokens);
-        } else if (k == "sample") {
-            o.sample = boolean(v, "sample");
-        } else if (k == "temperature") {
-            o.temperature = (float)number(v, "temperature");
-            if (!(o.temperature > 0)) bad("'temperature' must be positive");
-        } else if (k == "top_k") {
-            o.top_k = integer(v, "top_k", 0, 1 << 20);
-        } else if (k == "top_p") {
-            o.top_p = (float)number(v, "top_p");
-            if (!(o.top_p > 0 && o.top_p <= 1)) bad("'top_p' must be in (0, 1]");
-        } else if (k == "seed") {
-            if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
-                bad(std::string("'seed' must be a non-negative integer, not ") + v.dump());
-            }
-            r.seed = v.get<uint64_t>();
-        } else {
-            bad("unknown field '" + k +
-                "' (expected ids or text, and beam, n_best, length_penalty, max_new_tokens, sample, temperature, "
-                "top_k, top_p, seed)");
+    return j;
+}
+
+std::vector<int32_t> token_ids(const json &v, int vocab) {
+    if (!v.is_array()) bad(std::string("'ids' must be an array of token ids, not ") + type_of(v));
+    std::vector<int32_t> ids;
+    ids.reserve(std::min<size_t>(v.size(), 1 << 16));
+    for (size_t i = 0; i < v.size(); i++) {
+        if (!v[i].is_number_integer()) bad("'ids'[" + std::to_string(i) + "] must be an integer, not " + type_of(v[i]));
+        const bool ok = v[i].is_number_unsigned() ? v[i].get<uint64_t>() < (uint64_t)vocab
+                                                   : v[i].get<int64_t>() >= 0 && v[i].get<int64_t>() < vocab;
+        if (!ok) {
+            bad("'ids'[" + std::to_string(i) + "] = " + v[i].dump() + " is outside the vocabulary [0, " +
+                std::to_string(vocab) + ")");
         }
+        ids.push_back((int32_t)v[i].get<int64_t>());
     }
-    if (!have_input) bad("the request needs 'ids' or 'text'");
-    if (j.contains("ids") && j.contains("text")) bad("give 'ids' or 'text', not both");
-    if (r.ids.empty()) bad("'ids' is empty");
-    if (o.n_best > o.beam) bad("'n_best' (" + std::to_string(o.n_best) + ") must be at most 'beam' (" +
-                               std::to_string(o.beam) + ")");
-    if (o.sample && o.beam > 1) bad("'sample' and 'beam' > 1 are exclusive");
-    // Positions: a source takes up to max_positions; a prompt leaves room
-    // for what it asks to generate. Past the limit: 413.
+    return ids;
+}
+
+void text_input(const json &v, const Encoder &encode, Request &r) {
+    if (!v.is_string()) bad(std::string("'text' must be a string, not ") + type_of(v));
+    if (!encode) bad("'text' needs a model with a tokenizer (this one works with 'ids' only)");
+    r.text = v.get<std::string>();
+    r.is_text = true;
+    if (r.text.find_first_not_of(" \t\r\n") == std::string::npos) bad("'text' is empty");
+    try {
+        r.ids = encode(r.text);
+    } catch (const Error &e) {
+        bad(std::string("'text': ") + e.what());
+    }
+    if (r.ids.empty()) bad("'text' has no tokens");
+}
+
+// One decoding field into the options; false for a name that is none.
+bool decoding_field(const std::string &k, const json &v, const Limits &limits, Request &r, int &max_new) {
+    GenerateOptions &o = r.options;
+    if (k == "beam") {
+        o.beam = integer(v, "beam", 1, 7);
+    } else if (k == "n_best") {
+        o.n_best = integer(v, "n_best", 1, 7);
+    } else if (k == "length_penalty") {
+        o.length_penalty = (float)number(v, "length_penalty");
+    } else if (k == "max_new_tokens") {
+        max_new = integer(v, "max_new_tokens", 1, limits.max_new_tokens);
+    } else if (k == "sample") {
+        o.sample = boolean(v, "sample");
+    } else if (k == "temperature") {
+        o.temperature = (float)number(v, "temperature");
+        if (!(o.temperature > 0)) bad("'temperature' must be positive");
+    } else if (k == "top_k") {
+        o.top_k = integer(v, "top_k", 0, 1 << 20);
+    } else if (k == "top_p") {
+        o.top_p = (float)number(v, "top_p");
+        if (!(o.top_p > 0 && o.top_p <= 1)) bad("'top_p' must be in (0, 1]");
+    } else if (k == "seed") {
+        if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
+            bad(std::string("'seed' must be a non-negative integer, not ") + v.dump());
+        }
+        r.seed = v.get<uint64_t>();
+    } else {
+        return false;
+    }
+    return true;
+}
+
+// Positions: a source takes up to max_positions; a prompt leaves room for
+// what it asks to generate. Past the limit: 413.
+int new_tokens(const Config &cfg, const Limits &limits, int P, int max_new) {
+    const bool ed = cfg.architecture == Architecture::EncoderDecoder;
     const int max_in = limits.max_input_tokens > 0 ? std::min(limits.max_input_tokens, cfg.max_positions)
                                                    : cfg.max_positions;
-    const int P = (int)r.ids.size();
     if (P > max_in - (ed ? 0 : 1)) {
         throw RequestError(413, "the input is " + std::to_string(P) + " tokens; this server takes at most " +
                                     std::to_string(max_in - (ed ? 0 : 1)));
@@ -168,13 +165,46 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
     const int allowed = ed ? cfg.max_positions : cfg.max_positions - P + 1;
     if (max_new == -1) {
         // A translation is rarely more than twice its source.
-        max_new = ed ? std::min({2 * P + 10, limits.max_new_tokens, allowed}) : std::min(limits.max_new_tokens, allowed);
-    } else if (max_new > allowed) {
+        return ed ? std::min({2 * P + 10, limits.max_new_tokens, allowed}) : std::min(limits.max_new_tokens, allowed);
+    }
+    if (max_new > allowed) {
         throw RequestError(413, std::to_string(P) + " input tokens + " + std::to_string(max_new) +
                                     " new tokens are past the model's max_positions = " +
                                     std::to_string(cfg.max_positions));
     }
-    o.max_new_tokens = max_new;
+    return max_new;
+}
+
+}  // namespace
+
+Request parse_request(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits) {
+    const json j = parse_object(body);
+    Request r;
+    const bool ed = cfg.architecture == Architecture::EncoderDecoder;
+    bool have_input = false;
+    int max_new = -1;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        const std::string &k = it.key();
+        if (k == "ids") {
+            r.ids = token_ids(it.value(), ed ? cfg.src_vocab_size : cfg.tgt_vocab_size);
+            have_input = true;
+        } else if (k == "text") {
+            text_input(it.value(), encode, r);
+            have_input = true;
+        } else if (!decoding_field(k, it.value(), limits, r, max_new)) {
+            bad("unknown field '" + k +
+                "' (expected ids or text, and beam, n_best, length_penalty, max_new_tokens, sample, temperature, "
+                "top_k, top_p, seed)");
+        }
+    }
+    const GenerateOptions &o = r.options;
+    if (!have_input) bad("the request needs 'ids' or 'text'");
+    if (j.contains("ids") && j.contains("text")) bad("give 'ids' or 'text', not both");
+    if (r.ids.empty()) bad("'ids' is empty");
+    if (o.n_best > o.beam) bad("'n_best' (" + std::to_string(o.n_best) + ") must be at most 'beam' (" +
+                               std::to_string(o.beam) + ")");
+    if (o.sample && o.beam > 1) bad("'sample' and 'beam' > 1 are exclusive");
+    r.options.max_new_tokens = new_tokens(cfg, limits, (int)r.ids.size(), max_new);
     return r;
 }
 
