@@ -6,6 +6,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/config.cpp
   src/decode.cpp
   src/decoding/search.cpp
+  src/description.cpp
   src/device.cpp
   src/device_context.cpp
   src/fault.cpp

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "buffers.h"
+#include "description.h"
 #include "halformer/safetensors.h"
 
 #include <map>
@@ -64,6 +65,7 @@ public:
 // call runs (loading, Model::set_precision).
 struct ModelWeights {
     Config cfg;
+    Description desc;  // what the forward reads of the family (describe(cfg))
     std::shared_ptr<Tokenizer> tok;  // when cfg.tokenizer names one
     std::shared_ptr<TensorSource> source;
     StackW enc, dec;
@@ -76,7 +78,8 @@ struct ModelWeights {
     // Packed copies of the projections' weights, by (W's address, rows).
     std::shared_ptr<PackCache> packs = std::make_shared<PackCache>();
 
-    // Resolves every tensor of the parameter table from `source`, checking shapes.
+    // Describes cfg, then resolves every tensor of the parameter table from
+    // `source`, checking shapes.
     void bind();
 };
 

@@ -1,5 +1,6 @@
 #include "params.h"
 
+#include "description.h"
 #include "model_weights.h"
 #include "splitmix.h"
 
@@ -33,8 +34,8 @@ struct Table {
     }
 };
 
-void stack(Table &t, const Config &c, const std::string &side, int layers, bool cross) {
-    const int64_t D = c.d_model, F = c.d_ff;
+void stack(Table &t, const Description &d, const std::string &side, int layers, bool cross) {
+    const int64_t D = d.d_model, F = d.d_ff;
     for (int i = 0; i < layers; i++) {
         const std::string p = side + ".layers." + std::to_string(i) + ".";
         t.layer = i;
@@ -53,51 +54,53 @@ void stack(Table &t, const Config &c, const std::string &side, int layers, bool 
     t.norm(side + ".norm.", D, Field::FinalNormG, Field::FinalNormB);
     for (size_t k : {t.out.size() - 2, t.out.size() - 1}) {
         t.out[k].required = false;
-        t.out[k].fresh = c.norm_first;
+        t.out[k].fresh = d.final_norms;
     }
     t.out.back().needs = t.out[t.out.size() - 2].name;
 }
 
-void embeddings(Table &t, const Config &c, const std::string &prefix, int vocab) {
+void embeddings(Table &t, const Description &d, const std::string &prefix, int vocab) {
     t.layer = -1;
-    t.add(prefix + "_embed.weight", {vocab, c.d_model}, Init::Embedding, Field::Embed);
-    if (c.positional_encoding == Positional::Learned) {
-        t.add(prefix + "_pos.weight", {c.max_positions, c.d_model}, Init::Embedding, Field::Pos);
+    t.add(prefix + "_embed.weight", {vocab, d.d_model}, Init::Embedding, Field::Embed);
+    if (d.position == Positional::Learned) {
+        t.add(prefix + "_pos.weight", {d.max_positions, d.d_model}, Init::Embedding, Field::Pos);
     }
 }
 
 }  // namespace
 
 std::vector<ParamSpec> param_specs(const Config &c, int head_rows) {
+    const Description d = describe(c);
     std::vector<ParamSpec> out;
     Table t{out};
-    if (c.has_encoder()) {
+    if (d.encoder) {
         t.part = Slot::Encoder;
-        embeddings(t, c, "src", c.src_vocab_size);
-        stack(t, c, "encoder", c.num_encoder_layers, false);
+        embeddings(t, d, "src", d.src_vocab);
+        stack(t, d, "encoder", d.encoder_layers, false);
     }
-    if (c.has_decoder()) {
+    if (d.decoder) {
         t.part = Slot::Decoder;
-        embeddings(t, c, "tgt", c.tgt_vocab_size);
-        if (c.architecture == Architecture::EncoderDecoder && c.src_vocab_size == c.tgt_vocab_size) {
+        embeddings(t, d, "tgt", d.tgt_vocab);
+        if (d.cross_attention && d.src_vocab == d.tgt_vocab) {
             // Fresh models share one embedding matrix (section 3.4).
             for (auto &s : out) {
                 if (s.name == "tgt_embed.weight") s.tied_to = "src_embed.weight";
             }
         }
-        stack(t, c, "decoder", c.num_decoder_layers, c.architecture == Architecture::EncoderDecoder);
+        stack(t, d, "decoder", d.decoder_layers, d.cross_attention);
     }
     // The output head: tied to the target embedding unless the file has one
     // (decoders); a classification head of head_rows rows (encoders).
     t.part = Slot::Head;
-    const int64_t rows = c.has_decoder() ? c.tgt_vocab_size : head_rows;
-    t.add("generator.weight", {rows, c.d_model}, Init::Xavier, Field::HeadW);
+    const bool decoder = d.decoder;
+    const int64_t rows = decoder ? d.tgt_vocab : head_rows;
+    t.add("generator.weight", {rows, d.d_model}, Init::Xavier, Field::HeadW);
     t.add("generator.bias", {rows}, Init::Zeros, Field::HeadB);
     for (size_t k : {out.size() - 2, out.size() - 1}) {
         out[k].required = false;
-        out[k].fresh = !c.has_decoder() && head_rows > 0;
+        out[k].fresh = !decoder && head_rows > 0;
     }
-    if (c.has_decoder()) out[out.size() - 2].tied_to = "tgt_embed.weight";
+    if (decoder) out[out.size() - 2].tied_to = "tgt_embed.weight";
     return out;
 }
 

@@ -33,7 +33,7 @@ void fold(Profile &into, Profile &from) {
 }  // namespace
 
 Session::Session(std::shared_ptr<ModelWeights> weights, std::shared_ptr<MemoryBudget> budget_)
-    : w(std::move(weights)), cfg(w->cfg), budget(std::move(budget_)) {
+    : w(std::move(weights)), cfg(w->cfg), desc(w->desc), budget(std::move(budget_)) {
     wire();
 }
 

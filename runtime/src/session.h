@@ -46,6 +46,7 @@ public:
     // The Model's weights (shared with its other sessions) and their config.
     std::shared_ptr<ModelWeights> w;
     const Config &cfg;
+    const Description &desc;  // the family: what the layers read
     // Declared before every Scratch: destroyed after them.
     std::unique_ptr<DeviceContext> dev = std::make_unique<DeviceContext>();
     Device device() const { return dev->device(); }

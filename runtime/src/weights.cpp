@@ -90,6 +90,7 @@ std::vector<int64_t> head_shape(const TensorSource &src, const std::string &name
 }  // namespace
 
 void ModelWeights::bind() {
+    desc = describe(cfg);
     const int64_t D = cfg.d_model;
     enc = StackW{};
     dec = StackW{};

@@ -22,14 +22,8 @@ HF_DEVICE_KERNELS(hf_embedding_learned_backward)
 
 namespace halformer {
 namespace layers {
-namespace {
-
-float embedding_scale(const Config &c) { return c.scale_embeddings ? std::sqrt((float)c.d_model) : 1.0f; }
-
-}  // namespace
-
 void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int start, float *x) {
-    const Config &c = k.cfg;
+    const Description &c = k.desc;
     const int D = c.d_model;
     // The kernel reads tokens as (t, b) with unit stride in t.
     std::vector<int32_t> by_row((size_t)T * R);
@@ -38,8 +32,8 @@ void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int
     }
     View tok(by_row.data(), {{T, 1}, {R, T}}, true), table(s.embed, {{D, 1}, {s.vocab, D}});
     View out(x, {{D, 1}, {T, R * D}, {R, D}});
-    const float scale = embedding_scale(c);
-    switch (c.positional_encoding) {
+    const float scale = c.embedding_scale;
+    switch (c.position) {
     case Positional::Sinusoidal:
         k.run("embedding", [&] { return HF_PICK(k.device(), hf_embedding)(tok.get(), table.get(), start, scale, out.get()); });
         break;
@@ -61,7 +55,7 @@ void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int
 
 void embed_backward(Kernels &k, const StackW &w, const StackW &g, const int32_t *tokens, int T, int R,
                     const float *dx) {
-    const Config &c = k.cfg;
+    const Description &c = k.desc;
     const int D = c.d_model;
     // Each token as a slot among the batch's distinct ids (the kernel sums
     // per slot, then adds each slot's sum to its row once).
@@ -77,8 +71,8 @@ void embed_backward(Kernels &k, const StackW &w, const StackW &g, const int32_t 
     }
     View tok(slots.data(), {{T, 1}, {R, T}}, true), vrows(rows.data(), {{(int)rows.size(), 1}}, true);
     View vd(dx, {{D, 1}, {T, R * D}, {R, D}}), tab(g.embed, {{D, 1}, {w.vocab, D}});
-    const float scale = embedding_scale(c);
-    if (c.positional_encoding == Positional::Learned) {
+    const float scale = c.embedding_scale;
+    if (c.position == Positional::Learned) {
         View pos(g.pos, {{D, 1}, {c.max_positions, D}});
         k.run("embedding_backward", [&] {
             return HF_PICK(k.device(), hf_embedding_learned_backward)(tok.get(), vrows.get(), vd.get(), scale, 0,

@@ -71,15 +71,15 @@ auto activation_backward_kernel(Device d, Act a) {
 void two_projections(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res, LayerIO &io,
                      float *out) {
     const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
-    const bool pre = k.cfg.norm_first;
+    const bool pre = k.desc.norm_before();
     float *hidden = io.hidden->need((size_t)M * F);
     float *y = pre ? out : io.y3;
     if (k.lowp()) {
-        k.linear_lowp("ffn", in, M, D, L.w1, F, D, L.b1, &k.cfg.activation, nullptr, hidden, F);
+        k.linear_lowp("ffn", in, M, D, L.w1, F, D, L.b1, &k.desc.activation, nullptr, hidden, F);
         k.linear_lowp("ffn", hidden, M, F, L.w2, D, F, L.b2, nullptr, pre ? res : nullptr, y, D);
     } else {
         View vin(in, {{D, 1}, {M, D}}), w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}}), vh(hidden, {{F, 1}, {M, F}});
-        auto first = linear_dot_act_kernel(k.device(), k.cfg.activation);
+        auto first = linear_dot_act_kernel(k.device(), k.desc.activation);
         k.run("ffn", [&] { return first(vin.get(), w1.get(), b1.get(), vh.get()); });
         linear(k, p, "ffn", Mat{hidden, M, F, F}, L.w2, L.b2, D, y, D, pre ? res : nullptr);
     }
@@ -90,14 +90,14 @@ void fused(Kernels &k, const LayerW &L, const float *in, const float *res, Layer
     const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
     View w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}}), w2(L.w2, {{F, 1}, {D, F}}), b2(L.b2, {{D, 1}});
     View vin(in, {{D, 1}, {M, D}});
-    if (k.cfg.norm_first) {
+    if (k.desc.norm_before()) {
         View vr(res, {{D, 1}, {M, D}}), vo(out, {{D, 1}, {M, D}});
-        auto fn = ffn_residual_kernel(k.device(), k.cfg.activation);
+        auto fn = ffn_residual_kernel(k.device(), k.desc.activation);
         k.run("ffn", [&] { return fn(vin.get(), w1.get(), b1.get(), w2.get(), b2.get(), vr.get(), vo.get()); });
         return;
     }
     View vy(io.y3, {{D, 1}, {M, D}});
-    auto fn = ffn_kernel(k.device(), k.cfg.activation);
+    auto fn = ffn_kernel(k.device(), k.desc.activation);
     k.run("ffn", [&] { return fn(vin.get(), w1.get(), b1.get(), w2.get(), b2.get(), vy.get()); });
     add_layer_norm(k, L.ffn_norm, io.y3, res, out, M);
 }
@@ -116,7 +116,7 @@ void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *
 #else
     linear(k, p, "linear", Mat{in, M, D, D}, L.w1, L.b1, F, io.z1, F);
     View vz(io.z1, {{F, 1}, {M, F}}), vh(io.h1, {{F, 1}, {M, F}});
-    auto fn = activation_kernel(k.device(), k.cfg.activation);
+    auto fn = activation_kernel(k.device(), k.desc.activation);
     k.run("activation", [&] { return fn(vz.get(), vh.get()); });
     linear(k, p, "linear", Mat{io.h1, M, F, F}, L.w2, L.b2, D, io.y3, D);
     join(k, p, io.y3, res, io.x_out, L.ffn_norm, M, io.tensor + 3);
@@ -130,7 +130,7 @@ void feed_forward_backward(Kernels &k, const LayerW &L, const LayerW &G, const L
     const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
     linear_backward_weight(k, dy, D, io.h1, F, const_cast<float *>(G.w2), const_cast<float *>(G.b2), M);
     View vdy(dy, {{D, 1}, {M, D}}), vw(L.w2, {{F, 1}, {D, F}}), vz(io.z1, {{F, 1}, {M, F}}), vo(dz, {{F, 1}, {M, F}});
-    auto fn = activation_backward_kernel(k.device(), k.cfg.activation);
+    auto fn = activation_backward_kernel(k.device(), k.desc.activation);
     k.run("linear_backward", [&] { return fn(vdy.get(), vw.get(), vz.get(), vo.get()); });
     linear_backward_weight(k, dz, F, in, D, const_cast<float *>(G.w1), const_cast<float *>(G.b1), M);
     linear_backward_data(k, dz, F, L.w1, D, din, M, acc);

@@ -27,14 +27,14 @@ View rows(const float *p, int D, int M) { return View(p, {{D, 1}, {M, D}}); }
 void layer_norm(Kernels &k, const NormW &n, const float *x, float *out, int M) {
     const int D = k.cfg.d_model;
     View vi = rows(x, D, M), vo = rows(out, D, M), g(n.g, {{D, 1}}), b(n.b, {{D, 1}});
-    const float eps = k.cfg.layer_norm_eps;
+    const float eps = k.desc.norm_eps;
     k.run("layer_norm", [&] { return HF_PICK(k.device(), hf_layer_norm)(vi.get(), g.get(), b.get(), eps, vo.get()); });
 }
 
 void add_layer_norm(Kernels &k, const NormW &n, const float *x, const float *res, float *out, int M) {
     const int D = k.cfg.d_model;
     View vi = rows(x, D, M), vr = rows(res, D, M), vo = rows(out, D, M), g(n.g, {{D, 1}}), b(n.b, {{D, 1}});
-    const float eps = k.cfg.layer_norm_eps;
+    const float eps = k.desc.norm_eps;
     k.run("layer_norm", [&] {
         return HF_PICK(k.device(), hf_layer_norm_residual)(vi.get(), g.get(), b.get(), eps, vr.get(), vo.get());
     });
@@ -47,7 +47,7 @@ void layer_norm_backward(Kernels &k, const NormW &n, const NormW &gn, const floa
     const int D = k.cfg.d_model;
     View vi = rows(x, D, M), vdy = rows(dy, D, M), vo = rows(dx, D, M), g(n.g, {{D, 1}});
     View dg(gn.g, {{D, 1}}), db(gn.b, {{D, 1}});
-    const float eps = k.cfg.layer_norm_eps;
+    const float eps = k.desc.norm_eps;
     k.run("layer_norm_backward", [&] {
         return HF_PICK(k.device(), hf_layer_norm_backward)(vi.get(), g.get(), eps, vdy.get(), dg.get(), db.get(),
                                                            vo.get(), dg.get(), db.get());
@@ -59,7 +59,7 @@ void layer_norm_backward_acc(Kernels &k, const NormW &n, const NormW &gn, const 
     const int D = k.cfg.d_model;
     View vi = rows(x, D, M), vdy = rows(dy, D, M), vo = rows(dx, D, M), g(n.g, {{D, 1}});
     View dg(gn.g, {{D, 1}}), db(gn.b, {{D, 1}});
-    const float eps = k.cfg.layer_norm_eps;
+    const float eps = k.desc.norm_eps;
     k.run("layer_norm_backward", [&] {
         return HF_PICK(k.device(), hf_layer_norm_backward_acc)(vi.get(), g.get(), eps, vdy.get(), dg.get(), db.get(),
                                                                vo.get(), vo.get(), dg.get(), db.get());
@@ -71,7 +71,7 @@ void add_layer_norm_backward(Kernels &k, const NormW &n, const NormW &gn, const 
     const int D = k.cfg.d_model;
     View vi = rows(x, D, M), vr = rows(res, D, M), vdy = rows(dy, D, M), vo = rows(dx, D, M), g(n.g, {{D, 1}});
     View dg(gn.g, {{D, 1}}), db(gn.b, {{D, 1}});
-    const float eps = k.cfg.layer_norm_eps;
+    const float eps = k.desc.norm_eps;
     k.run("layer_norm_backward", [&] {
         return HF_PICK(k.device(), hf_layer_norm_residual_backward)(vi.get(), g.get(), eps, vdy.get(), dg.get(),
                                                                     db.get(), vr.get(), vo.get(), dg.get(), db.get());

@@ -38,7 +38,7 @@ void dropout(Kernels &k, const Pass &p, float *y, const float *res, float *out, 
 }
 
 void join(Kernels &k, const Pass &p, float *y, const float *res, float *out, const NormW &n, int M, int tensor) {
-    const bool pre = k.cfg.norm_first;
+    const bool pre = k.desc.norm_before();
     if (!p.train && pre) throw Error("internal: an inference pre-LN join belongs in its projection");
     if (p.train && pre) return dropout(k, p, y, res, out, M, k.cfg.d_model, tensor);
     if (p.train) dropout(k, p, y, nullptr, y, M, k.cfg.d_model, tensor);
@@ -50,7 +50,7 @@ void project_join(Kernels &k, const Pass &p, const AttnW &w, const float *att, c
     const int D = k.cfg.d_model;
     const Mat a{att, M, D, D};
     // Inference, pre-LN: the residual is added by the projection's kernel.
-    if (!p.train && k.cfg.norm_first) return linear(k, p, "linear", a, w.out_w, w.out_b, D, out, D, res);
+    if (!p.train && k.desc.norm_before()) return linear(k, p, "linear", a, w.out_w, w.out_b, D, out, D, res);
     linear(k, p, "linear", a, w.out_w, w.out_b, D, y, D);
     join(k, p, y, res, out, n, M, tensor);
 }

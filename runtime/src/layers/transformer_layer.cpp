@@ -10,7 +10,7 @@ namespace halformer {
 namespace layers {
 
 void layer_forward(Kernels &k, const Pass &p, const LayerW &L, bool causal, LayerIO &io) {
-    const bool pre = k.cfg.norm_first;
+    const bool pre = k.desc.norm_before();
     const int M = io.M();
     // Pre-LN normalizes a sub-layer's input; post-LN reads the stream itself.
     auto input = [&](const NormW &n, const float *x, float *normed) -> const float * {
@@ -41,7 +41,7 @@ template <typename Body>
 void sublayer_backward(Kernels &k, const Pass &p, const NormW &n, const NormW &gn, const float *res,
                        const float *y, const LayerIO &io, const BackwardBuffers &b, float *&dx, float *&spare,
                        int tensor, Body &&body) {
-    const bool pre = k.cfg.norm_first;
+    const bool pre = k.desc.norm_before();
     const int M = io.M(), D = k.cfg.d_model;
     if (!pre) {
         add_layer_norm_backward(k, n, gn, y, res, dx, spare, M);
@@ -65,7 +65,7 @@ void out_projection_backward(Kernels &k, const AttnW &w, const AttnW &g, const f
 
 void layer_backward(Kernels &k, const Pass &p, const LayerW &L, const LayerW &G, const LayerIO &io, bool causal,
                     const BackwardBuffers &b, float *dmem, float *&dx, float *&spare) {
-    const bool pre = k.cfg.norm_first;
+    const bool pre = k.desc.norm_before();
     const int D = k.cfg.d_model, M = io.M();
     const bool cross = io.cross.memory != nullptr;
     const float *x_ffn = cross ? io.x2 : io.x1;

@@ -63,6 +63,7 @@ void Trainer::Impl::prepare(const Config &c, Device device) {
     pending = std::make_unique<Model::Impl>();
     pending->w = std::make_shared<ModelWeights>();
     pending->w->cfg = c;
+    pending->w->desc = describe(c);
     pending->first = std::make_unique<Session>(pending->w, std::make_shared<MemoryBudget>());
     pending->first->set_device(device);
     session = pending->first.get();

@@ -1,0 +1,29 @@
+#include "description.h"
+
+#include <cmath>
+
+namespace halformer {
+
+Description describe(const Config &c) {
+    Description d;
+    d.encoder = c.has_encoder();
+    d.decoder = c.has_decoder();
+    d.encoder_layers = c.has_encoder() ? c.num_encoder_layers : 0;
+    d.decoder_layers = c.has_decoder() ? c.num_decoder_layers : 0;
+    d.cross_attention = c.architecture == Architecture::EncoderDecoder;
+    d.d_model = c.d_model;
+    d.heads = c.num_heads;
+    d.d_ff = c.d_ff;
+    d.max_positions = c.max_positions;
+    d.src_vocab = c.src_vocab_size;
+    d.tgt_vocab = c.tgt_vocab_size;
+    d.norm_place = c.norm_first ? Description::NormPlace::Before : Description::NormPlace::After;
+    d.norm_eps = c.layer_norm_eps;
+    d.activation = c.activation;
+    d.final_norms = c.norm_first;
+    d.embedding_scale = c.scale_embeddings ? std::sqrt((float)c.d_model) : 1.0f;
+    d.position = c.positional_encoding;
+    return d;
+}
+
+}  // namespace halformer

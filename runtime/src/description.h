@@ -1,0 +1,42 @@
+// Internal: what differs between the Transformer's families, as data. A
+// family is a Description (describe() makes one from config.json); the
+// layers (layers/), the parameter table (params.h) and the forward passes
+// read its fields and branch on nothing else. A new family adds a describe()
+// for its config and, where it needs one, the kernel its new value calls
+// (a norm kind, an activation, a position kind).
+#pragma once
+
+#include "halformer/config.h"
+
+namespace halformer {
+
+struct Description {
+    // The stacks: an encoder, a decoder, and whether the decoder attends to
+    // the encoder's output.
+    bool encoder = false, decoder = false, cross_attention = false;
+    int encoder_layers = 0, decoder_layers = 0;
+    // Dimensions.
+    int d_model = 0, heads = 0, d_ff = 0, max_positions = 0;
+    int src_vocab = 0, tgt_vocab = 0;
+    // Each sub-layer: LayerNorm after its residual join (the paper) or
+    // before the sub-layer; the feed-forward network's activation.
+    enum class NormPlace { After, Before } norm_place = NormPlace::After;
+    float norm_eps = 1e-5f;
+    Act activation = Act::ReLU;
+    // A stack ends in its own LayerNorm (a new pre-LN model has one; a
+    // loaded model has one where its file does).
+    bool final_norms = false;
+    // Embeddings: times a scale (√d_model in the paper), plus positions.
+    float embedding_scale = 1.0f;
+    Positional position = Positional::Sinusoidal;
+    // The head's rows in a new model's table: a decoder's output
+    // projection is tied to its embedding; an encoder has a head only when
+    // asked (head_rows), of any rows when loaded.
+    bool norm_before() const { return norm_place == NormPlace::Before; }
+};
+
+// The description of a model of config.json's kind (nn.Transformer's
+// families: encoder-decoder, encoder-only, decoder-only).
+Description describe(const Config &c);
+
+}  // namespace halformer
