@@ -23,7 +23,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/layers/output_head.cpp
   src/layers/residual.cpp
   src/layers/transformer_layer.cpp
-  src/metrics.cpp
+  src/translation_quality.cpp
   src/params.cpp
   src/safetensors.cpp
   src/session.cpp

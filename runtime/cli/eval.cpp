@@ -1,5 +1,5 @@
 // halformer eval: translates a test set and scores it with BLEU and chrF
-// (sacreBLEU's definitions, halformer/metrics.h).
+// (sacreBLEU's definitions, halformer/translation_quality.h).
 //
 //   halformer eval DIR --src test.en --ref test.de [--beam 4] [--out hyp.de] [--json scores.json]
 //   halformer eval --hyp hyp.de --ref test.de        # score translations made elsewhere
@@ -10,7 +10,7 @@
 #include "common.h"
 
 #include "halformer/files.h"
-#include "halformer/metrics.h"
+#include "halformer/translation_quality.h"
 
 #include <chrono>
 #include <cstdio>

@@ -3,7 +3,7 @@
 // (translate / continue_text / embed on small random models whose directory
 // names a tokenizer) and the translation metrics (13a tokenization, BLEU,
 // chrF; checked against NLTK in tests/check_metrics.py as well).
-#include "halformer/metrics.h"
+#include "halformer/translation_quality.h"
 #include "halformer/model.h"
 #include "halformer/tokenizer.h"
 #include "halformer/train.h"

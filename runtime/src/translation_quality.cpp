@@ -1,5 +1,5 @@
-// BLEU and chrF as sacreBLEU computes them (metrics.h).
-#include "halformer/metrics.h"
+// BLEU and chrF as sacreBLEU computes them (halformer/translation_quality.h).
+#include "halformer/translation_quality.h"
 
 #include "halformer/error.h"
 
