@@ -39,8 +39,11 @@ void make_dirs(const std::string &path) {
     for (std::string part; std::getline(ss, part, '/');) {
         if (part.empty()) continue;
         cur += part + "/";
-        if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
-            throw Error(cur + ": cannot create directory: " + std::strerror(errno));
+        if (mkdir(cur.c_str(), 0755) == 0) continue;
+        if (errno != EEXIST) throw Error(cur + ": cannot create directory: " + std::strerror(errno));
+        struct stat st;
+        if (stat(cur.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+            throw Error(cur.substr(0, cur.size() - 1) + " exists and is not a directory");
         }
     }
 }
