@@ -10,7 +10,9 @@
 #                         the same algorithm scheduled for the GPU by Halide's
 #                         Li2018 autoscheduler, for comparison (not for
 #                         embedding and topk: Li2018 inlines their id checks
-#                         into GPU code, which v14 cannot emit)
+#                         into GPU code, which v14 cannot emit; not for
+#                         sample: its schedule sums doubles with atomics,
+#                         which the OpenCL target lacks)
 #   NAME_adams2019        the same algorithm scheduled by Adams2019, for each of
 #                         HALFORMER_AUTOSCHEDULE_TARGETS (below)
 #   NAME_mullapudi2016    ... and by Mullapudi2016
@@ -259,7 +261,7 @@ function(halformer_kernel NAME)
                          PARAMS ${ARG_PARAMS} tuned_as=${NAME})
     endforeach ()
     set(HALFORMER_GPU_KERNELS ${HALFORMER_GPU_KERNELS} ${NAME}_opencl ${NAME}_cuda CACHE INTERNAL "")
-    if (HALFORMER_AUTOSCHEDULED AND NOT ARG_HAND_ONLY AND NOT ARG_GENERATOR MATCHES "^(embedding|topk)$")
+    if (HALFORMER_AUTOSCHEDULED AND NOT ARG_HAND_ONLY AND NOT ARG_GENERATOR MATCHES "^(embedding|topk|sample)$")
       foreach (api IN ITEMS opencl cuda)
         if (api STREQUAL "opencl")
           set(t ${HALFORMER_OPENCL_TARGET})

@@ -1,7 +1,8 @@
 // Generation with a KV cache: greedy (argmax kernel, ties to the lowest id),
 // beam search (log-softmax head + top-k kernel, length penalty
 // ((5 + len) / 6)^α, early stop once `beam` hypotheses have ended), and
-// sampling (temperature, top-k, top-p, seeded). The decoder runs one position
+// sampling (hf_sample: temperature, top-k, top-p, drawn from one seeded
+// uniform a row; only the ids leave the kernels). The decoder runs one position
 // per step over all beams of all inputs at once (R = batch × beam rows);
 // self-attention K|V are appended to the cache, the cross-attention K|V are
 // computed once per source. An input that is done leaves the batch: the
@@ -23,65 +24,21 @@
 #include "decoding/search.h"
 
 #include "hf_argmax.h"
+#include "hf_sample.h"
 #include "hf_topk8.h"
 
 HF_DEVICE_KERNELS(hf_argmax)
+HF_DEVICE_KERNELS(hf_sample)
 HF_DEVICE_KERNELS(hf_topk8)
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 
 namespace halformer {
 namespace {
 
 constexpr int kTopK = 8;  // hf_topk8: beam + 1 candidates per beam
-
-// One draw among n candidates given best first (logit vals[k] of id ids[k];
-// any order when top_p = 1) with the uniform u: softmax(vals / T), cut to
-// the smallest prefix holding top_p of the probability.
-int32_t draw(const float *vals, const int32_t *ids, int n, const GenerateOptions &o, double u) {
-    double mx = -std::numeric_limits<double>::infinity();
-    for (int k = 0; k < n; k++) mx = std::max(mx, (double)vals[k]);
-    std::vector<double> w(n);
-    double total = 0;
-    for (int k = 0; k < n; k++) total += w[k] = std::exp(((double)vals[k] - mx) / o.temperature);
-    if (o.top_p < 1.0f) {
-        double cum = 0;
-        int keep = 0;
-        while (keep < n) {
-            cum += w[keep++];
-            if (cum >= o.top_p * total) break;
-        }
-        n = keep;
-        total = cum;
-    }
-    u *= total;
-    for (int k = 0; k < n; k++) {
-        u -= w[k];
-        if (u < 0) return ids[k];
-    }
-    return ids[n - 1];
-}
-
-// Sampling without a top-k that hf_topk8 covers: the candidates are chosen
-// from the whole row on the host (top_k > 8, or top_p alone: sorted).
-int32_t sample_row(const float *logits, int V, const GenerateOptions &o, double u) {
-    std::vector<int32_t> ids(V);
-    for (int v = 0; v < V; v++) ids[v] = v;
-    auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-    int n = V;
-    if (o.top_k > 0 && o.top_k < V) {
-        n = o.top_k;
-        std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), better);
-    } else if (o.top_p < 1.0f) {
-        std::sort(ids.begin(), ids.end(), better);
-    }
-    std::vector<float> vals(n);
-    for (int k = 0; k < n; k++) vals[k] = logits[ids[k]];
-    return draw(vals.data(), ids.data(), n, o, u);
-}
 
 }  // namespace
 
@@ -176,29 +133,28 @@ struct Session::Decoder {
         int32_t *topi = (int32_t *)s.topi.need((size_t)R * kTopK);
         const decoding::Need need = search.need();
         s.project(last, Ra, D, out, need == decoding::Need::TopLogProbs);
-        const bool top = need == decoding::Need::TopLogProbs ||
-                         (need == decoding::Need::Sample && opt.top_k > 0 && opt.top_k <= kTopK);
-        if (top) {
-            View vs(out, {{V, 1}, {Ra, V}}), vv(topv, {{kTopK, 1}, {Ra, kTopK}}), vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
+        View vs(out, {{V, 1}, {Ra, V}});
+        if (need == decoding::Need::TopLogProbs) {
+            View vv(topv, {{kTopK, 1}, {Ra, kTopK}}), vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
             s.run("topk", [&] { return HF_PICK(s.device(), hf_topk8)(vs.get(), vv.get(), vi.get()); });
             s.dev->to_host(topv, (size_t)Ra * kTopK * sizeof(float));
             s.dev->to_host(topi, (size_t)Ra * kTopK * sizeof(int32_t));
+            return {topi, topv, kTopK};
         }
-        if (need == decoding::Need::TopLogProbs) return {topi, topv, kTopK};
         if (need == decoding::Need::Argmax) {
-            View vs(out, {{V, 1}, {Ra, V}}), vv(topv, {{1, 1}, {Ra, 1}}), vi(topi, {{1, 1}, {Ra, 1}}, true);
+            View vv(topv, {{1, 1}, {Ra, 1}}), vi(topi, {{1, 1}, {Ra, 1}}, true);
             s.run("argmax", [&] { return HF_PICK(s.device(), hf_argmax)(vs.get(), vv.get(), vi.get()); });
-            s.dev->to_host(topi, (size_t)Ra * sizeof(int32_t));
-            return {topi, nullptr, 1};
+        } else {
+            // Sampling: the kernel draws each row's id from the row's uniform.
+            static_cast<decoding::SamplingSearch &>(search).uniforms(pos, u);
+            std::vector<float> uf(u.begin(), u.begin() + Ra);
+            View vu(uf.data(), {{Ra, 1}}), vid(topi, {{Ra, 1}}, true);
+            s.run("sample", [&] {
+                return HF_PICK(s.device(), hf_sample)(vs.get(), opt.temperature, opt.top_k, opt.top_p, vu.get(),
+                                                      vid.get());
+            });
         }
-        // Sampling: top-k ≤ 8 draws among the top-k kernel's candidates
-        // (best first, ties to the lower id, as the host sort orders them).
-        static_cast<decoding::SamplingSearch &>(search).uniforms(pos, u);
-        if (!top) s.dev->to_host(out, (size_t)Ra * V * sizeof(float));
-        for (int c = 0; c < Ra; c++) {
-            topi[c] = top ? draw(topv + (size_t)c * kTopK, topi + (size_t)c * kTopK, std::min(opt.top_k, V), opt, u[c])
-                          : sample_row(out + (size_t)c * V, V, opt, u[c]);
-        }
+        s.dev->to_host(topi, (size_t)Ra * sizeof(int32_t));
         return {topi, nullptr, 1};
     }
 

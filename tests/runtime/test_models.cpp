@@ -196,8 +196,8 @@ TEST(Sampling, SeededAndFiltered) {
     o.top_p = 1.0f;
     o.temperature = 1e-4f;
     EXPECT_EQ(m.generate({src}, o)[0][0].tokens, greedy) << "temperature → 0 is greedy";
-    // top-k 3 (drawn from the top-k kernel's candidates) and 12 (chosen on
-    // the host): every sampled token is among the k most likely at its step.
+    // top-k 3 and 12 (drawn in the sampling kernel): every sampled token is
+    // among the k most likely at its step.
     o.temperature = 5.0f;
     for (int kk : {3, 12})
     for (uint64_t s = 0; s < 4; s++) {
