@@ -28,6 +28,9 @@ set(HALFORMER_RUNTIME_SOURCES
   src/safetensors.cpp
   src/session.cpp
   src/text.cpp
+  src/text/byte_level_bpe.cpp
+  src/text/unicode.cpp
+  src/text/wordpiece.cpp
   src/tokenizer.cpp
   src/weights.cpp)
 set(HALFORMER_TRAINING_SOURCES

@@ -6,7 +6,9 @@
 # of every kernel are tested without a GPU; the aarch64 cross compiler and
 # qemu-user for the ARM build and its tests (qemu-x86_64 also runs the x86
 # tests on emulated AVX2-only and SSE4.1 CPUs), and arm64's package lists for
-# the ARM runtime's SentencePiece (scripts/arm64-libs.sh); matplotlib for the plots of
+# the ARM runtime's SentencePiece and ICU (scripts/arm64-libs.sh); ICU
+# (libicu-dev) for the Unicode tables of the Hugging Face tokenizers
+# (runtime/src/text/unicode.cpp); matplotlib for the plots of
 # `halformer tune`, `halformer train` and bench/report.py; CLI11 for the
 # command line; Open MPI for data-parallel training; gettext (msgfmt) for the
 # corpus builder's test catalogs; NLTK (python3-nltk) for the reference BLEU
@@ -15,14 +17,14 @@
 # python3-torch: optional.)
 # Does nothing when everything is already there.
 #   --runtime: only what the main job (scripts/main.sh) builds with: Halide,
-#   CMake, g++, SentencePiece and CLI11.
+#   CMake, g++, SentencePiece, ICU and CLI11.
 set -euo pipefail
 if [ "${1:-}" = "--runtime" ]; then
-  pkgs=(libhalide14-0-dev cmake g++ make libsentencepiece-dev libcli11-dev libcpp-httplib-dev nlohmann-json3-dev pkg-config)
+  pkgs=(libhalide14-0-dev cmake g++ make libsentencepiece-dev libicu-dev libcli11-dev libcpp-httplib-dev nlohmann-json3-dev pkg-config)
 else
 pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev libopenblas-dev libdnnl-dev
       ocl-icd-opencl-dev pocl-opencl-icd g++-aarch64-linux-gnu qemu-user python3-matplotlib
-      libcli11-dev libopenmpi-dev openmpi-bin gettext libsentencepiece-dev python3-nltk libcpp-httplib-dev nlohmann-json3-dev pkg-config)
+      libcli11-dev libopenmpi-dev openmpi-bin gettext libsentencepiece-dev libicu-dev python3-nltk libcpp-httplib-dev nlohmann-json3-dev pkg-config)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -31,9 +33,9 @@ done
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 # The ARM build of the runtime links Debian's arm64 SentencePiece, which
-# cannot be installed beside the amd64 one (the packages are not Multi-Arch):
-# scripts/arm64-libs.sh downloads and unpacks it into the build, and needs
-# arm64's package lists for that.
+# cannot be installed beside the amd64 one (the packages are not Multi-Arch),
+# and arm64 ICU: scripts/arm64-libs.sh downloads and unpacks both into the
+# build, and needs arm64's package lists for that.
 arm64_lists=0
 if [ "${1:-}" != "--runtime" ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
   echo "install-deps: adding arm64 package lists (for scripts/arm64-libs.sh)"

@@ -1,10 +1,12 @@
 #include "halformer/json.h"
 #include "halformer/error.h"
+#include "text/utf8.h"
 
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <unordered_set>
 
 namespace halformer {
 namespace json {
@@ -29,23 +31,6 @@ struct Parser {
             return true;
         }
         return false;
-    }
-    static void utf8(std::string &out, uint32_t cp) {
-        if (cp < 0x80) {
-            out += char(cp);
-        } else if (cp < 0x800) {
-            out += char(0xC0 | (cp >> 6));
-            out += char(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            out += char(0xE0 | (cp >> 12));
-            out += char(0x80 | ((cp >> 6) & 0x3F));
-            out += char(0x80 | (cp & 0x3F));
-        } else {
-            out += char(0xF0 | (cp >> 18));
-            out += char(0x80 | ((cp >> 12) & 0x3F));
-            out += char(0x80 | ((cp >> 6) & 0x3F));
-            out += char(0x80 | (cp & 0x3F));
-        }
     }
     uint32_t hex4() {
         if (i + 4 > s.size()) fail("truncated \\u escape");
@@ -91,7 +76,7 @@ struct Parser {
                     if (lo < 0xDC00 || lo >= 0xE000) fail("bad surrogate pair");
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                 }
-                utf8(out, cp);
+                text::append_utf8(out, cp);
                 break;
             }
             default: fail(std::string("bad escape \\") + e);
@@ -126,6 +111,7 @@ struct Parser {
             v.kind = Value::Kind::Object;
             i++;
             ws();
+            std::unordered_set<std::string> keys;  // a vocab.json has 50,000
             if (i < s.size() && s[i] == '}') {
                 i++;
             } else {
@@ -135,9 +121,7 @@ struct Parser {
                     ws();
                     if (i >= s.size() || s[i] != ':') fail("expected ':'");
                     i++;
-                    for (auto &kv : v.object) {
-                        if (kv.first == key) fail("duplicate key \"" + key + "\"");
-                    }
+                    if (!keys.insert(key).second) fail("duplicate key \"" + key + "\"");
                     v.object.emplace_back(key, value());
                     ws();
                     if (i < s.size() && s[i] == ',') { i++; continue; }
