@@ -18,6 +18,8 @@
 #   NAME_mullapudi2016    ... and by Mullapudi2016
 #                         (all three with every split's tail guarded, so that
 #                         they serve any shape: schedules/guarded_autoschedulers.cpp)
+# NO_GPU skips the GPU builds (Li2018's too) but keeps ARM and the CPU
+# autoscheduled builds;
 # HAND_ONLY skips the autoscheduled builds; NO_ARM the ARM one (training
 # kernels: x86 and GPUs only); CPU_ONLY builds the x86 variants alone (the
 # bfloat16 and int8 kernels, made for AVX512-BF16 and VNNI).
@@ -220,7 +222,7 @@ function(_halformer_shared_runtime prop name_var args_var)
 endfunction()
 
 function(halformer_kernel NAME)
-  cmake_parse_arguments(ARG "HAND_ONLY;NO_ARM;CPU_ONLY" "GENERATOR" "PARAMS" ${ARGN})
+  cmake_parse_arguments(ARG "HAND_ONLY;NO_ARM;CPU_ONLY;NO_GPU" "GENERATOR" "PARAMS" ${ARGN})
   if (ARG_CPU_ONLY)
     set(ARG_HAND_ONLY ON)
     set(ARG_NO_ARM ON)
@@ -247,7 +249,7 @@ function(halformer_kernel NAME)
   endif ()
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${NAME} CACHE INTERNAL "")
   set(all "")
-  if (HALFORMER_GPU AND NOT ARG_CPU_ONLY)
+  if (HALFORMER_GPU AND NOT ARG_CPU_ONLY AND NOT ARG_NO_GPU)
     foreach (api IN ITEMS opencl cuda)
       if (api STREQUAL "opencl")
         set(targets ${HALFORMER_OPENCL_TARGET})
@@ -261,7 +263,7 @@ function(halformer_kernel NAME)
                          PARAMS ${ARG_PARAMS} tuned_as=${NAME})
     endforeach ()
     set(HALFORMER_GPU_KERNELS ${HALFORMER_GPU_KERNELS} ${NAME}_opencl ${NAME}_cuda CACHE INTERNAL "")
-    if (HALFORMER_AUTOSCHEDULED AND NOT ARG_HAND_ONLY AND NOT ARG_GENERATOR MATCHES "^(embedding|topk|sample)$")
+    if (HALFORMER_AUTOSCHEDULED AND NOT ARG_HAND_ONLY AND NOT ARG_NO_GPU AND NOT ARG_GENERATOR MATCHES "^(embedding|topk|sample)$")
       foreach (api IN ITEMS opencl cuda)
         if (api STREQUAL "opencl")
           set(t ${HALFORMER_OPENCL_TARGET})

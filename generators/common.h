@@ -9,7 +9,7 @@
 
 namespace halformer {
 
-enum class Activation { None, ReLU, GELU, GELUTanh };
+enum class Activation { None, ReLU, GELU, GELUTanh, SiLU, Tanh };
 
 inline const std::map<std::string, Activation> &activation_names() {
     static const std::map<std::string, Activation> names = {
@@ -17,6 +17,8 @@ inline const std::map<std::string, Activation> &activation_names() {
         {"relu", Activation::ReLU},
         {"gelu", Activation::GELU},
         {"gelu_tanh", Activation::GELUTanh},
+        {"silu", Activation::SiLU},
+        {"tanh", Activation::Tanh},
     };
     return names;
 }
@@ -44,6 +46,14 @@ inline Halide::Expr erf_f32(Halide::Expr z) {
     return select(z >= 0.0f, erf_a, -erf_a);
 }
 
+// σ(x) = 1 / (1 + e^−x) from e^−|x| ≤ 1, so that nothing overflows (the
+// kernels are compiled assuming no inf).
+inline Halide::Expr sigmoid_f32(Halide::Expr x) {
+    using namespace Halide;
+    Expr e = exp(-abs(x));
+    return select(x >= 0.0f, 1.0f / (1.0f + e), e / (1.0f + e));
+}
+
 inline Halide::Expr activate(Halide::Expr v, Activation act) {
     using namespace Halide;
     switch (act) {
@@ -59,6 +69,12 @@ inline Halide::Expr activate(Halide::Expr v, Activation act) {
         Expr inner = 0.79788456080286536f * (v + 0.044715f * v * v * v);
         return 0.5f * v * (1.0f + tanh(inner));
     }
+    case Activation::SiLU:
+        // x·σ(x) (swish), as torch.nn.functional.silu.
+        return v * sigmoid_f32(v);
+    case Activation::Tanh:
+        // BERT's pooler.
+        return tanh(v);
     }
     return v;
 }

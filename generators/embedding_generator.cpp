@@ -4,6 +4,9 @@
 //   tokens    [B, T] int32    Halide (t, b)
 //   table     [V, D]          Halide (d, v)   nn.Embedding.weight
 //   pos_table [P, D]          Halide (d, p)   only when pe=learned
+//   types     [B, T] int32    Halide (t, b)   only when token_types=true:
+//   type_table [Ty, D]        Halide (d, y)   BERT's segment embeddings,
+//                             out += type_table[types[b, t]]
 //   start_pos                 position of token 0 (the cache length when
 //                             decoding incrementally)
 //   scale                     √D as in the paper (section 3.4), or 1
@@ -17,7 +20,8 @@
 // The angle p·ω is formed and reduced modulo 2π in double precision, so the
 // encoding is accurate to fp32 rounding at any position (a plain fp32 angle
 // loses ~1e-4 by position 2000).
-// A token id outside [0, V), or a learned position outside [0, P), is an error
+// A token id outside [0, V), a learned position outside [0, P), or a token
+// type outside [0, Ty) is an error
 // returned to the caller (the kernel returns nonzero); nothing is read out of
 // bounds. The checks cover exactly the tokens given, whatever region a
 // schedule computes.
@@ -40,6 +44,7 @@ public:
                            {"sinusoidal_concat", PE::SinusoidalConcat},
                            {"learned", PE::Learned}}};
 
+    GeneratorParam<bool> token_types{"token_types", false};
     GeneratorParam<int> tokens_per_task{"tokens_per_task", 8};
     GeneratorParam<int> gpu_threads{"gpu_threads", 0};  // GPU threads per token row (0: 128)
     // The kernel name tuned records know this build by (set by the build; see
@@ -51,10 +56,16 @@ public:
     Input<int32_t> start_pos{"start_pos"};
     Input<float> scale{"scale"};
     Input<Buffer<float, 2>> *pos_table = nullptr;
+    Input<Buffer<int32_t, 2>> *types = nullptr;
+    Input<Buffer<float, 2>> *type_table = nullptr;
     Output<Buffer<float, 3>> out{"out"};
 
     void configure() {
         if (pe == PE::Learned) pos_table = add_input<Buffer<float, 2>>("pos_table");
+        if (token_types) {
+            types = add_input<Buffer<int32_t, 2>>("types");
+            type_table = add_input<Buffer<float, 2>>("type_table");
+        }
     }
 
     void generate() {
@@ -90,6 +101,11 @@ public:
                                   "position", pos, "is past the learned position table of", P);
             e += (*pos_table)(d, clamp(position(t), 0, P - 1));
         }
+        if (token_types) {
+            Expr Ty = type_table->dim(1).extent(), y = (*types)(t, b);
+            type(t, b) = require(y >= 0 && y < Ty, y, "token type", y, "is outside the type table [0,", Ty, ")");
+            e += (*type_table)(d, clamp(type(t, b), 0, Ty - 1));
+        }
         out(d, t, b) = e;
 
         /* ESTIMATES: 1 × 128 tokens of the paper's 37000-word vocabulary */
@@ -98,6 +114,8 @@ public:
         start_pos.set_estimate(0);
         scale.set_estimate(22.627417f);
         if (pos_table) pos_table->set_estimates({{0, 512}, {0, 1024}});
+        if (types) types->set_estimates({{0, 128}, {0, 1}});
+        if (type_table) type_table->set_estimates({{0, 512}, {0, 2}});
         out.set_estimates({{0, 512}, {0, 128}, {0, 1}});
     }
 
@@ -106,17 +124,17 @@ public:
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         if (get_target().has_gpu_feature()) {
-            schedule_embedding_gpu({out, token, position, pe == PE::Learned, d, t, b},
+            schedule_embedding_gpu({out, token, position, type, pe == PE::Learned, token_types, d, t, b},
                                    rec.get("gpu_threads", gpu_threads));
             return;
         }
-        schedule_embedding_cpu({out, token, position, pe == PE::Learned, d, t, b},
+        schedule_embedding_cpu({out, token, position, type, pe == PE::Learned, token_types, d, t, b},
                                {rec.get("tokens_per_task", tokens_per_task)}, get_target());
     }
 
 private:
     Var d{"d"}, t{"t"}, b{"b"};
-    Func token{"token"}, position{"position"};
+    Func token{"token"}, position{"position"}, type{"type"};
 };
 
 }  // namespace

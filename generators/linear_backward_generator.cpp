@@ -58,6 +58,15 @@ Expr activation_derivative(Expr z, Activation act) {
         Expr du = 0.79788456080286536f * (1.0f + 3.0f * 0.044715f * z * z);
         return 0.5f * (1.0f + th) + 0.5f * z * (1.0f - th * th) * du;
     }
+    case Activation::SiLU: {
+        // σ(z)·(1 + z·(1 − σ(z)))
+        Expr s = sigmoid_f32(z);
+        return s * (1.0f + z * (1.0f - s));
+    }
+    case Activation::Tanh: {
+        Expr th = tanh(z);
+        return 1.0f - th * th;
+    }
     }
     return 1.0f;
 }

@@ -77,7 +77,7 @@ public:
     GeneratorParam<int> search_bits{"search_bits", 2};
     // Hand schedule knobs (schedules/sample_schedule.h).
     GeneratorParam<int> vectors{"vectors", 0};          // CPU: partial-sum vectors per reduction (0: 4)
-    GeneratorParam<int> gpu_threads{"gpu_threads", 0};  // GPU threads per row (0: 256)
+    GeneratorParam<int> gpu_threads{"gpu_threads", 0};  // GPU rows (threads) per block (0: 32)
 
     Input<Buffer<float, 2>> logits{"logits"};
     Input<float> temperature{"temperature"};
@@ -236,6 +236,7 @@ public:
         // ... the first chunk whose cumulative mass exceeds the target (else
         // the last with any: the target rounded up to the total) ...
         RDom rs(0, chunks, "rs");
+        scan_rvar = rs.x;
         chunk_scan(r) = Tuple(above(r), -1, zero, -1, zero);  // cum, found, its cum, last, its cum
         {
             Expr cum = chunk_scan(r)[0], found = chunk_scan(r)[1];
@@ -276,7 +277,7 @@ public:
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         SampleStages s{ids, key, w, reductions, reduction_rvars, scalars, chunk_mass, chunk_rvar,
-                       chunk_scan, pick, v, r, c};
+                       chunk_scan, scan_rvar, pick, v, r, c};
         if (get_target().has_gpu_feature()) {
             schedule_sample_gpu(s, rec.get("gpu_threads", gpu_threads));
             return;
@@ -294,7 +295,7 @@ private:
     Func key{"key"}, w{"w"}, kmax{"kmax"}, kmin{"kmin"}, tk{"tk"}, tp{"tp"}, total{"total"};
     Func low{"low"}, target{"target"}, level{"level"}, above{"above"};
     Func chunk_mass{"chunk_mass"}, chunk_scan{"chunk_scan"}, pick{"pick"};
-    RVar chunk_rvar;
+    RVar chunk_rvar, scan_rvar;
     std::vector<Func> reductions, scalars;
     std::vector<RVar> reduction_rvars;
 };

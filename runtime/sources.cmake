@@ -12,6 +12,8 @@ set(HALFORMER_RUNTIME_SOURCES
   src/fault.cpp
   src/files.cpp
   src/forward.cpp
+  src/hf/hf_config.cpp
+  src/hf/hf_weights.cpp
   src/lowp.cpp
   src/halide_hooks.cpp
   src/json.cpp
@@ -29,6 +31,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/session.cpp
   src/text.cpp
   src/text/byte_level_bpe.cpp
+  src/text/hf_tokenizers.cpp
   src/text/unicode.cpp
   src/text/wordpiece.cpp
   src/tokenizer.cpp
@@ -54,6 +57,8 @@ set(HALFORMER_CLI_SOURCES
   cli/tune.cpp
   cli/tokenizer.cpp
   cli/translate.cpp
-  cli/eval.cpp)
+  cli/eval.cpp
+  cli/embed.cpp
+  cli/classify.cpp)
 set(HALFORMER_CLI_SERVER_SOURCES cli/serve.cpp)
 set(HALFORMER_CLI_TRAINING_SOURCES cli/train.cpp)

@@ -6,8 +6,8 @@
 namespace halformer {
 
 struct EmbeddingStages {
-    Halide::Func out, token, position;
-    bool has_position;
+    Halide::Func out, token, position, type;
+    bool has_position, has_type;
     Halide::Var d, t, b;
 };
 
@@ -24,6 +24,7 @@ inline void schedule_embedding_cpu(EmbeddingStages s, const EmbeddingKnobs &knob
     const int lanes = f32_lanes(t);
     s.token.compute_root();
     if (s.has_position) s.position.compute_root();
+    if (s.has_type) s.type.compute_root();
     Var tb("tb");
     s.out.compute_root()
         .fuse(s.t, s.b, tb)
@@ -39,6 +40,7 @@ inline void schedule_embedding_gpu(EmbeddingStages s, int threads_knob) {
     const int threads = or_default(threads_knob, 128);
     s.token.compute_root();
     if (s.has_position) s.position.compute_root();
+    if (s.has_type) s.type.compute_root();
     Var tb("tb");
     s.out.compute_root().fuse(s.t, s.b, tb);
     gpu_row_blocks(s.out, s.d, tb, threads);

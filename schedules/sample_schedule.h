@@ -17,7 +17,9 @@ struct SampleStages {
     std::vector<Halide::Func> scalars;  // per-row values: bisection states, thresholds
     Halide::Func chunk_mass;            // (c, r): the level's mass per chunk of ids
     Halide::RVar chunk_rvar;            // over a chunk's ids
-    Halide::Func chunk_scan, pick;      // serial scans: over chunks, inside one
+    Halide::Func chunk_scan;            // serial scan over the chunks ...
+    Halide::RVar scan_rvar;             // ... along this RVar
+    Halide::Func pick;                  // serial scan inside the chosen chunk
     Halide::Var v, r, c;
 };
 
@@ -52,38 +54,25 @@ inline void schedule_sample_cpu(SampleStages s, const SampleKnobs &knobs, const 
     s.pick.compute_at(s.ids, s.r);
 }
 
-// GPU: one block per row, the whole draw in one kernel. The weights and keys
-// live in global scratch per block (MemoryType::Heap: 2·V floats outgrow
-// shared memory); every reduction is cooperative (per-thread partials in
-// shared memory, one thread folds them), and the per-row values and the two
-// short serial scans run on one thread between barriers.
+// GPU: not built (generators/CMakeLists.txt: NO_GPU); on a GPU device the
+// runtime draws on the host with the CPU build. Two schedules were tried:
+// a block per row with cooperative reductions (Halide 14 puts its barriers
+// inside the one-thread scalar stages: tests/check_gpu_barriers.py counted
+// 152, and PoCL drew different ids run to run), and this one, a row per
+// thread with every stage a scalar of its thread (no barrier, no shared
+// memory), whose OpenCL C nests brackets past OpenCL's limit of 256 (PoCL:
+// "bracket nesting level exceeded"). It stays as the GPU branch of the
+// generator so that tests/check_gpu_barriers.py reads a barrier-free one.
 inline void schedule_sample_gpu(SampleStages s, int threads_knob) {
     using namespace Halide;
-    const int threads = gpu_row_threads(threads_knob);
-    Var vo("vo"), vi("vi"), co("co"), ci("ci");
-    s.ids.compute_root().gpu_blocks(s.r);
-    for (Func f : {s.key, s.w}) {
-        f.compute_at(s.ids, s.r)
-            .store_in(MemoryType::Heap)
-            .split(s.v, vo, vi, threads, TailStrategy::GuardWithIf)
-            .reorder(vi, vo)
-            .gpu_threads(vi);
-    }
-    for (size_t i = 0; i < s.reductions.size(); i++) {
-        gpu_block_reduce(s.reductions[i], s.reduction_rvars[i], s.ids, s.r, threads);
-    }
-    for (Func f : s.scalars) f.compute_at(s.ids, s.r);
-    s.chunk_mass.compute_at(s.ids, s.r)
-        .store_in(MemoryType::Heap)
-        .split(s.c, co, ci, threads, TailStrategy::GuardWithIf)
-        .reorder(ci, co)
-        .gpu_threads(ci);
-    s.chunk_mass.update()
-        .split(s.c, co, ci, threads, TailStrategy::GuardWithIf)
-        .reorder(s.chunk_rvar, ci, co)
-        .gpu_threads(ci);
-    s.chunk_scan.compute_at(s.ids, s.r);
-    s.pick.compute_at(s.ids, s.r);
+    const int threads = or_default(threads_knob, 32);
+    Var ro("ro"), ri("ri");
+    s.ids.compute_root().gpu_tile(s.r, ro, ri, threads, TailStrategy::GuardWithIf);
+    for (Func f : s.reductions) f.compute_at(s.ids, ri);
+    for (Func f : s.scalars) f.compute_at(s.ids, ri);
+    s.chunk_scan.compute_at(s.ids, ri);
+    s.chunk_mass.compute_at(s.chunk_scan, s.scan_rvar);
+    s.pick.compute_at(s.ids, ri);
 }
 
 }  // namespace halformer

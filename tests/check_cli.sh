@@ -67,6 +67,46 @@ head -c 128 "$tmp/a.npy" | grep -aq "'shape': (1, 40)" || fail "logits: --force"
 "$hf" logits "$fx/dec_pre_gelu" --src 5,6,7,8 --out "$tmp/d.npy"
 head -c 128 "$tmp/d.npy" | grep -aq "'shape': (4, 40)" || fail "logits: decoder-only shape"
 "$hf" logits "$fx/enc_head" --src 5,6 --out "$tmp/e.npy"
+# A Hugging Face directory as transformers saves it, by the same contract:
+# GPT-2 [len(src), vocab]; Marian [len(tgt), vocab] with the decoder fed --tgt
+# exactly as given. Against the golden logits of tests/make_hf_fixtures.py.
+golden_npy() {  # golden_npy FIXTURE CASE OUT: that case's only sequence as .npy
+  "$py" - "$@" << 'PY'
+import json, struct, sys
+g = json.load(open(sys.argv[1] + "/golden.json"))
+c = g["logits"][int(sys.argv[2])]
+vals, width = c["logits"][0], c["width"]
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (len(vals) // width, width)
+header += " " * (127 - 10 - len(header)) + "\n"
+with open(sys.argv[3], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+    f.write(struct.pack("<%df" % len(vals), *vals))
+PY
+}
+ids() { "$py" -c "import json,sys; c=json.load(open(sys.argv[1]+'/golden.json'))['logits'][int(sys.argv[2])]; print(','.join(map(str, c[sys.argv[3]][0])))" "$@"; }
+for case in 0 2; do
+  d="$fx/hf/gpt2_lm"
+  "$hf" logits "$d" --src "$(ids "$d" $case src)" --out "$tmp/g$case.npy"
+  golden_npy "$d" $case "$tmp/gg$case.npy"
+  npy_close "$tmp/g$case.npy" "$tmp/gg$case.npy" 1e-4 || fail "logits: gpt2 case $case"
+  d="$fx/hf/marian"
+  "$hf" logits "$d" --src "$(ids "$d" $case src)" --tgt "$(ids "$d" $case tgt)" --out "$tmp/m$case.npy"
+  golden_npy "$d" $case "$tmp/mg$case.npy"
+  npy_close "$tmp/m$case.npy" "$tmp/mg$case.npy" 1e-4 || fail "logits: marian case $case"
+done
+"$hf" info "$fx/hf/gpt2_lm" | grep -q 'model_type "gpt2"' || fail "info: a Hugging Face directory"
+"$hf" generate "$fx/hf/gpt2_lm" --text "the cat" --max-new-tokens 4 > "$tmp/gen" || fail "generate --text: gpt2"
+"$hf" translate "$fx/hf/marian" "the red house" > "$tmp/tr" || fail "translate: marian"
+"$hf" embed "$fx/hf/bert_base" "the red house" "a film" > "$tmp/emb" || fail "embed: bert"
+[ "$(grep -c '"embedding": \[' "$tmp/emb")" = 2 ] || fail "embed: one JSON line a text"
+"$hf" embed "$fx/hf/bert_base" --pooling cls --normalize --out "$tmp/emb.npy" "the red house" "a film"
+head -c 128 "$tmp/emb.npy" | grep -aq "'shape': (2, 32)" || fail "embed: .npy [texts, d_model]"
+expect_error "exists; pass --force" "$hf" embed "$fx/hf/bert_base" --out "$tmp/emb.npy" "x"
+"$hf" classify "$fx/hf/bert_cls" "the film was good" > "$tmp/cls" || fail "classify: bert"
+grep -Eq "^(negative|neutral|positive)	0\.[0-9]+	" "$tmp/cls" || fail "classify: label, probability, logits"
+expect_error "classify needs a sequence classifier" "$hf" classify "$fx/hf/bert_base" "x"
+[ "$(wc -l < "$tmp/tr")" = 1 ] || fail "translate: marian prints one line"
+
 head -c 128 "$tmp/e.npy" | grep -aq "'shape': (2, 5)" || fail "logits: encoder head shape"
 "$hf" logits "$fx/enc_hidden" --src 5,6 --out "$tmp/h.npy"
 head -c 128 "$tmp/h.npy" | grep -aq "'shape': (2, 32)" || fail "logits: encoder hidden shape"

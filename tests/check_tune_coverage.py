@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Every kernel the inference runtime calls is tuned by `halformer tune`.
 
-The kernels called: the hf_* identifiers in the code of runtime/src/*.cpp
-(comments, strings and #include lines left out; training, runtime/src/train/,
-is not searched by the tuner). The kernels covered: `halformer tune
+The kernels called: the hf_* identifiers in the code of runtime/src/ and its
+subdirectories (layers/, decoding/, ...; comments, strings and #include lines
+left out; training, runtime/src/train/, is not searched by the tuner, nor
+the layers' backward halves, which only training calls). The kernels covered: `halformer tune
 --list-kernels`, every kernel of every task's group (tools/tune/tasks.h). A
 kernel called and not covered would keep its hand schedule on every machine
 however long one tunes; it fails this check unless EXCLUDED says why.
@@ -21,6 +22,7 @@ EXCLUDED = {
     "hf_pack_*": "packs the weights once, at load (Model::set_precision)",
     "hf_topk8": "no tunable knob (generator topk)",
     "hf_argmax": "no tunable knob (generator topk)",
+    "hf_pool_*": "no tunable knob (generator pool: a few rows a call, far below a layer)",
 }
 
 
@@ -42,14 +44,37 @@ TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])
 KERNEL = re.compile(r"\bhf_[a-z0-9_]+\b")
 
 
+def without_training(text):
+    """text with the training-only lines blanked: #ifdef HALFORMER_HAS_TRAINING
+    branches and the #else of #ifndef HALFORMER_HAS_TRAINING (the layers'
+    backward halves and dropout)."""
+    out, stack = [], []  # per open #if: [is a training conditional, current branch skipped]
+    for line in text.split("\n"):
+        d = line.strip()
+        skipped = any(s for _, s in stack)
+        if re.match(r"#\s*ifdef\s+HALFORMER_HAS_TRAINING\b", d):
+            stack.append([True, True])
+        elif re.match(r"#\s*ifndef\s+HALFORMER_HAS_TRAINING\b", d):
+            stack.append([True, False])
+        elif re.match(r"#\s*if", d):
+            stack.append([False, False])
+        elif re.match(r"#\s*else", d) and stack and stack[-1][0]:
+            stack[-1][1] = not stack[-1][1]
+        elif re.match(r"#\s*endif", d) and stack:
+            stack.pop()
+        out.append("" if skipped or any(s for _, s in stack) else line)
+    return "\n".join(out)
+
+
 def called_kernels(src):
     """kernel → first 'file:line' where the runtime's code names it."""
     found = {}
-    files = sorted(glob.glob(os.path.join(src, "runtime", "src", "*.cpp")))
+    files = sorted(p for p in glob.glob(os.path.join(src, "runtime", "src", "**", "*.cpp"), recursive=True)
+                   if os.sep + "train" + os.sep not in p)
     if not files:
         sys.exit(f"FAIL: no runtime sources in {src}/runtime/src")
     for path in files:
-        text = open(path, encoding="utf-8").read()
+        text = without_training(open(path, encoding="utf-8").read())
         # Blank the comments etc. keeping the newlines, so line numbers stay.
         code = TOKENS.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
         for m in KERNEL.finditer(code):

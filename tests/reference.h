@@ -5,10 +5,13 @@
 
 #include <HalideBuffer.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -90,6 +93,8 @@ inline double activate(double x, const std::string &act) {
     if (act == "relu") return x > 0 ? x : 0;
     if (act == "gelu") return gelu(x);
     if (act == "gelu_tanh") return gelu_tanh(x);
+    if (act == "silu") return x / (1.0 + std::exp(-x));
+    if (act == "tanh") return std::tanh(x);
     return x;
 }
 
@@ -188,5 +193,128 @@ inline double positional(int pos, int d, int D, bool concat) {
     double angle = pos / std::pow(10000.0, 2.0 * i / D);
     return is_sin ? std::sin(angle) : std::cos(angle);
 }
+
+// ---- sampling (generators/sample_generator.cpp; tests/test_sample.cpp and
+// the tuner) ----
+
+// A draw whose cumulative weight lies within this relative distance of its
+// target is on a decision's edge: float sums may fall on either side.
+constexpr double kSampleBorder = 1e-5;
+
+struct SampleSettings {
+    float temperature;
+    int top_k;
+    float top_p;
+};
+
+
+// The kernel's rule (generators/sample_generator.cpp) in double precision,
+// for one row: candidates best first (ties: lower id first) with weights.
+class SampleRow {
+public:
+    SampleRow(const std::vector<float> &logits, const SampleSettings &s) {
+        const int V = (int)logits.size();
+        std::vector<double> x(V);
+        double mx = -INFINITY;
+        for (int v = 0; v < V; v++) {
+            x[v] = std::isnan(logits[v]) ? -INFINITY : (double)logits[v];
+            mx = std::max(mx, x[v]);
+        }
+        if (mx == -INFINITY) {  // nothing above −inf: id 0
+            masked_ = true;
+            return;
+        }
+        const bool greedy = !(s.temperature > 0);
+        const double t = std::min(std::max((double)s.temperature, 1e-30), 1e30);
+        w_.assign(V, 0.0);
+        for (int v = 0; v < V; v++) {
+            if (x[v] == mx) {
+                w_[v] = 1.0;
+            } else if (!greedy && mx != INFINITY && x[v] != -INFINITY) {
+                const double d = (x[v] - mx) / t;
+                w_[v] = d > -87.0 ? std::exp(d) : 0.0;
+            }
+        }
+        order_.resize(V);
+        std::iota(order_.begin(), order_.end(), 0);
+        std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) { return x[a] > x[b]; });
+        int n = V;
+        if (s.top_k > 0 && s.top_k < V) {  // the k-th best value and every tie with it
+            const double kth = x[order_[s.top_k - 1]];
+            n = s.top_k;
+            while (n < V && x[order_[n]] == kth) n++;
+        }
+        const double p = std::isnan(s.top_p) ? 1.0 : (double)s.top_p;
+        if (p < 1.0) {
+            double wk = 0;
+            for (int i = 0; i < n; i++) wk += w_[order_[i]];
+            const double goal = p * wk;
+            double cum = 0;
+            for (int i = 0; i < n;) {  // one group of equal values at a time
+                int j = i;
+                while (j < n && x[order_[j]] == x[order_[i]]) cum += w_[order_[j++]];
+                if (std::fabs(cum - goal) <= kSampleBorder * wk) cut_borderline_ = true;
+                if (cum >= goal) {
+                    n = j;
+                    break;
+                }
+                i = j;
+            }
+        }
+        n_ = n;
+        for (int i = 0; i < n_; i++) total_ += w_[order_[i]];
+    }
+
+    struct Draw {
+        int id;
+        bool borderline;
+    };
+    Draw draw(float u) const {
+        if (masked_) return {0, false};
+        double uc = u;
+        if (std::isnan(u) || u <= 0) uc = 0;
+        if (u >= 1) uc = std::nextafter(1.0f, 0.0f);
+        const double target = uc * total_, near = kSampleBorder * total_;
+        double cum = 0;
+        int last = -1;
+        for (int i = 0; i < n_; i++) {
+            const double before = cum, wi = w_[order_[i]];
+            if (wi > 0) last = order_[i];
+            cum += wi;
+            if (cum > target) {
+                bool border = cut_borderline_ || std::fabs(cum - target) <= near ||
+                              (i > 0 && std::fabs(before - target) <= near);
+                return {order_[i], border};
+            }
+        }
+        return {last, true};
+    }
+    int candidates() const { return n_; }
+    // Where `id` lies in the draw, for failure messages: its cumulative
+    // weight before and after it, relative to u · total.
+    std::string where(int id, float u) const {
+        if (masked_) return "(masked row)";
+        const double target = std::min(std::max((double)u, 0.0), 1.0) * total_;
+        double cum = 0;
+        for (int i = 0; i < (int)order_.size(); i++) {
+            const double before = cum;
+            cum += i < n_ ? w_[order_[i]] : 0.0;
+            if (order_[i] == id) {
+                std::ostringstream o;
+                o << "id " << id << " is candidate " << i << " of " << n_ << ": cumulative before/after it − target = "
+                  << (before - target) / total_ << " / " << (cum - target) / total_ << " of the total";
+                return o.str();
+            }
+        }
+        return "id " + std::to_string(id) + " is no token";
+    }
+
+private:
+    bool masked_ = false, cut_borderline_ = false;
+    std::vector<double> w_;
+    std::vector<int> order_;
+    int n_ = 0;
+    double total_ = 0;
+};
 
 }  // namespace ref

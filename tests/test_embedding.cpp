@@ -5,10 +5,12 @@
 #include "hf_embedding.h"
 #include "hf_embedding_concat.h"
 #include "hf_embedding_learned.h"
+#include "hf_embedding_learned_types.h"
 
 HF_DECLARE(hf_embedding)
 HF_DECLARE(hf_embedding_concat)
 HF_DECLARE(hf_embedding_learned)
+HF_DECLARE_GPU(hf_embedding_learned_types)
 
 using ref::Buffer;
 using EmbFn = int (*)(halide_buffer_t *, halide_buffer_t *, int32_t, float, halide_buffer_t *);
@@ -123,3 +125,47 @@ INSTANTIATE_TEST_SUITE_P(All, LearnedEmbeddingTest,
                          testing::ValuesIn(on_device(std::vector<Impl<LearnedFn>>{
                              HF_IMPL3_NO_LI(hf_embedding_learned)})),
                          impl_name<LearnedFn>);
+
+// BERT's embeddings: learned positions plus token types, each type id
+// checked against the type table.
+using TypesFn = int (*)(halide_buffer_t *, halide_buffer_t *, int32_t, float, halide_buffer_t *, halide_buffer_t *,
+                        halide_buffer_t *, halide_buffer_t *);
+class TypedEmbeddingTest : public OpTest<TypesFn> {};
+
+TEST_P(TypedEmbeddingTest, AddsPositionsAndTokenTypes) {
+    uint32_t seed = 30;
+    for (auto [V, D, T, B, P, start] : kLearnedCases) {
+        const int Ty = 3;
+        Buffer<float> table = ref::random_buffer({D, V}, seed++), pos = ref::random_buffer({D, P}, seed++);
+        Buffer<float> types = ref::random_buffer({D, Ty}, seed++);
+        Buffer<int32_t> tok = random_tokens(T, B, V, seed++), ty = random_tokens(T, B, Ty, seed++);
+        Buffer<float> out(D, T, B);
+        HF_CALL(GetParam().fn(tok, table, start, 2.0f, pos, ty, types, out));
+        ref::Array r({D, T, B});
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < D; d++)
+                    r(d, t, b) = (double)table(d, tok(t, b)) * 2.0 + pos(d, start + t) + types(d, ty(t, b));
+        EXPECT_LE(ref::rel_error(out, r), ref::kTolerance) << "D=" << D << " T=" << T;
+    }
+}
+
+TEST_P(TypedEmbeddingTest, TypeOutsideTheTableIsAnError) {
+    Buffer<float> table = ref::random_buffer({8, 20}, 1), pos = ref::random_buffer({8, 16}, 2);
+    Buffer<float> types = ref::random_buffer({8, 2}, 3), out(8, 4, 1);
+    Buffer<int32_t> tok(4, 1);
+    tok.fill(3);
+    for (int bad : {2, -1, 1 << 30}) {
+        Buffer<int32_t> ty(4, 1);
+        ty.fill(1);
+        ty(3, 0) = bad;
+        EXPECT_NE(GetParam().fn(tok, table, 0, 1.0f, pos, ty, types, out), 0) << "type " << bad;
+        EXPECT_NE(halformer::last_kernel_error().find("token type"), std::string::npos)
+            << halformer::last_kernel_error();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, TypedEmbeddingTest,
+                         testing::ValuesIn(on_device(std::vector<Impl<TypesFn>>{
+                             {"hf_embedding_learned_types", HF_KERNEL(hf_embedding_learned_types)}})),
+                         impl_name<TypesFn>);

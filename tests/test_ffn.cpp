@@ -8,6 +8,8 @@
 #include "hf_ffn_residual.h"
 #include "hf_ffn_gelu_residual.h"
 #include "hf_ffn_gelu_tanh_residual.h"
+#include "hf_ffn_silu.h"
+#include "hf_ffn_silu_residual.h"
 
 HF_DECLARE_LI(hf_ffn)
 HF_DECLARE_LI(hf_ffn_gelu)
@@ -16,6 +18,9 @@ HF_DECLARE_LI(hf_ffn_fused)
 HF_DECLARE_LI(hf_ffn_residual)
 HF_DECLARE_LI(hf_ffn_gelu_residual)
 HF_DECLARE_LI(hf_ffn_gelu_tanh_residual)
+// SiLU (Marian's swish): hand schedules only.
+HF_DECLARE_GPU(hf_ffn_silu)
+HF_DECLARE_GPU(hf_ffn_silu_residual)
 
 using ref::Buffer;
 using FfnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
@@ -28,6 +33,7 @@ const std::vector<Shape> kShapes = {{1, 16, 64}, {3, 37, 50}, {17, 64, 256}, {12
 
 std::string act_of(const std::string &name) {
     if (name.find("gelu_tanh") != std::string::npos) return "gelu_tanh";
+    if (name.find("silu") != std::string::npos) return "silu";
     if (name.find("gelu") != std::string::npos) return "gelu";
     return "relu";
 }
@@ -59,7 +65,7 @@ TEST_P(FfnTest, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(All, FfnTest,
                          testing::ValuesIn(on_device(std::vector<Impl<FfnFn>>{
                              HF_IMPL3(hf_ffn), HF_IMPL3(hf_ffn_gelu), HF_IMPL3(hf_ffn_gelu_tanh),
-                             HF_IMPL3(hf_ffn_fused)})),
+                             HF_IMPL3(hf_ffn_fused), {"hf_ffn_silu", HF_KERNEL(hf_ffn_silu)}})),
                          impl_name<FfnFn>);
 
 class FfnResidualTest : public OpTest<FfnResFn> {};
@@ -146,5 +152,6 @@ TEST_P(FfnResidualTest, HostileShapesAndValues) {
 INSTANTIATE_TEST_SUITE_P(All, FfnResidualTest,
                          testing::ValuesIn(on_device(std::vector<Impl<FfnResFn>>{
                              HF_IMPL3(hf_ffn_residual), HF_IMPL3(hf_ffn_gelu_residual),
-                             HF_IMPL3(hf_ffn_gelu_tanh_residual)})),
+                             HF_IMPL3(hf_ffn_gelu_tanh_residual),
+                             {"hf_ffn_silu_residual", HF_KERNEL(hf_ffn_silu_residual)}})),
                          impl_name<FfnResFn>);

@@ -12,6 +12,8 @@
 #include "hf_linear_dot_relu.h"
 #include "hf_linear_dot_gelu.h"
 #include "hf_linear_dot_gelu_tanh.h"
+#include "hf_linear_dot_silu.h"
+#include "hf_linear_tanh.h"
 
 HF_DECLARE_LI(hf_linear)
 HF_DECLARE_LI(hf_linear_relu)
@@ -25,6 +27,8 @@ HF_DECLARE_LI(hf_linear_dot_residual)
 HF_DECLARE_GPU(hf_linear_dot_relu)
 HF_DECLARE_GPU(hf_linear_dot_gelu)
 HF_DECLARE_GPU(hf_linear_dot_gelu_tanh)
+HF_DECLARE_GPU(hf_linear_dot_silu)
+HF_DECLARE_GPU(hf_linear_tanh)  // BERT's pooler: hand schedule only
 
 using ref::Buffer;
 using LinearFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
@@ -40,7 +44,7 @@ const std::vector<Shape> kShapes = {{1, 64, 48},  {3, 37, 100}, {17, 128, 33},  
                                     {8, 512, 512}, {1, 512, 2048}, {130, 72, 300}};
 
 std::string activation_of(const std::string &name) {
-    for (const char *a : {"gelu_tanh", "gelu", "relu"})
+    for (const char *a : {"gelu_tanh", "gelu", "relu", "silu", "tanh"})
         if (name.find(a) != std::string::npos) return a;
     return "none";
 }
@@ -118,7 +122,9 @@ INSTANTIATE_TEST_SUITE_P(
         HF_IMPL3(hf_linear_gelu_tanh), HF_IMPL3(hf_linear_dot),
         {"hf_linear_dot_relu", HF_KERNEL(hf_linear_dot_relu)},
         {"hf_linear_dot_gelu", HF_KERNEL(hf_linear_dot_gelu)},
-        {"hf_linear_dot_gelu_tanh", HF_KERNEL(hf_linear_dot_gelu_tanh)}})),
+        {"hf_linear_dot_gelu_tanh", HF_KERNEL(hf_linear_dot_gelu_tanh)},
+        {"hf_linear_dot_silu", HF_KERNEL(hf_linear_dot_silu)},
+        {"hf_linear_tanh", HF_KERNEL(hf_linear_tanh)}})),
     impl_name<LinearFn>);
 
 class LinearResidualTest : public OpTest<LinearResFn> {};

@@ -17,6 +17,10 @@
 #include "hf_linear_bf16_gelu.h"
 #include "hf_linear_bf16_gelu_tanh.h"
 #include "hf_linear_bf16_relu.h"
+#include "hf_linear_bf16_silu.h"
+#include "hf_linear_bf16_dot_silu.h"
+#include "hf_linear_int8_silu.h"
+#include "hf_linear_int8_dot_silu.h"
 #include "hf_linear_bf16_residual.h"
 #include "hf_linear_int8.h"
 #include "hf_linear_int8_dot.h"
@@ -134,6 +138,8 @@ std::vector<Variant> variants() {
     b("hf_linear_bf16_dot_relu", "relu", hf_linear_bf16_dot_relu);
     b("hf_linear_bf16_dot_gelu", "gelu", hf_linear_bf16_dot_gelu);
     b("hf_linear_bf16_dot_gelu_tanh", "gelu_tanh", hf_linear_bf16_dot_gelu_tanh);
+    b("hf_linear_bf16_silu", "silu", hf_linear_bf16_silu);
+    b("hf_linear_bf16_dot_silu", "silu", hf_linear_bf16_dot_silu);
     br("hf_linear_bf16_residual", hf_linear_bf16_residual);
     br("hf_linear_bf16_dot_residual", hf_linear_bf16_dot_residual);
     i("hf_linear_int8", "none", hf_linear_int8);
@@ -144,6 +150,8 @@ std::vector<Variant> variants() {
     i("hf_linear_int8_dot_relu", "relu", hf_linear_int8_dot_relu);
     i("hf_linear_int8_dot_gelu", "gelu", hf_linear_int8_dot_gelu);
     i("hf_linear_int8_dot_gelu_tanh", "gelu_tanh", hf_linear_int8_dot_gelu_tanh);
+    i("hf_linear_int8_silu", "silu", hf_linear_int8_silu);
+    i("hf_linear_int8_dot_silu", "silu", hf_linear_int8_dot_silu);
     ir("hf_linear_int8_residual", hf_linear_int8_residual);
     ir("hf_linear_int8_dot_residual", hf_linear_int8_dot_residual);
     return v;

@@ -67,4 +67,8 @@ double peak_rss_mb();
 // output line and tab-separated fields stay fields.
 std::string one_line(std::string text);
 
+// A float32 Tensor as a NumPy .npy file (v1.0, little-endian, C order),
+// written atomically; an existing file only with force.
+void write_npy(const std::string &path, const Tensor &t, bool force);
+
 }  // namespace halformer

@@ -22,6 +22,8 @@ int cmd_tune(int argc, char **argv);       // cli/tune.cpp
 int cmd_tokenizer(int argc, char **argv);  // cli/tokenizer.cpp
 int cmd_translate(int argc, char **argv);  // cli/translate.cpp
 int cmd_eval(int argc, char **argv);       // cli/eval.cpp
+int cmd_embed(int argc, char **argv);      // cli/embed.cpp
+int cmd_classify(int argc, char **argv);   // cli/classify.cpp
 #ifdef HALFORMER_HAS_TRAINING
 int cmd_train(int argc, char **argv);      // cli/train.cpp
 #endif
@@ -69,6 +71,9 @@ const Command kCommands[] = {
     {"tokenizer", cmd_tokenizer, "  halformer tokenizer train|encode|decode|pairs ... (halformer tokenizer --help)\n"},
     {"translate", cmd_translate,
      "  halformer translate DIR [TEXT...] [--beam K] [--batch N] ... (reads stdin lines without TEXT)\n"},
+    {"embed", cmd_embed,
+     "  halformer embed DIR [TEXT...] [--pooling mean|cls] [--normalize] [--out FILE.npy] (JSON lines without --out)\n"},
+    {"classify", cmd_classify, "  halformer classify DIR [TEXT...] (label, probability, logits a line)\n"},
     {"eval", cmd_eval, "  halformer eval DIR --src F --ref F [--beam K] [--out F] [--json F] | eval --hyp F --ref F\n"},
     {"serve", cmd_serve,
      "  halformer serve DIR [--host 127.0.0.1] [--port 8080] [--workers 2] [--max-batch 32] ...\n"

@@ -46,6 +46,9 @@ void print_build_info() {
 void print_model_info(const std::string &dir, const Model &m) {
     const Config &c = m.config();
     std::printf("model: %s\n", dir.c_str());
+    if (!c.family.empty()) {
+        std::printf("format: Hugging Face, model_type \"%s\" (read as the Halformer config below)\n", c.family.c_str());
+    }
     std::printf("config:\n%s", c.to_json().c_str());
     std::printf("parameters: %lld (%.1f M)\n", (long long)m.parameter_count(), m.parameter_count() / 1e6);
     std::printf("precision: %s (projections; --precision fp32|bf16|int8)\n", precision_name(m.precision()));

@@ -11,38 +11,8 @@
 #include "halformer/files.h"
 
 #include <cstdio>
-#include <fstream>
 
 namespace halformer {
-
-namespace {
-
-// NumPy .npy v1.0, little-endian float32, C order; written through
-// files::write_atomic, so a failed write leaves nothing half-written.
-void write_npy(const std::string &path, const Tensor &t, bool force) {
-    std::string shape = "(";
-    for (size_t k = 0; k < t.shape.size(); k++) shape += (k ? ", " : "") + std::to_string(t.shape[k]);
-    if (t.shape.size() == 1) shape += ",";
-    shape += ")";
-    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
-    while ((10 + header.size() + 1) % 64) header += ' ';
-    header += '\n';
-    auto write = [&](const std::string &tmp) {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw Error(path + ": cannot write");
-        out.write("\x93NUMPY\x01\x00", 8);
-        uint16_t len = (uint16_t)header.size();
-        out.put(char(len & 0xFF));
-        out.put(char(len >> 8));
-        out.write(header.data(), header.size());
-        out.write((const char *)t.data.data(), t.data.size() * sizeof(float));
-        out.close();
-        if (!out) throw Error(path + ": write failed");
-    };
-    files::write_atomic(path, write, force);
-}
-
-}  // namespace
 
 int cmd_logits(int argc, char **argv) {
     CLI::App app{"halformer logits: one input's logits (float32 .npy)", "halformer logits"};

@@ -58,6 +58,12 @@ struct View {
     // The buffer to pass to a kernel: on a GPU, bound to the device memory
     // behind its host address until the kernel call returns (Impl::run).
     // A view passed twice to one kernel (an in-place output) is bound once.
+    // The buffer as host memory, never bound to a device (a CPU kernel run
+    // by a GPU session on data it brought to the host).
+    halide_buffer_t *host() {
+        buf.dim = dim;
+        return &buf;
+    }
     halide_buffer_t *get() {
         if (buf.device_interface) return &buf;
         buf.dim = dim;

@@ -1,6 +1,7 @@
 #include "halformer/config.h"
 #include "halformer/error.h"
 #include "halformer/json.h"
+#include "hf/hf.h"
 
 #include <cmath>
 #include <fstream>
@@ -29,6 +30,7 @@ const char *act_name(Act a) {
     case Act::ReLU: return "relu";
     case Act::GELU: return "gelu";
     case Act::GELUTanh: return "gelu_tanh";
+    case Act::SiLU: return "silu";
     }
     return "?";
 }
@@ -92,6 +94,7 @@ struct Reader {
 Config Config::from_json(const std::string &text, const std::string &what) {
     json::Value root = json::parse(text, what);
     if (!root.is_object()) throw Error(what + ": not a JSON object");
+    if (root.find("model_type")) return hf::config_from_json(root, what);
     Reader r{root, what};
     Config c;
     r.choice("architecture", c.architecture,
@@ -119,7 +122,7 @@ Config Config::from_json(const std::string &text, const std::string &what) {
              true);
     r.boolean("norm_first", c.norm_first, false);
     r.choice("activation", c.activation,
-             {{"relu", Act::ReLU}, {"gelu", Act::GELU}, {"gelu_tanh", Act::GELUTanh}}, false);
+             {{"relu", Act::ReLU}, {"gelu", Act::GELU}, {"gelu_tanh", Act::GELUTanh}, {"silu", Act::SiLU}}, false);
     r.number("layer_norm_eps", c.layer_norm_eps, false);
     r.boolean("scale_embeddings", c.scale_embeddings, false);
     r.integer("pad_id", c.pad_id, false);

@@ -28,7 +28,6 @@
 #include "hf_topk8.h"
 
 HF_DEVICE_KERNELS(hf_argmax)
-HF_DEVICE_KERNELS(hf_sample)
 HF_DEVICE_KERNELS(hf_topk8)
 
 #include <algorithm>
@@ -132,7 +131,7 @@ struct Session::Decoder {
         float *topv = s.topv.need((size_t)R * kTopK);
         int32_t *topi = (int32_t *)s.topi.need((size_t)R * kTopK);
         const decoding::Need need = search.need();
-        s.project(last, Ra, D, out, need == decoding::Need::TopLogProbs);
+        s.project(last, Ra, D, out, need == decoding::Need::TopLogProbs, true);
         View vs(out, {{V, 1}, {Ra, V}});
         if (need == decoding::Need::TopLogProbs) {
             View vv(topv, {{kTopK, 1}, {Ra, kTopK}}), vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
@@ -145,14 +144,17 @@ struct Session::Decoder {
             View vv(topv, {{1, 1}, {Ra, 1}}), vi(topi, {{1, 1}, {Ra, 1}}, true);
             s.run("argmax", [&] { return HF_PICK(s.device(), hf_argmax)(vs.get(), vv.get(), vi.get()); });
         } else {
-            // Sampling: the kernel draws each row's id from the row's uniform.
+            // Sampling: the kernel draws each row's id from the row's
+            // uniform, on the CPU (hf_sample has no GPU build: a GPU session
+            // brings the step's logits to the host first).
             static_cast<decoding::SamplingSearch &>(search).uniforms(pos, u);
             std::vector<float> uf(u.begin(), u.begin() + Ra);
-            View vu(uf.data(), {{Ra, 1}}), vid(topi, {{Ra, 1}}, true);
+            if (s.dev->on_gpu()) s.dev->to_host(out, (size_t)Ra * V * sizeof(float));
+            View vh(out, {{V, 1}, {Ra, V}}), vu(uf.data(), {{Ra, 1}}), vid(topi, {{Ra, 1}}, true);
             s.run("sample", [&] {
-                return HF_PICK(s.device(), hf_sample)(vs.get(), opt.temperature, opt.top_k, opt.top_p, vu.get(),
-                                                      vid.get());
+                return hf_sample(vh.host(), opt.temperature, opt.top_k, opt.top_p, vu.host(), vid.host());
             });
+            return {topi, nullptr, 1};
         }
         s.dev->to_host(topi, (size_t)Ra * sizeof(int32_t));
         return {topi, nullptr, 1};

@@ -23,6 +23,9 @@ Description describe(const Config &c) {
     d.final_norms = c.norm_first;
     d.embedding_scale = c.scale_embeddings ? std::sqrt((float)c.d_model) : 1.0f;
     d.position = c.positional_encoding;
+    d.token_types = c.type_vocab_size;
+    d.embedding_norm = c.embedding_norm;
+    d.encoder_head = c.encoder_head;
     return d;
 }
 

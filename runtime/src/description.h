@@ -29,6 +29,12 @@ struct Description {
     // Embeddings: times a scale (√d_model in the paper), plus positions.
     float embedding_scale = 1.0f;
     Positional position = Positional::Sinusoidal;
+    // BERT: token types added to the embeddings, and a LayerNorm after them.
+    int token_types = 0;
+    bool embedding_norm = false;
+    // An encoder-only model's head (config.h: EncoderHead); the masked-LM
+    // head's transform uses `activation` and `norm_eps`.
+    EncoderHead encoder_head = EncoderHead::Projection;
     // The head's rows in a new model's table: a decoder's output
     // projection is tied to its embedding; an encoder has a head only when
     // asked (head_rows), of any rows when loaded.

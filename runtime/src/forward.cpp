@@ -83,8 +83,9 @@ void Session::final_norm(const NormW &n, float *x, int M) {
     dev->copy(x, out, (size_t)M * cfg.d_model * sizeof(float));
 }
 
-void Session::project(const float *x, int M, int row_stride, float *out, bool log_softmax) {
-    layers::project(*this, {w->gen_w, w->gen_b, w->gen_rows}, x, M, row_stride, out, log_softmax);
+void Session::project(const float *x, int M, int row_stride, float *out, bool log_softmax, bool decoding) {
+    const float *b = decoding && w->gen_b_decode ? w->gen_b_decode : w->gen_b;
+    layers::project(*this, {w->gen_w, b, w->gen_rows}, x, M, row_stride, out, log_softmax);
 }
 
 int pad_time_major(const std::vector<const Sequence *> &seqs, int pad, std::vector<int32_t> &tokens,
@@ -166,11 +167,83 @@ std::vector<Tensor> encode_in(Session &m, const std::vector<Sequence> &src) {
     return split_rows(x, (int)src.size(), m.cfg.d_model, lens);
 }
 
+// An encoder-only model's head over its output x (S positions of R rows):
+// a projection of each position, BERT's masked-LM head (transform,
+// LayerNorm, projection), or its classifier (tanh pooler over each row's
+// first position, then the projection: one [1, labels] Tensor a sequence).
+std::vector<Tensor> encoder_head(Session &m, const float *x, int S, int R, const std::vector<int32_t> &lens,
+                                 bool probabilities = false, std::vector<Tensor> *logits = nullptr) {
+    const int D = m.cfg.d_model, V = m.w->gen_rows, rows = S * R;
+    const StackW &e = m.w->enc;
+    if (m.desc.encoder_head == EncoderHead::Classifier) {
+        // Time-major: the R first positions are the first R rows.
+        float *pooled = m.h.need((size_t)R * D), *out = m.logits.need((size_t)R * V);
+        layers::linear_act(m, "pooler", {x, R, D, D}, e.pool_w, e.pool_b, D, pooled, layers::HeadAct::Tanh);
+        m.project(pooled, R, D, out, false);
+        if (probabilities) {
+            float *p = m.head_tmp.need((size_t)R * V);
+            layers::softmax(m, out, R, V, p);
+            if (logits) {
+                m.dev->to_host(out, (size_t)R * V * sizeof(float));
+                *logits = split_rows(out, R, V, std::vector<int32_t>(R, 1));
+            }
+            out = p;
+        }
+        m.dev->to_host(out, (size_t)R * V * sizeof(float));
+        return split_rows(out, R, V, std::vector<int32_t>(R, 1));
+    }
+    if (m.desc.encoder_head == EncoderHead::MaskedLM) {
+        float *t = m.h.need((size_t)rows * D), *n = m.y.need((size_t)rows * D);
+        layers::linear_act(m, "head_transform", {x, rows, D, D}, e.head_tw, e.head_tb, D, t,
+                           layers::head_act(m.desc.activation));
+        layers::layer_norm(m, e.head_norm, t, n, rows);
+        x = n;
+    }
+    float *out = m.logits.need((size_t)rows * V);
+    m.project(x, rows, D, out, false);
+    m.dev->to_host(out, (size_t)rows * V * sizeof(float));
+    return split_rows(out, R, V, lens);
+}
+
 }  // namespace
 
 std::vector<Tensor> Model::encode(const std::vector<Sequence> &src) {
     Lease lease(*pool_);
     return encode_in(*lease, src);
+}
+
+std::vector<Tensor> Model::class_probabilities(const std::vector<Sequence> &src, std::vector<Tensor> *logits) {
+    Lease lease(*pool_);
+    Session &m = *lease;
+    if (m.desc.encoder_head != EncoderHead::Classifier) {
+        throw Error("class_probabilities: the model is no sequence classifier");
+    }
+    m.check_tokens(src, m.cfg.src_vocab_size, "source", 0);
+    int S = 0;
+    for (auto &s : src) S = std::max(S, (int)s.size());
+    require_pass_fits(m, (int64_t)src.size(), S, 0, 0, m.w->gen_rows, "class_probabilities");
+    std::vector<int32_t> lens;
+    DeviceScope scope(m.dev.get());
+    const float *x = m.encoder(src, S, lens);
+    return encoder_head(m, x, S, (int)src.size(), lens, true, logits);
+}
+
+std::vector<Tensor> Model::pool(const std::vector<Sequence> &src, const PoolOptions &options) {
+    Lease lease(*pool_);
+    Session &m = *lease;
+    if (!m.cfg.has_encoder()) throw Error("pool: a decoder-only model has no encoder");
+    m.check_tokens(src, m.cfg.src_vocab_size, "source", 0);
+    int S = 0;
+    for (auto &s : src) S = std::max(S, (int)s.size());
+    const int R = (int)src.size(), D = m.cfg.d_model;
+    require_pass_fits(m, R, S, 0, 0, 0, "pool");
+    std::vector<int32_t> lens;
+    DeviceScope scope(m.dev.get());
+    const float *x = m.encoder(src, S, lens);
+    float *out = m.logits.need((size_t)R * D);
+    layers::pool(m, x, S, R, lens.data(), options.pooling == Pooling::Mean, options.normalize, out);
+    m.dev->to_host(out, (size_t)R * D * sizeof(float));
+    return split_rows(out, R, D, std::vector<int32_t>(R, 1));
 }
 
 std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::vector<Sequence> &tgt) {
@@ -188,11 +261,7 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
         std::vector<int32_t> lens;
         DeviceScope scope(m.dev.get());
         const float *x = m.encoder(src, S, lens);
-        const int rows = S * (int)src.size();
-        float *out = m.logits.need((size_t)rows * m.w->gen_rows);
-        m.project(x, rows, D, out, false);
-        m.dev->to_host(out, (size_t)rows * m.w->gen_rows * sizeof(float));
-        return split_rows(out, (int)src.size(), m.w->gen_rows, lens);
+        return encoder_head(m, x, S, (int)src.size(), lens);
     }
     const bool ed = c.architecture == Architecture::EncoderDecoder;
     const std::vector<Sequence> &dec_in = ed ? tgt : src;

@@ -13,6 +13,10 @@
 #include "hf_linear_bf16_dot_residual.h"
 #include "hf_linear_bf16_gelu.h"
 #include "hf_linear_bf16_gelu_tanh.h"
+#include "hf_linear_bf16_silu.h"
+#include "hf_linear_bf16_dot_silu.h"
+#include "hf_linear_int8_silu.h"
+#include "hf_linear_int8_dot_silu.h"
 #include "hf_linear_bf16_relu.h"
 #include "hf_linear_bf16_residual.h"
 #include "hf_linear_int8.h"
@@ -47,15 +51,16 @@ using Int8Fn = int (*)(Buf, Buf, Buf, Buf, Buf, Buf);  // x, w, scale, colsum, b
 using Int8ResFn = int (*)(Buf, Buf, Buf, Buf, Buf, Buf, Buf);
 
 template <typename Fn>
-Fn pick(bool dot, const Act *act, Fn plain, Fn relu, Fn gelu, Fn gelu_tanh, Fn dplain, Fn drelu, Fn dgelu,
-        Fn dgelu_tanh) {
+Fn pick(bool dot, const Act *act, Fn plain, Fn relu, Fn gelu, Fn gelu_tanh, Fn silu, Fn dplain, Fn drelu, Fn dgelu,
+        Fn dgelu_tanh, Fn dsilu) {
     if (!act) return dot ? dplain : plain;
     switch (*act) {
     case Act::ReLU: return dot ? drelu : relu;
     case Act::GELU: return dot ? dgelu : gelu;
     case Act::GELUTanh: return dot ? dgelu_tanh : gelu_tanh;
+    case Act::SiLU: return dot ? dsilu : silu;
     }
-    return plain;
+    throw Error("internal: activation out of range");
 }
 
 }  // namespace
@@ -130,13 +135,15 @@ void Session::linear_lowp(const char *name, const float *x, int M, int x_stride,
     if (int8) {
         View vs(p.scale.get(), {{p.Np, 1}}), vc(p.colsum.get(), {{p.Np, 1}}, true);
         Int8Fn fn = pick<Int8Fn>(dot, act, hf_linear_int8, hf_linear_int8_relu, hf_linear_int8_gelu,
-                                 hf_linear_int8_gelu_tanh, hf_linear_int8_dot, hf_linear_int8_dot_relu,
-                                 hf_linear_int8_dot_gelu, hf_linear_int8_dot_gelu_tanh);
+                                 hf_linear_int8_gelu_tanh, hf_linear_int8_silu, hf_linear_int8_dot,
+                                 hf_linear_int8_dot_relu, hf_linear_int8_dot_gelu, hf_linear_int8_dot_gelu_tanh,
+                                 hf_linear_int8_dot_silu);
         run(name, [&] { return fn(vx.get(), vp.get(), vs.get(), vc.get(), vb.get(), vy.get()); });
     } else {
         Bf16Fn fn = pick<Bf16Fn>(dot, act, hf_linear_bf16, hf_linear_bf16_relu, hf_linear_bf16_gelu,
-                                 hf_linear_bf16_gelu_tanh, hf_linear_bf16_dot, hf_linear_bf16_dot_relu,
-                                 hf_linear_bf16_dot_gelu, hf_linear_bf16_dot_gelu_tanh);
+                                 hf_linear_bf16_gelu_tanh, hf_linear_bf16_silu, hf_linear_bf16_dot,
+                                 hf_linear_bf16_dot_relu, hf_linear_bf16_dot_gelu, hf_linear_bf16_dot_gelu_tanh,
+                                 hf_linear_bf16_dot_silu);
         run(name, [&] { return fn(vx.get(), vp.get(), vb.get(), vy.get()); });
     }
 }

@@ -31,6 +31,14 @@ struct StackW {
     NormW final_norm;
     const float *embed = nullptr, *pos = nullptr;
     int vocab = 0;
+    // BERT (the encoder's): token types [types, D] and the embeddings'
+    // LayerNorm; the masked-LM head's transform [D, D] and its LayerNorm;
+    // the classifier's pooler [D, D].
+    const float *types = nullptr;
+    NormW embed_norm;
+    const float *head_tw = nullptr, *head_tb = nullptr;
+    NormW head_norm;
+    const float *pool_w = nullptr, *pool_b = nullptr;
 };
 
 // One projection's weights packed for a reduced precision by hf_pack_*
@@ -58,6 +66,8 @@ public:
     virtual const float *data(const std::string &name) = 0;
     virtual std::vector<std::string> names() const = 0;
     virtual std::string where() const = 0;
+    // How errors name one of our tensors: the file's own name(s) for it.
+    virtual std::string origin(const std::string &name) const { return "'" + name + "'"; }
 };
 
 // What every session of a Model reads: the config, the tokenizer, the
@@ -74,6 +84,9 @@ struct ModelWeights {
     bool tied = false;
     int64_t params = 0;
     Scratch zero_bias;  // the head's bias when the file has none
+    // The head's bias for generation: cfg.banned_ids at -1e30 (null: none).
+    const float *gen_b_decode = nullptr;
+    Scratch decode_bias;
     Precision precision = Precision::FP32;
     // Packed copies of the projections' weights, by (W's address, rows).
     std::shared_ptr<PackCache> packs = std::make_shared<PackCache>();

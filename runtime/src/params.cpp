@@ -65,6 +65,24 @@ void embeddings(Table &t, const Description &d, const std::string &prefix, int v
     if (d.position == Positional::Learned) {
         t.add(prefix + "_pos.weight", {d.max_positions, d.d_model}, Init::Embedding, Field::Pos);
     }
+    if (d.token_types > 0) t.add(prefix + "_types.weight", {d.token_types, d.d_model}, Init::Embedding, Field::Types);
+    if (d.embedding_norm) t.norm(prefix + "_embed_norm.", d.d_model, Field::EmbedNormG, Field::EmbedNormB);
+}
+
+// BERT's heads, before the projection (generator.*): the masked-LM head's
+// transform and LayerNorm, or the classifier's pooler.
+void encoder_head(Table &t, const Description &d) {
+    t.part = Slot::Encoder;
+    t.layer = -1;
+    const int64_t D = d.d_model;
+    if (d.encoder_head == EncoderHead::MaskedLM) {
+        t.add("head_transform.weight", {D, D}, Init::Xavier, Field::HeadTransformW);
+        t.add("head_transform.bias", {D}, Init::Zeros, Field::HeadTransformB);
+        t.norm("head_norm.", D, Field::HeadNormG, Field::HeadNormB);
+    } else if (d.encoder_head == EncoderHead::Classifier) {
+        t.add("pooler.weight", {D, D}, Init::Xavier, Field::PoolW);
+        t.add("pooler.bias", {D}, Init::Zeros, Field::PoolB);
+    }
 }
 
 }  // namespace
@@ -89,8 +107,10 @@ std::vector<ParamSpec> param_specs(const Config &c, int head_rows) {
         }
         stack(t, d, "decoder", d.decoder_layers, d.cross_attention);
     }
+    if (d.encoder && !d.decoder) encoder_head(t, d);
     // The output head: tied to the target embedding unless the file has one
-    // (decoders); a classification head of head_rows rows (encoders).
+    // (decoders); a classification head of head_rows rows (encoders); BERT's
+    // masked-LM projection, tied to the token embedding.
     t.part = Slot::Head;
     const bool decoder = d.decoder;
     const int64_t rows = decoder ? d.tgt_vocab : head_rows;
@@ -101,6 +121,14 @@ std::vector<ParamSpec> param_specs(const Config &c, int head_rows) {
         out[k].fresh = !decoder && head_rows > 0;
     }
     if (decoder) out[out.size() - 2].tied_to = "tgt_embed.weight";
+    if (d.encoder_head == EncoderHead::MaskedLM) {
+        out[out.size() - 2].tied_to = "src_embed.weight";
+        out[out.size() - 2].shape = {d.src_vocab, d.d_model};
+        out[out.size() - 2].required = out[out.size() - 1].required = true;
+    }
+    if (d.encoder_head == EncoderHead::Classifier) {
+        out[out.size() - 2].required = out[out.size() - 1].required = true;
+    }
     return out;
 }
 
@@ -134,6 +162,15 @@ const float *&slot_of(StackW &enc, StackW &dec, const float *&head_w, const floa
     case Field::Pos: return st.pos;
     case Field::FinalNormG: return st.final_norm.g;
     case Field::FinalNormB: return st.final_norm.b;
+    case Field::Types: return st.types;
+    case Field::EmbedNormG: return st.embed_norm.g;
+    case Field::EmbedNormB: return st.embed_norm.b;
+    case Field::HeadTransformW: return st.head_tw;
+    case Field::HeadTransformB: return st.head_tb;
+    case Field::HeadNormG: return st.head_norm.g;
+    case Field::HeadNormB: return st.head_norm.b;
+    case Field::PoolW: return st.pool_w;
+    case Field::PoolB: return st.pool_b;
     default: break;
     }
     LayerW &L = st.layers.at((size_t)s.layer);

@@ -24,6 +24,7 @@ enum class Field {
     SelfInW, SelfInB, SelfOutW, SelfOutB, CrossInW, CrossInB, CrossOutW, CrossOutB,
     W1, B1, W2, B2, SelfNormG, SelfNormB, CrossNormG, CrossNormB, FfnNormG, FfnNormB,
     FinalNormG, FinalNormB, Embed, Pos, HeadW, HeadB,
+    Types, EmbedNormG, EmbedNormB, HeadTransformW, HeadTransformB, HeadNormG, HeadNormB, PoolW, PoolB,
 };
 struct Slot {
     enum Part { Encoder, Decoder, Head } part = Head;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <fstream>
 
 #include <fcntl.h>
@@ -16,7 +17,16 @@
 namespace halformer {
 namespace {
 
-size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
+// The bytes of one element: F32, F16 and BF16, and the dtypes a file may
+// hold in tensors nobody reads (Hugging Face files keep I64 position ids
+// and BOOL masks beside the weights); 0: not a safetensors dtype.
+size_t element_size(const std::string &d) {
+    static const std::map<std::string, size_t> sizes{
+        {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}, {"I64", 8}, {"U64", 8}, {"I32", 4}, {"U32", 4},
+        {"I16", 2}, {"U16", 2}, {"I8", 1},   {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+    auto it = sizes.find(d);
+    return it == sizes.end() ? 0 : it->second;
+}
 
 float half_to_float(uint16_t h) {
     uint32_t sign = uint32_t(h & 0x8000) << 16;
@@ -66,6 +76,7 @@ const char *dtype_name(DType t) {
     case DType::F32: return "F32";
     case DType::F16: return "F16";
     case DType::BF16: return "BF16";
+    case DType::Other: return "other";
     }
     return "?";
 }
@@ -103,20 +114,20 @@ void read_whole(const std::string &path, int fd, size_t size, uint8_t *buf) {
     }
 }
 
-DType parse_dtype(const std::string &d, const std::function<void(const std::string &)> &bad) {
+DType parse_dtype(const std::string &d, bool any_dtype, const std::function<void(const std::string &)> &bad) {
     if (d == "F32") return DType::F32;
     if (d == "F16") return DType::F16;
     if (d == "BF16") return DType::BF16;
-    static const char *known[] = {"F64", "I64", "I32", "I16", "I8", "U8", "U16", "U32",
-                                  "U64", "BOOL", "F8_E4M3", "F8_E5M2"};
-    const bool is_known =
-        std::find_if(std::begin(known), std::end(known), [&](const char *k) { return d == k; }) != std::end(known);
-    bad(std::string(is_known ? "dtype " : "unknown dtype ") + d + " is not supported (F32, F16 and BF16 are)");
-    return DType::F32;
+    const bool is_known = element_size(d) != 0;
+    if (!is_known || !any_dtype) {
+        bad(std::string(is_known ? "dtype " : "unknown dtype ") + d + " is not supported (F32, F16 and BF16 are)");
+    }
+    return DType::Other;
 }
 
 // One header entry: dtype, shape and data offsets inside the data section.
-TensorInfo parse_entry(const std::string &path, const std::string &name, const json::Value &e, size_t data_size) {
+TensorInfo parse_entry(const std::string &path, const std::string &name, const json::Value &e, size_t data_size,
+                       bool any_dtype) {
     auto bad = [&](const std::string &msg) { file_error(path, "tensor '" + name + "': " + msg); };
     if (!e.is_object()) bad("entry is not a JSON object");
     const json::Value *dt = e.find("dtype"), *sh = e.find("shape"), *off = e.find("data_offsets");
@@ -125,7 +136,8 @@ TensorInfo parse_entry(const std::string &path, const std::string &name, const j
     if (!off || !off->is_array() || off->array.size() != 2) bad("missing \"data_offsets\" [begin, end]");
     TensorInfo t;
     t.name = name;
-    t.dtype = parse_dtype(dt->string, bad);
+    t.dtype = parse_dtype(dt->string, any_dtype, bad);
+    t.dtype_text = dt->string;
     uint64_t numel = 1;
     for (auto &x : sh->array) {
         uint64_t v;
@@ -142,9 +154,10 @@ TensorInfo parse_entry(const std::string &path, const std::string &name, const j
         bad("data_offsets [" + std::to_string(b) + ", " + std::to_string(en) + "] go past the end of the data (" +
             std::to_string(data_size) + " bytes; is the file truncated?)");
     }
-    if (en - b != numel * dtype_size(t.dtype)) {
+    const size_t esize = element_size(dt->string);
+    if (en - b != numel * esize) {
         bad("data_offsets hold " + std::to_string(en - b) + " bytes but shape " + shape_string(t.shape) + " of " +
-            dt->string + " needs " + std::to_string(numel * dtype_size(t.dtype)));
+            dt->string + " needs " + std::to_string(numel * esize));
     }
     t.begin = (size_t)b;
     t.end = (size_t)en;
@@ -168,7 +181,7 @@ void check_overlaps(const std::string &path, const std::vector<TensorInfo> &tens
 
 }  // namespace
 
-SafeTensors::SafeTensors(const std::string &path) : path_(path) {
+SafeTensors::SafeTensors(const std::string &path, bool any_dtype) : path_(path) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) file_error(path_, std::string("cannot open: ") + std::strerror(errno));
     struct stat st;
@@ -198,7 +211,7 @@ SafeTensors::SafeTensors(const std::string &path) : path_(path) {
         data_ = map_ + 8 + n;
         for (auto &[name, entry] : root.object) {
             if (name == "__metadata__") continue;
-            tensors_.push_back(parse_entry(path_, name, entry, size_ - 8 - n));
+            tensors_.push_back(parse_entry(path_, name, entry, size_ - 8 - n, any_dtype));
             index_[name] = tensors_.size() - 1;
         }
         check_overlaps(path_, tensors_);
@@ -222,6 +235,9 @@ const TensorInfo *SafeTensors::find(const std::string &name) const {
 }
 
 const float *SafeTensors::f32(const TensorInfo &t) {
+    if (t.dtype == DType::Other) {
+        file_error(path_, "tensor '" + t.name + "': dtype " + t.dtype_text + " is not supported (F32, F16 and BF16 are)");
+    }
     const uint8_t *src = data_ + t.begin;
     if (t.dtype == DType::F32 && (uintptr_t)src % alignof(float) == 0) return (const float *)src;
     auto &slot = converted_[t.name];

@@ -152,7 +152,9 @@ public:
     // Runs a stack; result in x0 (returns the pointer).
     float *encoder(const std::vector<Sequence> &src, int S, std::vector<int32_t> &lens);
     void final_norm(const NormW &n, float *x, int M);
-    void project(const float *x, int M, int row_stride, float *out, bool log_softmax);
+    // (decoding: the head's bias with the ids generation must never pick at
+    // -1e30: Config::banned_ids.)
+    void project(const float *x, int M, int row_stride, float *out, bool log_softmax, bool decoding = false);
 
     void check_tokens(const std::vector<Sequence> &seqs, int vocab, const char *what,
                       int extra_positions) const;

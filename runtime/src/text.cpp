@@ -28,7 +28,7 @@ Prepared prepare(const Tokenizer &tok, const std::vector<std::string> &texts, in
             continue;
         }
         try {
-            p.ids[i] = tok.encode(texts[i]);
+            p.ids[i] = tok.encode_input(texts[i]);
         } catch (const Error &e) {
             r.error = e.what();
             continue;
@@ -161,6 +161,48 @@ std::vector<TextResult> Model::continue_text(const std::vector<std::string> &pro
         if (o.max_new_tokens != -1) o.max_new_tokens = std::min(o.max_new_tokens, c.max_positions - longest);
     });
     return p.result;
+}
+
+std::vector<Tensor> Model::sentence_embeddings(const std::vector<std::string> &texts, const PoolOptions &options) {
+    const Config &c = config();
+    if (!c.has_encoder()) throw Error("sentence_embeddings: a decoder-only model has no encoder");
+    Prepared p = prepare(tokenizer(), texts, c.max_positions);
+    for (size_t i = 0; i < texts.size(); i++) {
+        if (!p.result[i].error.empty()) {
+            throw Error("sentence_embeddings: text " + std::to_string(i) + ": " + p.result[i].error);
+        }
+    }
+    return pool(p.ids, options);
+}
+
+std::vector<Classification> Model::classify(const std::vector<std::string> &texts, int batch_size) {
+    const Config &c = config();
+    if (batch_size < 1) throw Error("classify: batch size must be >= 1");
+    if (c.encoder_head != EncoderHead::Classifier) {
+        throw Error("classify: needs a sequence classifier (config.json's architectures: "
+                    "BertForSequenceClassification)");
+    }
+    Prepared p = prepare(tokenizer(), texts, c.max_positions);
+    std::vector<Classification> out(texts.size());
+    for (size_t i = 0; i < texts.size(); i++) out[i].error = p.result[i].error;
+    // batch_size texts a pass, in length order.
+    std::vector<Tensor> logits, probs;
+    for (size_t at = 0; at < p.order.size(); at += (size_t)batch_size) {
+        std::vector<Sequence> ids;
+        for (size_t k = at; k < std::min(p.order.size(), at + (size_t)batch_size); k++) ids.push_back(p.ids[p.order[k]]);
+        std::vector<Tensor> l;
+        for (auto &t : class_probabilities(ids, &l)) probs.push_back(std::move(t));
+        for (auto &t : l) logits.push_back(std::move(t));
+    }
+    for (size_t k = 0; k < p.order.size(); k++) {
+        Classification &r = out[p.order[k]];
+        r.logits = logits[k].data;
+        // The first largest logit, as torch.argmax.
+        r.label = (int)(std::max_element(r.logits.begin(), r.logits.end()) - r.logits.begin());
+        r.name = r.label < (int)c.labels.size() ? c.labels[(size_t)r.label] : "LABEL_" + std::to_string(r.label);
+        r.probability = probs[k].data[(size_t)r.label];
+    }
+    return out;
 }
 
 std::vector<Tensor> Model::embed(const std::vector<std::string> &texts) {

@@ -1,5 +1,8 @@
-// SentencePiece behind halformer::Tokenizer (tokenizer.h).
+// halformer::Tokenizer (tokenizer.h) over its backends (text/backend.h):
+// Halformer's own SentencePiece model here, Hugging Face checkpoints'
+// tokenizers in text/hf_tokenizers.cpp.
 #include "halformer/tokenizer.h"
+#include "text/backend.h"
 
 #include "halformer/config.h"
 
@@ -53,11 +56,45 @@ int64_t utf8_error_offset(const std::string &text) {
     return -1;
 }
 
-struct Tokenizer::Impl {
+namespace {
+
+// A SentencePiece model with the control pieces pad, bos and eos.
+struct SentencePieceImpl : Tokenizer::Impl {
     sentencepiece::SentencePieceProcessor sp;
-    std::string path;
     int size = 0;
+
+    Sequence encode(const std::string &text) const override {
+        std::vector<int> ids;
+        auto st = sp.Encode(text, &ids);
+        if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+        return Sequence(ids.begin(), ids.end());
+    }
+    std::string decode(const Sequence &ids) const override {
+        std::vector<int> keep;
+        keep.reserve(ids.size());
+        for (int32_t id : ids) {
+            if (!sp.IsControl(id)) keep.push_back(id);  // pad, bos, eos
+        }
+        std::string out;
+        auto st = sp.Decode(keep, &out);
+        if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+        return out;
+    }
+    std::vector<std::string> pieces(const std::string &text) const override {
+        std::vector<std::string> p;
+        auto st = sp.Encode(text, &p);
+        if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+        return p;
+    }
+    int vocab_size() const override { return size; }
 };
+
+void check_utf8(const std::string &text) {
+    int64_t bad = utf8_error_offset(text);
+    if (bad >= 0) throw Error("text is not UTF-8 (byte " + std::to_string(bad) + ")");
+}
+
+}  // namespace
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::Tokenizer(Tokenizer &&) noexcept = default;
@@ -66,12 +103,22 @@ Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::string &path) {
     if (!file_exists(path)) throw Error(path + ": no such tokenizer file");
-    auto impl = std::make_unique<Impl>();
+    auto impl = std::make_unique<SentencePieceImpl>();
     auto st = impl->sp.Load(path);
     if (!st.ok()) throw Error(path + ": not a SentencePiece model (" + st.ToString() + ")");
     impl->path = path;
     impl->size = impl->sp.GetPieceSize();
     if (impl->size < 4) throw Error(path + ": a vocabulary of " + std::to_string(impl->size) + " pieces is too small");
+    impl->pad = impl->sp.pad_id();
+    impl->bos = impl->sp.bos_id();
+    impl->eos = impl->sp.eos_id();
+    impl->unk = impl->sp.unk_id();
+    return Tokenizer(std::move(impl));
+}
+
+std::optional<Tokenizer> Tokenizer::load_hf(const std::string &dir, const Config &config) {
+    auto impl = text::load_hf_tokenizer(dir, config);
+    if (!impl) return std::nullopt;
     return Tokenizer(std::move(impl));
 }
 
@@ -125,45 +172,38 @@ void Tokenizer::train(const TokenizerTrainOptions &o, const std::string &model_p
 }
 
 Sequence Tokenizer::encode(const std::string &text) const {
-    int64_t bad = utf8_error_offset(text);
-    if (bad >= 0) throw Error("text is not UTF-8 (byte " + std::to_string(bad) + ")");
-    std::vector<int> ids;
-    auto st = impl_->sp.Encode(text, &ids);
-    if (!st.ok()) throw Error("tokenizer: " + st.ToString());
-    return Sequence(ids.begin(), ids.end());
+    check_utf8(text);
+    return impl_->encode(text);
+}
+
+Sequence Tokenizer::encode_input(const std::string &text) const {
+    Sequence ids = impl_->prefix, body = encode(text);
+    ids.insert(ids.end(), body.begin(), body.end());
+    ids.insert(ids.end(), impl_->suffix.begin(), impl_->suffix.end());
+    return ids;
 }
 
 std::string Tokenizer::decode(const Sequence &ids) const {
-    std::vector<int> keep;
-    keep.reserve(ids.size());
+    const int size = impl_->vocab_size();
     for (int32_t id : ids) {
-        if (id < 0 || id >= impl_->size) {
+        if (id < 0 || id >= size) {
             throw Error("token id " + std::to_string(id) + " is outside the tokenizer's vocabulary of " +
-                        std::to_string(impl_->size));
+                        std::to_string(size));
         }
-        if (impl_->sp.IsControl(id)) continue;  // pad, bos, eos
-        keep.push_back(id);
     }
-    std::string out;
-    auto st = impl_->sp.Decode(keep, &out);
-    if (!st.ok()) throw Error("tokenizer: " + st.ToString());
-    return out;
+    return impl_->decode(ids);
 }
 
 std::vector<std::string> Tokenizer::pieces(const std::string &text) const {
-    int64_t bad = utf8_error_offset(text);
-    if (bad >= 0) throw Error("text is not UTF-8 (byte " + std::to_string(bad) + ")");
-    std::vector<std::string> p;
-    auto st = impl_->sp.Encode(text, &p);
-    if (!st.ok()) throw Error("tokenizer: " + st.ToString());
-    return p;
+    check_utf8(text);
+    return impl_->pieces(text);
 }
 
-int Tokenizer::vocab_size() const { return impl_->size; }
-int Tokenizer::pad_id() const { return impl_->sp.pad_id(); }
-int Tokenizer::bos_id() const { return impl_->sp.bos_id(); }
-int Tokenizer::eos_id() const { return impl_->sp.eos_id(); }
-int Tokenizer::unk_id() const { return impl_->sp.unk_id(); }
+int Tokenizer::vocab_size() const { return impl_->vocab_size(); }
+int Tokenizer::pad_id() const { return impl_->pad; }
+int Tokenizer::bos_id() const { return impl_->bos; }
+int Tokenizer::eos_id() const { return impl_->eos; }
+int Tokenizer::unk_id() const { return impl_->unk; }
 const std::string &Tokenizer::path() const { return impl_->path; }
 
 void Tokenizer::check_matches(const Config &c) const {

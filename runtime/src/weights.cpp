@@ -4,6 +4,7 @@
 // and its shape checked.
 #include "session.h"
 #include "params.h"
+#include "hf/hf.h"
 
 #include <cmath>
 #include <cstring>
@@ -111,10 +112,11 @@ void ModelWeights::bind() {
             if (spec.slot.part == Slot::Head && !spec.tied_to.empty()) {
                 slot = bound.at(spec.tied_to);  // the output projection tied to the embedding
                 tied = true;
+                if (spec.slot.field == Field::HeadW) gen_rows = (int)spec.shape[0];
                 continue;
             }
             if (!spec.required && !pair_present(specs, spec, *source, bound)) continue;
-            throw Error(source->where() + ": missing tensor '" + spec.name + "' (expected shape " +
+            throw Error(source->where() + ": missing tensor " + source->origin(spec.name) + " (expected shape " +
                         shape_string(shape) + ")");
         }
         if (spec.slot.field == Field::HeadW && shape[0] == 0) {
@@ -123,9 +125,10 @@ void ModelWeights::bind() {
         }
         const auto actual = source->shape(spec.name);
         if (actual != shape) {
-            throw Error(source->where() + ": tensor '" + spec.name + "' has shape " + shape_string(actual) +
-                        ", expected " + shape_string(shape));
+            throw Error(source->where() + ": tensor " + source->origin(spec.name) + " has shape " +
+                        shape_string(actual) + ", expected " + shape_string(shape));
         }
+        if (spec.slot.field == Field::HeadW) gen_rows = (int)shape[0];
         slot = bound[spec.name] = source->data(spec.name);
         if (counted.insert(slot).second) params += numel(shape);  // shared storage counts once
     }
@@ -133,6 +136,18 @@ void ModelWeights::bind() {
         float *z = zero_bias.need((size_t)gen_rows);
         std::fill(z, z + gen_rows, 0.0f);
         gen_b = z;
+    }
+    if (gen_w && !cfg.banned_ids.empty()) {
+        float *b = decode_bias.need((size_t)gen_rows);
+        std::copy(gen_b, gen_b + gen_rows, b);
+        for (int id : cfg.banned_ids) {
+            if (id < 0 || id >= gen_rows) {
+                throw Error("config: banned token id " + std::to_string(id) + " is outside the head's " +
+                            std::to_string(gen_rows) + " rows");
+            }
+            b[id] = -1e30f;
+        }
+        gen_b_decode = b;
     }
     std::vector<std::string> extra;
     for (auto &n : source->names()) {
@@ -180,7 +195,15 @@ Model Model::load(const std::string &dir, Device device) {
             throw Error(dir + "/config.json: " + e.what());
         }
     }
-    w->source = std::make_unique<FileSource>(dir + "/model.safetensors");
+    if (!w->cfg.family.empty()) {
+        w->source = hf::open_weights(dir, w->cfg);
+        if (auto tok = Tokenizer::load_hf(dir, w->cfg)) {
+            w->tok = std::make_shared<Tokenizer>(std::move(*tok));
+            w->tok->check_matches(w->cfg);
+        }
+    } else {
+        w->source = std::make_unique<FileSource>(dir + "/model.safetensors");
+    }
     w->bind();
     return make_model(std::move(w), device);
 }

@@ -17,6 +17,8 @@
 #include "hf_embedding_learned_backward.h"
 #include "hf_gelu.h"
 #include "hf_gelu_tanh.h"
+#include "hf_silu.h"
+#include "hf_linear_backward_data_silu.h"
 #include "hf_layer_norm_backward.h"
 #include "hf_layer_norm_backward_acc.h"
 #include "hf_layer_norm_residual_backward.h"
@@ -55,6 +57,8 @@ HF_DECLARE_GPU(hf_linear_backward_data_relu)
 HF_DECLARE_GPU(hf_linear_backward_weight)
 HF_DECLARE_GPU(hf_linear_backward_weight_rows)
 HF_DECLARE_GPU(hf_relu)
+HF_DECLARE_GPU(hf_silu)
+HF_DECLARE_GPU(hf_linear_backward_data_silu)
 HF_DECLARE_GPU(hf_sum_squares)
 
 using ref::Array;
@@ -130,7 +134,8 @@ TEST(LinearBackward, DataThroughActivation) {
     const std::vector<std::pair<std::string, Kernel<Fn>>> acts = {
         {"relu", K(hf_linear_backward_data_relu)},
         {"gelu", K(hf_linear_backward_data_gelu)},
-        {"gelu_tanh", K(hf_linear_backward_data_gelu_tanh)}};
+        {"gelu_tanh", K(hf_linear_backward_data_gelu_tanh)},
+        {"silu", K(hf_linear_backward_data_silu)}};
     uint32_t seed = 10;
     for (auto &[name, fn] : acts) {
         for (auto s : kLinearShapes) {
@@ -390,7 +395,7 @@ TEST(CrossEntropy, TargetOutsideVocabularyIsAnError) {
 TEST(Activation, ForwardMatchesReference) {
     using Fn = int (*)(halide_buffer_t *, halide_buffer_t *);
     const std::vector<std::pair<std::string, Kernel<Fn>>> acts = {
-        {"relu", K(hf_relu)}, {"gelu", K(hf_gelu)}, {"gelu_tanh", K(hf_gelu_tanh)}};
+        {"relu", K(hf_relu)}, {"gelu", K(hf_gelu)}, {"gelu_tanh", K(hf_gelu_tanh)}, {"silu", K(hf_silu)}};
     for (auto &[name, fn] : acts) {
         Buffer<float> z = ref::random_buffer({37, 5}, 3, -6, 6), out(37, 5);
         ASSERT_EQ(fn(z, out), 0);

@@ -371,16 +371,21 @@ private:
 // embedding: table[token]·scale + position encoding → out (D, T, B)
 class EmbeddingData : public OpData {
 public:
-    EmbeddingData(const Shape &s, const std::string &pe)
-        : B(dim(s, "B")), T(dim(s, "T")), D(dim(s, "D")), V(dim(s, "V")), pe(pe),
-          tokens(T, B), table(ref::random_buffer({D, V}, 1)), pos(ref::random_buffer({D, T + start}, 2)),
-          out(D, T, B) {
+    EmbeddingData(const Shape &s, const std::string &pe, bool token_types = false)
+        : B(dim(s, "B")), T(dim(s, "T")), D(dim(s, "D")), V(dim(s, "V")), pe(pe), with_types(token_types),
+          tokens(T, B), types(T, B), table(ref::random_buffer({D, V}, 1)), pos(ref::random_buffer({D, T + start}, 2)),
+          type_table(ref::random_buffer({D, 2}, 3)), out(D, T, B) {
         uint32_t h = 12345;
         tokens.for_each_value([&](int32_t &t) { h = h * 1664525u + 1013904223u; t = (int32_t)(h % (uint32_t)V); });
+        types.for_each_value([&](int32_t &t) { h = h * 1664525u + 1013904223u; t = (int32_t)((h >> 16) % 2u); });
     }
     std::vector<InputValue> inputs() override {
         std::vector<InputValue> in{{"tokens", tokens}, {"table", table}, {"start_pos", (double)start}, {"scale", scale}};
         if (pe == "learned") in.push_back({"pos_table", pos});
+        if (with_types) {
+            in.push_back({"types", types});
+            in.push_back({"type_table", type_table});
+        }
         return in;
     }
     Halide::Realization outputs() override { return Halide::Realization({out}); }
@@ -392,6 +397,7 @@ public:
                 for (int d = 0; d < D; d++) {
                     double p = pe == "learned" ? (double)pos(d, start + t)
                                                : ref::positional(start + t, d, D, pe == "sinusoidal_concat");
+                    if (with_types) p += type_table(d, types(t, b));
                     r(d, t, b) = (double)table(d, tokens(t, b)) * scale + p;
                 }
         return ref::rel_error(*out.get(), r);
@@ -400,10 +406,48 @@ public:
 private:
     int B, T, D, V;
     std::string pe;
+    bool with_types;
     int32_t start = 3;
     float scale = 2.0f;
-    Buffer<int32_t> tokens;
-    Buffer<float> table, pos, out;
+    Buffer<int32_t> tokens, types;
+    Buffer<float> table, pos, type_table, out;
+};
+
+// Sampling: R rows of V logits (N(0, 3): a trained model's spread), the
+// decode step's settings, one fixed uniform a row. The check is exact: the
+// share of rows whose id differs from the double-precision rule's draw
+// (ref::SampleRow; a draw on a decision's edge is not judged).
+class SampleData : public OpData {
+public:
+    explicit SampleData(const Shape &s)
+        : R(dim(s, "R")), V(dim(s, "V")), logits(V, R), u(R), ids(R) {
+        std::mt19937 rng(7);
+        std::normal_distribution<float> normal(0.0f, 3.0f);
+        logits.for_each_value([&](float &x) { x = normal(rng); });
+        for (int r = 0; r < R; r++) u(r) = (r + 0.37f) / (R + 1);
+    }
+    std::vector<InputValue> inputs() override {
+        return {{"logits", logits}, {"temperature", (double)set.temperature}, {"top_k", (double)set.top_k},
+                {"top_p", (double)set.top_p}, {"u", u}};
+    }
+    Halide::Realization outputs() override { return Halide::Realization({ids}); }
+    std::vector<std::vector<int>> output_extents() override { return {{R}}; }
+    double error() override {
+        int wrong = 0;
+        for (int r = 0; r < R; r++) {
+            std::vector<float> row(V);
+            for (int v = 0; v < V; v++) row[v] = logits(v, r);
+            ref::SampleRow::Draw want = ref::SampleRow(row, set).draw(u(r));
+            if (!want.borderline && ids(r) != want.id) wrong++;
+        }
+        return (double)wrong / R;
+    }
+
+private:
+    int R, V;
+    ref::SampleSettings set{0.8f, 50, 0.9f};
+    Buffer<float> logits, u;
+    Buffer<int32_t> ids;
 };
 
 // The data for `generator` with the given generator parameters at `shape`.
@@ -429,7 +473,9 @@ inline std::unique_ptr<OpData> make_op_data(const std::string &generator,
     if (generator == "attention")
         return std::make_unique<AttentionData>(shape, get("causal", "false") == "true",
                                                get("indexed", "false") == "true");
-    if (generator == "embedding") return std::make_unique<EmbeddingData>(shape, get("pe", "sinusoidal"));
+    if (generator == "embedding")
+        return std::make_unique<EmbeddingData>(shape, get("pe", "sinusoidal"), get("token_types", "false") == "true");
+    if (generator == "sample") return std::make_unique<SampleData>(shape);
     throw std::runtime_error("the tuner has no op data for generator " + generator);
 }
 

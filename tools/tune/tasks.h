@@ -131,7 +131,8 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
     const int d = c.d_model, F = c.d_ff, P = w.prefill_rows, R = w.decode_rows;
     std::vector<Task> tasks;
     Task lin{"linear", "prefill", "hf_linear",
-             {"hf_linear", "hf_linear_relu", "hf_linear_gelu", "hf_linear_gelu_tanh", "hf_linear_residual"},
+             {"hf_linear", "hf_linear_relu", "hf_linear_gelu", "hf_linear_gelu_tanh", "hf_linear_tanh",
+              "hf_linear_residual"},
              {{"vectors_n", {0, 1, 2, 4}}, {"rows_m", {0, 2, 4, 6, 8, 10, 12, 14, 16, 20, 24}}},
              {linear_shape(P, d, 3 * d), linear_shape(P, d, d)},
              {linear_shape(1, d, 3 * d), linear_shape(17, 33, 71)}};
@@ -141,7 +142,7 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
 
     Task dot{"linear", "decode", "hf_linear_dot",
              {"hf_linear_dot", "hf_linear_dot_residual", "hf_linear_dot_relu", "hf_linear_dot_gelu",
-              "hf_linear_dot_gelu_tanh"},
+              "hf_linear_dot_gelu_tanh", "hf_linear_dot_silu"},
              {{"vectors_n", {0, 2, 4, 6, 12, 16}}},
              {linear_shape(1, d, 3 * d), linear_shape(1, d, F), linear_shape(1, F, d), linear_shape(R, d, 3 * d)},
              {linear_shape(3, 33, 71)}};
@@ -153,7 +154,7 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
     for (const char *fmt : {"bf16", "int8"}) {
         const std::string base = std::string("hf_linear_") + fmt;
         auto variants = [&](const std::string &k) {
-            return std::vector<std::string>{k, k + "_relu", k + "_gelu", k + "_gelu_tanh", k + "_residual"};
+            return std::vector<std::string>{k, k + "_relu", k + "_gelu", k + "_gelu_tanh", k + "_silu", k + "_residual"};
         };
         // (past 8 rows the block spills on AVX-512: packed_fits)
         const std::vector<int> rows_m{0, 1, 2, 3, 4, 5, 6, 7, 8};
@@ -175,12 +176,14 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
 inline Task ffn_task(const halformer::Config &c, const Workload &w) {
     using halformer::Act;
     const int d = c.d_model, F = c.d_ff, P = w.prefill_rows;
-    const char *ffn_kernel = c.activation == Act::ReLU ? "hf_ffn"
-                             : c.activation == Act::GELU ? "hf_ffn_gelu" : "hf_ffn_gelu_tanh";
+    const char *ffn_kernel = c.activation == Act::ReLU       ? "hf_ffn"
+                             : c.activation == Act::GELU     ? "hf_ffn_gelu"
+                             : c.activation == Act::GELUTanh ? "hf_ffn_gelu_tanh"
+                                                             : "hf_ffn_silu";
     Task ffn{"ffn", "prefill", ffn_kernel,
              // every activation: the schedule is the two products'
-             {"hf_ffn", "hf_ffn_gelu", "hf_ffn_gelu_tanh", "hf_ffn_residual", "hf_ffn_gelu_residual",
-              "hf_ffn_gelu_tanh_residual"},
+             {"hf_ffn", "hf_ffn_gelu", "hf_ffn_gelu_tanh", "hf_ffn_silu", "hf_ffn_residual", "hf_ffn_gelu_residual",
+              "hf_ffn_gelu_tanh_residual", "hf_ffn_silu_residual"},
              {{"fuse_rows", {0, 16, 32, 64}}, {"vectors_n", {0, 1, 2, 4}}, {"rows_m", {0, 4, 6, 8, 10, 12, 14}}},
              {{shape_label("%dx%d->%d->%d", {P, d, F, d}), {{"M", P}, {"D", d}, {"F", F}}, {}}},
              {{"1x..", {{"M", 1}, {"D", d}, {"F", F}}, {}}, {"17x33->71", {{"M", 17}, {"D", 33}, {"F", 71}}, {}}}};
@@ -258,8 +261,14 @@ inline std::vector<Task> row_tasks(const halformer::Config &c, const Workload &w
     auto eshape = [&](int B, int T, int D) {
         return Shape{shape_label("%dx%dx%d", {B, T, D}), {{"B", B}, {"T", T}, {"D", D}, {"V", V}}, {}};
     };
-    tasks.push_back({"embedding", "prefill", emb, {"hf_embedding", "hf_embedding_concat", "hf_embedding_learned"},
+    tasks.push_back({"embedding", "prefill", emb,
+                     {"hf_embedding", "hf_embedding_concat", "hf_embedding_learned", "hf_embedding_learned_types"},
                      {{"tokens_per_task", {8, 1, 2, 4, 16, 32}}}, {eshape(1, P, d)}, {eshape(2, 3, 18)}});
+
+    // Sampling (temperature, top-k, top-p) over the vocabulary, one decode step.
+    auto sshape = [](int Rr, int N) { return Shape{shape_label("%dx%d", {Rr, N}), {{"R", Rr}, {"V", N}}, {}}; };
+    tasks.push_back({"sample", "decode", "hf_sample", {"hf_sample"}, {{"vectors", {0, 1, 2, 8}}},
+                     {sshape(1, V), sshape(R, V)}, {sshape(3, 17)}});
     return tasks;
 }
 

@@ -6,13 +6,16 @@
 //   positional_encoding "sinusoidal" (interleaved sin/cos, the paper) |
 //                       "sinusoidal_concat" ([sin | cos] halves) | "learned"
 //   norm_first          false: post-LN as in the paper; true: pre-LN
-//   activation          "relu" | "gelu" | "gelu_tanh"
+//   activation          "relu" | "gelu" | "gelu_tanh" | "silu"
 //   layer_norm_eps      (PyTorch's default 1e-5)
 //   scale_embeddings    multiply embeddings by √d_model (section 3.4)
 //   pad_id, bos_id, eos_id
 //   tokenizer           optional: a SentencePiece model's file name inside the
 //                       model directory ("tokenizer.model"); without it the
 //                       model works with token ids only
+//
+// A config.json with "model_type" is a Hugging Face model's, read with
+// transformers' field names and defaults (runtime/src/hf/hf_config.cpp).
 //
 // Fields an architecture does not use may be omitted (an encoder needs no
 // decoder layers, bos or eos; a decoder-only model reads tgt_vocab_size and
@@ -21,12 +24,19 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace halformer {
 
 enum class Architecture { EncoderDecoder, Encoder, Decoder };
 enum class Positional { Sinusoidal, SinusoidalConcat, Learned };
-enum class Act { ReLU, GELU, GELUTanh };
+enum class Act { ReLU, GELU, GELUTanh, SiLU };
+// What an encoder-only model's head is: a projection of each position
+// (Halformer's generator.*), BERT's masked-LM head (dense, activation,
+// LayerNorm, then the projection tied to the token embedding), or BERT's
+// sequence classifier (tanh pooler over the first position, then the
+// projection onto the labels).
+enum class EncoderHead { Projection, MaskedLM, Classifier };
 
 const char *architecture_name(Architecture a);
 const char *positional_name(Positional p);
@@ -51,6 +61,21 @@ struct Config {
     int bos_id = 1;
     int eos_id = 2;
     std::string tokenizer;  // "" or a file name in the model directory
+    // "" for Halformer's own config.json; a Hugging Face directory's
+    // model_type ("gpt2", "marian") when the config came from one
+    // (runtime/src/hf/: transformers' names, defaults and tensor layout).
+    std::string family;
+    // BERT: token-type (segment) embeddings of type_vocab_size rows (0: none),
+    // a LayerNorm over the embeddings, the head's kind, and the labels of a
+    // classifier (id2label; label i of row i).
+    int type_vocab_size = 0;
+    bool embedding_norm = false;
+    EncoderHead encoder_head = EncoderHead::Projection;
+    std::vector<std::string> labels;
+    // Ids generation never picks (their logits at -1e30 while decoding;
+    // logits() is unchanged): Marian's pad, config.json's single-token
+    // bad_words_ids.
+    std::vector<int> banned_ids;
 
     bool has_encoder() const { return architecture != Architecture::Decoder; }
     bool has_decoder() const { return architecture != Architecture::Encoder; }

@@ -61,6 +61,26 @@ struct Tensor {
     std::vector<float> data;
 };
 
+// Sentence embeddings from an encoder (Model::pool): the output at each
+// sequence's first position ([CLS] for BERT) or the mean over its
+// positions, optionally scaled to unit L2 norm.
+enum class Pooling { First, Mean };
+struct PoolOptions {
+    Pooling pooling = Pooling::Mean;
+    bool normalize = false;
+};
+
+// A classifier's answer for one text (Model::classify): the label of the
+// largest logit, its softmax probability, and every label's logit.
+struct Classification {
+    int label = -1;
+    std::string name;  // config.json's id2label
+    float probability = 0;
+    std::vector<float> logits;
+    std::string error;  // set when the text could not be classified
+    bool ok() const { return error.empty(); }
+};
+
 struct Hypothesis {
     std::vector<int32_t> tokens;  // generated ids (eos included when produced)
     // beam: total log-probability / ((5 + len) / 6)^α; greedy and sampling:
@@ -201,8 +221,23 @@ public:
     std::vector<TextResult> continue_text(const std::vector<std::string> &prompts,
                                           const GenerateOptions &options = {}, int batch_size = 32);
     // Encoder-only and encoder-decoder: the encoder's output for each text,
-    // [tokens, d_model] (no bos/eos added). Errors as translate() throws.
+    // [tokens, d_model], with what the tokenizer adds to an input
+    // (Tokenizer::encode_input: BERT's [CLS] … [SEP], Marian's eos).
+    // Errors as translate() throws.
     std::vector<Tensor> embed(const std::vector<std::string> &texts);
+
+    // Encoder models: one [1, d_model] Tensor per sequence, pooled from the
+    // encoder's output (the last stack's, before any head).
+    std::vector<Tensor> pool(const std::vector<Sequence> &src, const PoolOptions &options = {});
+    // ... of texts (with the tokenizer's special tokens: BERT's [CLS] … [SEP]).
+    std::vector<Tensor> sentence_embeddings(const std::vector<std::string> &texts, const PoolOptions &options = {});
+    // A sequence classifier (BERT's BertForSequenceClassification): each
+    // text's label. A text that cannot run gets Classification::error.
+    std::vector<Classification> classify(const std::vector<std::string> &texts, int batch_size = 32);
+    // A sequence classifier's probabilities: the softmax of logits(src),
+    // one [1, labels] Tensor per sequence; with `logits`, logits(src) too,
+    // from the same pass.
+    std::vector<Tensor> class_probabilities(const std::vector<Sequence> &src, std::vector<Tensor> *logits = nullptr);
 
     // Per-kernel times summed over the calls that have returned (all threads).
     Profile &profile();

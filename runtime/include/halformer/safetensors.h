@@ -20,12 +20,15 @@
 
 namespace halformer {
 
-enum class DType { F32, F16, BF16 };
+// Other: a dtype the file may hold in tensors that are never read (a
+// Hugging Face file's I64 position ids, BOOL masks); reading one is an Error.
+enum class DType { F32, F16, BF16, Other };
 const char *dtype_name(DType t);
 
 struct TensorInfo {
     std::string name;
     DType dtype = DType::F32;
+    std::string dtype_text;  // as the header spells it
     std::vector<int64_t> shape;
     size_t begin = 0, end = 0;  // byte offsets into the data section
     int64_t numel() const;
@@ -35,8 +38,10 @@ std::string shape_string(const std::vector<int64_t> &shape);
 
 class SafeTensors {
 public:
-    // Reads and validates `path`; throws halformer::Error.
-    explicit SafeTensors(const std::string &path);
+    // Reads and validates `path`; throws halformer::Error. Tensors of
+    // dtypes other than F32, F16 and BF16 are an Error, or with any_dtype
+    // entries that f32() refuses.
+    explicit SafeTensors(const std::string &path, bool any_dtype = false);
     ~SafeTensors();
     SafeTensors(const SafeTensors &) = delete;
     SafeTensors &operator=(const SafeTensors &) = delete;

@@ -8,8 +8,9 @@
 //   halformer::Sequence ids = tok.encode("Open file");   // no bos/eos
 //   std::string text = tok.decode(ids);                  // "Open file"
 //
-// The special ids are fixed so that they match Config's defaults:
-// pad 0, bos 1, eos 2, unk 3. Text must be UTF-8; anything else is an Error
+// The special ids of Halformer's own models are fixed so that they match
+// Config's defaults: pad 0, bos 1, eos 2, unk 3. A Hugging Face directory's
+// tokenizer (Tokenizer::load_hf) takes them from the checkpoint. Text must be UTF-8; anything else is an Error
 // naming the byte. A Tokenizer is immutable after load: encode and decode
 // may be called from many threads at once. Tokenizer::train sets
 // SentencePiece's process-wide state (its log level and random seed): do not
@@ -20,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,13 @@ class Tokenizer {
 public:
     // Loads a SentencePiece model; throws Error naming the file.
     static Tokenizer load(const std::string &path);
+    // The tokenizer a Hugging Face model directory ships, by its config's
+    // family: GPT-2's vocab.json + merges.txt (or tokenizer.json), Marian's
+    // source.spm / target.spm + vocab.json, BERT's vocab.txt (with
+    // tokenizer_config.json's options). Special ids from the config.
+    // Nothing when the directory holds none of its family's files; a file
+    // that is there but bad is an Error naming it.
+    static std::optional<Tokenizer> load_hf(const std::string &dir, const Config &config);
     // Trains a model on opts.inputs and writes it to model_path (never over
     // an existing file). Throws Error with SentencePiece's message.
     static void train(const TokenizerTrainOptions &opts, const std::string &model_path);
@@ -53,6 +62,10 @@ public:
 
     // Text → ids (no bos or eos). Throws Error when text is not UTF-8.
     Sequence encode(const std::string &text) const;
+    // The ids a model reads for text: encode() plus what the checkpoint's
+    // own tokenizer adds (Marian's eos after a source, BERT's [CLS] … [SEP]);
+    // encode() itself for Halformer's tokenizers and GPT-2's.
+    Sequence encode_input(const std::string &text) const;
     // ids → text. Control pieces (pad, bos, eos) are dropped; an id outside the
     // vocabulary is an Error naming it.
     std::string decode(const Sequence &ids) const;
@@ -70,8 +83,11 @@ public:
     // vocabulary larger than the model's, or special ids that differ.
     void check_matches(const Config &config) const;
 
-private:
+    // The runtime's own: the backend of each kind of tokenizer file
+    // (runtime/src/text/backend.h).
     struct Impl;
+
+private:
     explicit Tokenizer(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };

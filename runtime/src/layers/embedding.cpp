@@ -1,15 +1,18 @@
 // Token embeddings scaled by √d_model (section 3.4) plus the positions
-// (sinusoidal interleaved or in halves, or a learned table), and the
+// (sinusoidal interleaved or in halves, or a learned table) and, for BERT,
+// the token types (all type 0: one segment) and a LayerNorm; and the
 // backward: the gradient rows scattered into the table (and positions).
 #include "layers.h"
 
 #include "hf_embedding.h"
 #include "hf_embedding_concat.h"
 #include "hf_embedding_learned.h"
+#include "hf_embedding_learned_types.h"
 
 HF_DEVICE_KERNELS(hf_embedding)
 HF_DEVICE_KERNELS(hf_embedding_concat)
 HF_DEVICE_KERNELS(hf_embedding_learned)
+HF_DEVICE_KERNELS(hf_embedding_learned_types)
 #ifdef HALFORMER_HAS_TRAINING
 #include "hf_embedding_backward.h"
 #include "hf_embedding_learned_backward.h"
@@ -43,11 +46,27 @@ void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int
         break;
     case Positional::Learned: {
         View pos(s.pos, {{D, 1}, {c.max_positions, D}});
+        if (s.types) {
+            std::vector<int32_t> types((size_t)T * R, 0);
+            View vt(types.data(), {{T, 1}, {R, T}}, true), tt(s.types, {{D, 1}, {c.token_types, D}});
+            k.run("embedding", [&] {
+                return HF_PICK(k.device(), hf_embedding_learned_types)(tok.get(), table.get(), start, scale, pos.get(),
+                                                                       vt.get(), tt.get(), out.get());
+            });
+            break;
+        }
         k.run("embedding", [&] {
             return HF_PICK(k.device(), hf_embedding_learned)(tok.get(), table.get(), start, scale, pos.get(), out.get());
         });
         break;
     }
+    }
+    if (s.types && c.position != Positional::Learned) throw Error("internal: token types need learned positions");
+    if (s.embed_norm) {
+        // x (time-major rows, the kernel wrote them by sequence) normalized.
+        float *normed = k.y.need((size_t)T * R * D);
+        layer_norm(k, s.embed_norm, x, normed, T * R);
+        k.dev->copy(x, normed, (size_t)T * R * D * sizeof(float));
     }
 }
 

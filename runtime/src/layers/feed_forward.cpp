@@ -14,6 +14,9 @@
 #include "hf_linear_dot_gelu.h"
 #include "hf_linear_dot_gelu_tanh.h"
 #include "hf_linear_dot_relu.h"
+#include "hf_ffn_silu.h"
+#include "hf_ffn_silu_residual.h"
+#include "hf_linear_dot_silu.h"
 
 HF_DEVICE_KERNELS(hf_ffn)
 HF_DEVICE_KERNELS(hf_ffn_gelu)
@@ -24,16 +27,23 @@ HF_DEVICE_KERNELS(hf_ffn_residual)
 HF_DEVICE_KERNELS(hf_linear_dot_gelu)
 HF_DEVICE_KERNELS(hf_linear_dot_gelu_tanh)
 HF_DEVICE_KERNELS(hf_linear_dot_relu)
+HF_DEVICE_KERNELS(hf_ffn_silu)
+HF_DEVICE_KERNELS(hf_ffn_silu_residual)
+HF_DEVICE_KERNELS(hf_linear_dot_silu)
 #ifdef HALFORMER_HAS_TRAINING
 #include "hf_gelu.h"
 #include "hf_gelu_tanh.h"
 #include "hf_relu.h"
+#include "hf_silu.h"
+#include "hf_linear_backward_data_silu.h"
 #include "hf_linear_backward_data_gelu.h"
 #include "hf_linear_backward_data_gelu_tanh.h"
 #include "hf_linear_backward_data_relu.h"
 HF_DEVICE_KERNELS(hf_gelu)
 HF_DEVICE_KERNELS(hf_gelu_tanh)
 HF_DEVICE_KERNELS(hf_relu)
+HF_DEVICE_KERNELS(hf_silu)
+HF_DEVICE_KERNELS(hf_linear_backward_data_silu)
 HF_DEVICE_KERNELS(hf_linear_backward_data_gelu)
 HF_DEVICE_KERNELS(hf_linear_backward_data_gelu_tanh)
 HF_DEVICE_KERNELS(hf_linear_backward_data_relu)
@@ -48,21 +58,33 @@ using Buf = halide_buffer_t *;
 // Kernels by activation: the fused FFN (with the residual), the first
 // one-row projection, the activation alone, and act'(z)·(dy·W).
 template <typename Fn>
-Fn by_act(Act a, Fn relu, Fn gelu, Fn gelu_tanh) {
-    return a == Act::ReLU ? relu : a == Act::GELU ? gelu : gelu_tanh;
+Fn by_act(Act a, Fn relu, Fn gelu, Fn gelu_tanh, Fn silu) {
+    switch (a) {
+    case Act::ReLU: return relu;
+    case Act::GELU: return gelu;
+    case Act::GELUTanh: return gelu_tanh;
+    case Act::SiLU: return silu;
+    }
+    throw Error("internal: activation out of range");
 }
-auto ffn_kernel(Device d, Act a) { return by_act(a, HF_PICK(d, hf_ffn), HF_PICK(d, hf_ffn_gelu), HF_PICK(d, hf_ffn_gelu_tanh)); }
+auto ffn_kernel(Device d, Act a) {
+    return by_act(a, HF_PICK(d, hf_ffn), HF_PICK(d, hf_ffn_gelu), HF_PICK(d, hf_ffn_gelu_tanh), HF_PICK(d, hf_ffn_silu));
+}
 auto ffn_residual_kernel(Device d, Act a) {
-    return by_act(a, HF_PICK(d, hf_ffn_residual), HF_PICK(d, hf_ffn_gelu_residual), HF_PICK(d, hf_ffn_gelu_tanh_residual));
+    return by_act(a, HF_PICK(d, hf_ffn_residual), HF_PICK(d, hf_ffn_gelu_residual), HF_PICK(d, hf_ffn_gelu_tanh_residual),
+                  HF_PICK(d, hf_ffn_silu_residual));
 }
 auto linear_dot_act_kernel(Device d, Act a) {
-    return by_act(a, HF_PICK(d, hf_linear_dot_relu), HF_PICK(d, hf_linear_dot_gelu), HF_PICK(d, hf_linear_dot_gelu_tanh));
+    return by_act(a, HF_PICK(d, hf_linear_dot_relu), HF_PICK(d, hf_linear_dot_gelu), HF_PICK(d, hf_linear_dot_gelu_tanh),
+                  HF_PICK(d, hf_linear_dot_silu));
 }
 #ifdef HALFORMER_HAS_TRAINING
-auto activation_kernel(Device d, Act a) { return by_act(a, HF_PICK(d, hf_relu), HF_PICK(d, hf_gelu), HF_PICK(d, hf_gelu_tanh)); }
+auto activation_kernel(Device d, Act a) {
+    return by_act(a, HF_PICK(d, hf_relu), HF_PICK(d, hf_gelu), HF_PICK(d, hf_gelu_tanh), HF_PICK(d, hf_silu));
+}
 auto activation_backward_kernel(Device d, Act a) {
     return by_act(a, HF_PICK(d, hf_linear_backward_data_relu), HF_PICK(d, hf_linear_backward_data_gelu),
-                  HF_PICK(d, hf_linear_backward_data_gelu_tanh));
+                  HF_PICK(d, hf_linear_backward_data_gelu_tanh), HF_PICK(d, hf_linear_backward_data_silu));
 }
 
 #endif

@@ -84,6 +84,12 @@ enum class Shape { Auto, Prefill };
 // passes in float32 with the prefill kernel.
 void linear(Kernels &k, const Pass &p, const char *name, const Mat &x, const float *w, const float *b, int N,
             float *y, int y_stride, const float *residual = nullptr, Shape shape = Shape::Auto);
+// y[M, N] = act(x·Wᵀ + b) in float32: the heads' projections (BERT's
+// masked-LM transform with the model's activation, its pooler's tanh).
+enum class HeadAct { ReLU, GELU, GELUTanh, Tanh };
+HeadAct head_act(Act a);  // Error for an activation with no such kernel
+void linear_act(Kernels &k, const char *name, const Mat &x, const float *w, const float *b, int N, float *y,
+                HeadAct act);
 // dx[M, K] = dy[M, N]·W (acc: added to dx's old values).
 void linear_backward_data(Kernels &k, const float *dy, int N, const float *w, int K, float *dx, int M, bool acc);
 // dW += dyᵀ·x, db += Σ dy.
@@ -156,6 +162,12 @@ void feed_forward_backward(Kernels &k, const LayerW &L, const LayerW &G, const L
                            const float *dy, float *dz, float *din, bool acc);
 
 // --- output_head.cpp
+// out[R, D]: one vector per sequence of x (T positions of R rows, time-major)
+// — its first position, or the mean of its lens[r] valid ones — of unit L2
+// norm with `normalize`.
+void pool(Kernels &k, const float *x, int T, int R, const int32_t *lens, bool mean, bool normalize, float *out);
+// out[R, N] = softmax of each row of x.
+void softmax(Kernels &k, const float *x, int R, int N, float *out);
 struct HeadW {
     const float *w = nullptr, *b = nullptr;  // [rows, D], [rows]
     int rows = 0;

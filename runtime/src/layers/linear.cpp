@@ -6,7 +6,15 @@
 #include "hf_linear_dot.h"
 #include "hf_linear_dot_residual.h"
 #include "hf_linear_residual.h"
+#include "hf_linear_relu.h"
+#include "hf_linear_gelu.h"
+#include "hf_linear_gelu_tanh.h"
+#include "hf_linear_tanh.h"
 
+HF_DEVICE_KERNELS(hf_linear_relu)
+HF_DEVICE_KERNELS(hf_linear_gelu)
+HF_DEVICE_KERNELS(hf_linear_gelu_tanh)
+HF_DEVICE_KERNELS(hf_linear_tanh)
 HF_DEVICE_KERNELS(hf_linear)
 HF_DEVICE_KERNELS(hf_linear_dot)
 HF_DEVICE_KERNELS(hf_linear_dot_residual)
@@ -39,6 +47,31 @@ void linear(Kernels &k, const Pass &p, const char *name, const Mat &x, const flo
         auto fn = dot ? HF_PICK(k.device(), hf_linear_dot) : HF_PICK(k.device(), hf_linear);
         k.run(name, [&] { return fn(vx.get(), vw.get(), vb.get(), vy.get()); });
     }
+}
+
+void linear_act(Kernels &k, const char *name, const Mat &x, const float *w, const float *b, int N, float *y,
+                HeadAct act) {
+    const int M = x.rows, K = x.cols;
+    View vx(x.p, {{K, 1}, {M, x.stride}}), vw(w, {{K, 1}, {N, K}}), vb(b, {{N, 1}}), vy(y, {{N, 1}, {M, N}});
+    using Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+    Fn fn = nullptr;
+    switch (act) {
+    case HeadAct::ReLU: fn = HF_PICK(k.device(), hf_linear_relu); break;
+    case HeadAct::GELU: fn = HF_PICK(k.device(), hf_linear_gelu); break;
+    case HeadAct::GELUTanh: fn = HF_PICK(k.device(), hf_linear_gelu_tanh); break;
+    case HeadAct::Tanh: fn = HF_PICK(k.device(), hf_linear_tanh); break;
+    }
+    k.run(name, [&] { return fn(vx.get(), vw.get(), vb.get(), vy.get()); });
+}
+
+HeadAct head_act(Act a) {
+    switch (a) {
+    case Act::ReLU: return HeadAct::ReLU;
+    case Act::GELU: return HeadAct::GELU;
+    case Act::GELUTanh: return HeadAct::GELUTanh;
+    case Act::SiLU: break;
+    }
+    throw Error(std::string("a masked-LM head with activation ") + act_name(a) + " has no kernel");
 }
 
 #ifdef HALFORMER_HAS_TRAINING

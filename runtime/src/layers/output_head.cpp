@@ -7,7 +7,17 @@
 #include "hf_linear_dot.h"
 #include "hf_log_softmax.h"
 #include "hf_output_head.h"
+#include "hf_softmax.h"
+#include "hf_pool_first.h"
+#include "hf_pool_first_l2.h"
+#include "hf_pool_mean.h"
+#include "hf_pool_mean_l2.h"
 
+HF_DEVICE_KERNELS(hf_softmax)
+HF_DEVICE_KERNELS(hf_pool_first)
+HF_DEVICE_KERNELS(hf_pool_first_l2)
+HF_DEVICE_KERNELS(hf_pool_mean)
+HF_DEVICE_KERNELS(hf_pool_mean_l2)
 HF_DEVICE_KERNELS(hf_linear)
 HF_DEVICE_KERNELS(hf_linear_dot)
 HF_DEVICE_KERNELS(hf_log_softmax)
@@ -25,6 +35,19 @@ HF_DEVICE_KERNELS(hf_linear_backward_weight_rows)
 
 namespace halformer {
 namespace layers {
+
+void softmax(Kernels &k, const float *x, int R, int N, float *out) {
+    View vx(x, {{N, 1}, {R, N}}), vo(out, {{N, 1}, {R, N}});
+    k.run("softmax", [&] { return HF_PICK(k.device(), hf_softmax)(vx.get(), vo.get()); });
+}
+
+void pool(Kernels &k, const float *x, int T, int R, const int32_t *lens, bool mean, bool normalize, float *out) {
+    const int D = k.cfg.d_model;
+    View vx(x, {{D, 1}, {R, D}, {T, R * D}}), vl(lens, {{R, 1}}, true), vo(out, {{D, 1}, {R, D}});
+    auto fn = mean ? (normalize ? HF_PICK(k.device(), hf_pool_mean_l2) : HF_PICK(k.device(), hf_pool_mean))
+                   : (normalize ? HF_PICK(k.device(), hf_pool_first_l2) : HF_PICK(k.device(), hf_pool_first));
+    k.run("pool", [&] { return fn(vx.get(), vl.get(), vo.get()); });
+}
 
 void project(Kernels &k, const HeadW &h, const float *x, int M, int row_stride, float *out, bool log_softmax) {
     const int D = k.cfg.d_model, V = h.rows;

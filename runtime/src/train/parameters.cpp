@@ -53,6 +53,10 @@ std::vector<ParamSpec> fresh_specs(const Config &c, const TrainOptions &o) {
 // ---------------------------------------------------------------- building
 
 void Trainer::Impl::prepare(const Config &c, Device device) {
+    if (!c.family.empty()) {
+        throw Error("training a Hugging Face checkpoint (model_type \"" + c.family +
+                    "\") is not supported: Halformer trains its own configs");
+    }
     cfg = c;
 #ifndef HALFORMER_HAS_GPU
     if (device != Device::CPU) {

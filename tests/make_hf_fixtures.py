@@ -1,0 +1,1374 @@
+#!/usr/bin/python3
+"""Golden fixtures for loading Hugging Face model directories (issue 25), made with Debian's python3-torch.
+
+There is no `transformers` package here. The reference modules below are our own, written from transformers'
+published modeling code (modeling_gpt2.py, modeling_bert.py, modeling_t5.py, modeling_marian.py and their
+configuration_*.py), and every file is laid out as `save_pretrained` lays it out. Each fixture is a directory
+tests/fixtures/hf/<name>/ holding:
+
+  config.json            transformers' field names, `json.dumps(indent=2, sort_keys=True)` like to_json_string
+  model.safetensors      or, for gpt2_noprefix_f16_sharded, model-00001-of-00002.safetensors,
+                         model-00002-of-00002.safetensors and model.safetensors.index.json
+                         ({"metadata": {"total_size": <bytes of tensor data>}, "weight_map": {name: file}},
+                         indent 2, sorted keys, as save_pretrained writes it)
+  generation_config.json the generation ids (fixtures written by a post-4.26 transformers only)
+  tokenizer files        small vocabularies of exactly the model's vocab_size (see below)
+  golden.json            the reference outputs (schema below)
+
+safetensors files are written as the safetensors library writes them: 8-byte little-endian header length, a
+compact JSON header beginning with "__metadata__": {"format": "pt"}, then one entry per tensor
+{"dtype", "shape", "data_offsets"} in data order (tensors sorted by dtype, widest first, then by name), the
+header padded with spaces to a multiple of 8, then the tensor data. Tied tensors are absent, as
+save_pretrained drops them; unused tensors and buffers are present where that class/version saves them.
+
+The fixtures (d_model 32-48, 2 layers unless said, vocabularies not multiples of 8, non-zero biases, FFN inputs
+scaled to |x| ~ 2-5 where gelu_new and erf gelu differ):
+
+  gpt2_lm         GPT2LMHeadModel, F32, names `transformer.*`, n_embd 40, n_head 4, n_inner null (-> 4*n_embd
+                  = 160), n_positions 32, vocab 61, activation_function "gelu_new". Saved like transformers
+                  4.30 (before buffers became non-persistent): holds the buffers `transformer.h.N.attn.bias`
+                  (BOOL [1,1,32,32], lower-triangular causal mask) and `transformer.h.N.attn.masked_bias`
+                  (F32, shape [], -1e4), both unused. lm_head.weight tied to transformer.wte.weight: absent.
+                  Tokenizer: vocab.json + merges.txt (byte-level BPE, <|endoftext|> = 60 = bos = eos).
+  gpt2_noprefix_f16_sharded
+                  GPT2LMHeadModel (config says so) with names without the `transformer.` prefix, as the hub's
+                  own "gpt2" checkpoint is stored; F16; sharded into 2 files + index; n_embd 48, n_head 6,
+                  n_inner 72, n_positions 32, vocab 75, activation_function "gelu" (erf, not gelu_new: the
+                  loader must read the field). Holds `h.N.attn.bias` as an F16 [1,1,32,32] lower-triangular
+                  table of ones (the hub gpt2 file has this float buffer; no masked_bias) - a ".bias" that is
+                  NOT a bias vector. Tokenizer: tokenizer.json only (BPE model with vocab and merges inside).
+  bert_mlm        config architectures ["BertForMaskedLM"], but the tensors are those BertForPreTraining saves,
+                  as in the hub's bert-base-uncased: `bert.*` including the unused `bert.pooler.*` and
+                  `cls.seq_relationship.*` (NSP head), and the buffer `bert.embeddings.position_ids` (I64 [1,P],
+                  0..P-1, saved before transformers 4.31). MLM decoder weight tied to
+                  bert.embeddings.word_embeddings.weight: `cls.predictions.decoder.weight` absent;
+                  `cls.predictions.bias` is the decoder bias. F32, hidden 40, heads 4, intermediate 72, vocab
+                  67, max_position_embeddings 24, type_vocab_size 2, hidden_act "gelu" (erf), eps 1e-12.
+                  Tokenizer: vocab.txt + tokenizer_config.json (do_lower_case true).
+  bert_cls        BertForSequenceClassification, 3 labels (id2label 0 negative, 1 neutral, 2 positive),
+                  problem_type single_label_classification; `bert.*` with pooler, `classifier.*`; no
+                  position_ids (a post-4.31 save). F32, hidden 48, heads 6, intermediate 80, vocab 67, P 24,
+                  hidden_act "gelu_new". Tokenizer: vocab.txt + tokenizer_config.json (do_lower_case false).
+  bert_base       BertModel (names without prefix: `embeddings.*`, `encoder.*`, `pooler.*`), with
+                  `embeddings.position_ids`; BF16; hidden 32, heads 4, intermediate 56, vocab 67, P 24,
+                  layer_norm_eps 1e-12, hidden_act "gelu". Tokenizer as bert_mlm.
+  t5_v1_0         T5ForConditionalGeneration, original T5: relu FFN (`DenseReluDense.wi`/`wo`), lm_head tied
+                  to `shared.weight` (absent) and the decoder output scaled by d_model**-0.5 before it; BF16.
+                  Its config is minimal, like the hub's t5-small: no feed_forward_proj (default "relu"), no
+                  relative_attention_max_distance (default 128), no num_decoder_layers (default num_layers),
+                  no tie_word_embeddings (default true). d_model 40, d_kv 12, num_heads 4 (4*12 = 48 != 40),
+                  d_ff 56, num_layers 2, relative_attention_num_buckets 16, vocab 69 (64 spiece pieces + 5
+                  extra ids). Holds the unused `decoder.block.0.layer.1.EncDecAttention.relative_attention_bias
+                  .weight` that old T5 checkpoints (hub t5-small) hold. Tokenizer: spiece.model +
+                  tokenizer_config.json (extra_ids 5). pad 0 = decoder start, eos 1, unk 2.
+  t5_v1_1         T5 v1.1 / flan: feed_forward_proj "gated-gelu" (dense_act_fn "gelu_new", is_gated_act true;
+                  `DenseReluDense.wi_0` gated by gelu_new, times `wi_1`, then `wo`), tie_word_embeddings false
+                  (separate `lm_head.weight`, no d_model**-0.5 scale), F32, full config. d_model 32, d_kv 12,
+                  num_heads 3 (36 != 32), d_ff 40, num_layers 2, num_decoder_layers 3,
+                  relative_attention_num_buckets 32, relative_attention_max_distance 24, eps 1e-6, vocab 75.
+  marian          MarianMTModel as saved by current transformers: no `model.*.embed_positions.weight`
+                  (sinusoidal tables, computed at load; save_pretrained drops them via _keys_to_ignore_on_save),
+                  `model.shared.weight` (encoder/decoder embed_tokens and lm_head tied to it: absent),
+                  `final_logits_bias` [1,V] non-zero. activation "swish", scale_embedding true, d_model 40,
+                  encoder 2 layers x 4 heads, ffn 56; decoder 2 layers x 5 heads (head dim 8 vs 10), ffn 72;
+                  max_position_embeddings 32; F32. eos 0, unk 1, pad = decoder_start = V-1 (as opus-mt).
+                  Tokenizer: source.spm, target.spm, vocab.json (shared), tokenizer_config.json.
+  marian_positions
+                  MarianMTModel as old opus-mt checkpoints hold it (saved by transformers < 3.4, converted to
+                  safetensors): the same layout plus `model.encoder.embed_positions.weight` and
+                  `model.decoder.embed_positions.weight` [32, d_model] F32 sinusoid tables (exactly what
+                  transformers computes, so using them or computing them gives the same result), and an
+                  old-style config with static_position_embeddings/normalize_before/normalize_embedding/
+                  add_bias_logits/add_final_layer_norm. activation "gelu", scale_embedding false, d_model 32,
+                  4 heads, ffn 48 (enc and dec), F32.
+
+golden.json (floats are float64 references rounded to 8 significant digits; ids are ints):
+  "info": {"fixture", "family" ("gpt2"|"bert"|"t5"|"marian"), "architecture" (the config's), "dtype" (stored
+           weights "F32"|"F16"|"BF16"), "vocab_size", "act_input_max_abs" (largest |x| fed to an activation
+           over all golden computations)}
+  "special_ids": the ids the decoders use: gpt2 {"bos","eos"}; bert {"pad","unk","cls","sep","mask"};
+           t5 {"pad","eos","unk","decoder_start"}; marian {"pad","eos","unk","decoder_start"}.
+  "logits": [ {"src": [[ids]...], "tgt": [[ids]...] or [], "width": V, "logits": [[flat row-major floats of
+           [len, V]] per sequence]} ]. Each entry is one batch, padded by the reader as the family pads
+           (bert: pad id + attention mask; t5/marian: source padded with pad id + encoder attention mask,
+           targets right-padded; gpt2 right-padded, the causal mask keeps valid rows exact). Only the valid
+           rows are given. Entries with one sequence are exactly `halformer logits DIR --src .. [--tgt ..]`:
+           gpt2 `[len(src), V]`; bert its MLM head `[len(src), V]` (token types 0; bert_mlm only, the other
+           bert fixtures have no MLM head and no "logits"); t5/marian `[len(tgt), V]` with the decoder fed tgt
+           exactly (tgt starts with the decoder start id).
+  "hidden" (bert): [ {"src": [[ids]...] (one padded batch), "last_hidden_state": [[flat [len, hidden]] per
+           sequence, valid rows], "cls": [[hidden] per seq] (row 0), "mean": [[hidden] per seq] (mean over the
+           valid tokens), "mean_l2": the mean vectors L2-normalised, "pooler": [[hidden] per seq]
+           (tanh(pooler.dense(row 0)); only when the file has a pooler)} ]
+  "class_logits" (bert_cls): [ {"src": [[ids]...], "logits": [[3 floats] per seq], "labels": [id2label of
+           argmax per seq]} ]
+  "greedy" (gpt2, t5, marian): [ {"src", "max_new_tokens", "tokens": the generated ids (eos included when
+           produced, prompt/decoder start excluded), "min_margin": smallest top1-top2 logit gap on the way} ]
+           argmax with ties to the lowest id, the whole prefix recomputed each step; gpt2 continues src; t5
+           and marian start from decoder_start (t5: pad 0; marian: pad = decoder_start_token_id); stop at eos.
+  "beam" (gpt2, t5, marian): [ {"src", "max_new_tokens", "beam", "length_penalty", "n_best", "hyps": [[ids]],
+           "scores": [floats], "min_gap"} ] with exactly the beam rule of tests/make_fixtures.py (copied
+           below), same starts and eos as greedy. The first greedy/beam source is one whose greedy output
+           reaches eos after >= 3 steps (found by exchanging the ids of eos and a token the model emits in
+           every vocabulary-indexed tensor, under which the model is equivariant; for gpt2 that source may hold
+           the eos/bos id, like a prompt that starts with <|endoftext|>). min_margin >= 2e-3 and
+           min_gap >= 1e-4 are asserted, so float32 rounding cannot flip a decision.
+           Random token ids avoid the special ids (gpt2: eos; bert: 0-5; t5: 0-2 and the extra ids; marian:
+           eos, unk, pad), except where placed on purpose ([CLS] ... [MASK] ... [SEP]; sources ending in eos).
+  "gelu_check" (gpt2, bert): {"other": the gelu variant NOT in the config, "max_abs_diff", "rel_l2_diff"}:
+           how far the checked outputs (gpt2 logits; bert_mlm MLM logits; other bert the hidden states) move
+           if the other gelu is used; both asserted > 1e-3 (the runtime tests compare at 1e-4 relative L2).
+  "t5_buckets" (t5): [ {"bidirectional", "num_buckets", "max_distance", "relative_position": [memory -
+           query positions], "bucket": [ids]} ] for (32, 128) and the fixture's own (num_buckets,
+           max_distance), bidirectional (encoder) and causal (decoder). The buckets are transformers' formula
+           computed as transformers computes it (int64, the log in float32); "float64_differs" lists the
+           relative positions where evaluating the same formula in float64 gives another bucket.
+  "marian_positions" (marian): [ {"d_model", "entries": [[row, column, value]...]} ] for the fixture's
+           d_model and for 512: transformers' MarianSinusoidalPositionalEmbedding table (first half sin, second
+           half cos: column j < d/2 is sin(pos / 10000**(2j/d)), column d/2 + j is cos(pos / 10000**(2j/d)); numpy
+           float64 rounded to float32). Position p of a sequence uses row p (no offset).
+
+Run:  /usr/bin/python3 tests/make_hf_fixtures.py   (deterministic: same bytes every run)
+"""
+import collections
+import io
+import json
+import math
+import os
+import re
+import shutil
+import struct
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "fixtures", "hf")
+
+F64 = torch.float64
+ACT_MAX = [0.0]
+# FFN scaling: first-layer inputs spread over about -5..+2, mostly where gelu_new and erf gelu differ the most
+# relative to their value (x ~ -2.7: |gelu_new - gelu| = 4.7e-4 on a value of -0.009), and a second layer
+# large enough that this shows in the outputs.
+FF1_GAIN, FF1_BIAS, FF2_GAIN = 1.5, -2.0, 4.0  # largest |x| fed to an activation (per fixture; reset in build())
+
+# ----------------------------------------------------------------------------------------------------------
+# Reference math, float64
+
+
+def act_fn(name):
+    def record(x):
+        ACT_MAX[0] = max(ACT_MAX[0], float(x.abs().max()))
+
+    def gelu(x):
+        record(x)
+        return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+    def gelu_new(x):  # transformers' NewGELUActivation / gelu_pytorch_tanh
+        record(x)
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+    def relu(x):
+        record(x)
+        return torch.clamp(x, min=0.0)
+
+    def silu(x):
+        record(x)
+        return x * torch.sigmoid(x)
+
+    return {"gelu": gelu, "gelu_new": gelu_new, "relu": relu, "swish": silu, "silu": silu}[name]
+
+
+def layer_norm(x, w, b, eps):
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)
+    return (x - mu) / torch.sqrt(var + eps) * w + b
+
+
+def rms_norm(x, w, eps):  # T5LayerNorm: no mean, no bias
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def linear(x, w, b=None):  # nn.Linear: weight [out, in]
+    y = x @ w.t()
+    return y + b if b is not None else y
+
+
+def attend(q, k, v, heads, scale, bias):
+    """q [B,Tq,H*dh], k/v [B,Tk,H*dh]; bias broadcastable to [B,H,Tq,Tk] (additive, -inf masks)."""
+    B, Tq, _ = q.shape
+    Tk = k.shape[1]
+    dh = q.shape[-1] // heads
+    q = q.view(B, Tq, heads, dh).transpose(1, 2)
+    k = k.view(B, Tk, heads, dh).transpose(1, 2)
+    v = v.view(B, Tk, heads, dh).transpose(1, 2)
+    s = (q @ k.transpose(-1, -2)) * scale
+    if bias is not None:
+        s = s + bias
+    p = torch.softmax(s, dim=-1)
+    return (p @ v).transpose(1, 2).reshape(B, Tq, heads * dh)
+
+
+def key_mask(lens, T):
+    """Additive [B,1,1,T] mask: -inf on padded keys."""
+    m = torch.zeros(len(lens), 1, 1, T, dtype=F64)
+    for b, n in enumerate(lens):
+        m[b, :, :, n:] = -math.inf
+    return m
+
+
+def causal_mask(T):
+    return torch.triu(torch.full((T, T), -math.inf, dtype=F64), diagonal=1)[None, None]
+
+
+def pad_batch(seqs, pad_id):
+    T = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)
+    for b, s in enumerate(seqs):
+        ids[b, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return ids, [len(s) for s in seqs]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Families: parameter lists (state_dict order, shapes) and forwards, written from transformers' modeling code
+
+
+def gpt2_names(c, prefix):
+    D, F, P, V = c["n_embd"], c["n_inner"] or 4 * c["n_embd"], c["n_positions"], c["vocab_size"]
+    p = prefix
+    out = [(p + "wte.weight", [V, D], "emb"), (p + "wpe.weight", [P, D], "emb")]
+    for i in range(c["n_layer"]):
+        h = f"{p}h.{i}."
+        out += [(h + "ln_1.weight", [D], "ln_w"), (h + "ln_1.bias", [D], "bias"),
+                (h + "attn.bias", [1, 1, P, P], "buffer"), (h + "attn.masked_bias", [], "buffer"),
+                (h + "attn.c_attn.weight", [D, 3 * D], "conv"), (h + "attn.c_attn.bias", [3 * D], "bias"),
+                (h + "attn.c_proj.weight", [D, D], "conv"), (h + "attn.c_proj.bias", [D], "bias"),
+                (h + "ln_2.weight", [D], "ln_w"), (h + "ln_2.bias", [D], "bias"),
+                (h + "mlp.c_fc.weight", [D, F], "conv_ff1"), (h + "mlp.c_fc.bias", [F], "bias_ff1"),
+                (h + "mlp.c_proj.weight", [F, D], "conv_ff2"), (h + "mlp.c_proj.bias", [D], "bias")]
+    out += [(p + "ln_f.weight", [D], "ln_w"), (p + "ln_f.bias", [D], "bias"), ("lm_head.weight", [V, D], "tied")]
+    return out
+
+
+def gpt2_forward(W, c, prefix, seqs, act_name=None):
+    """GPT2LMHeadModel: logits [T, V] per sequence (right-padded batch; causal, so valid rows are exact)."""
+    act = act_fn(act_name or c["activation_function"])
+    p, H, eps = prefix, c["n_head"], c["layer_norm_epsilon"]
+    ids, lens = pad_batch(seqs, 0)
+    T = ids.shape[1]
+    x = W[p + "wte.weight"][ids] + W[p + "wpe.weight"][torch.arange(T)][None]
+    D = x.shape[-1]
+    mask = causal_mask(T)
+    for i in range(c["n_layer"]):
+        h = f"{p}h.{i}."
+        a = layer_norm(x, W[h + "ln_1.weight"], W[h + "ln_1.bias"], eps)
+        qkv = a @ W[h + "attn.c_attn.weight"] + W[h + "attn.c_attn.bias"]  # Conv1D: x @ W[in, out] + b
+        q, k, v = qkv.split(D, dim=-1)
+        o = attend(q, k, v, H, (D // H) ** -0.5, mask)
+        x = x + (o @ W[h + "attn.c_proj.weight"] + W[h + "attn.c_proj.bias"])
+        m = layer_norm(x, W[h + "ln_2.weight"], W[h + "ln_2.bias"], eps)
+        f = act(m @ W[h + "mlp.c_fc.weight"] + W[h + "mlp.c_fc.bias"])
+        x = x + (f @ W[h + "mlp.c_proj.weight"] + W[h + "mlp.c_proj.bias"])
+    x = layer_norm(x, W[p + "ln_f.weight"], W[p + "ln_f.bias"], eps)
+    logits = x @ W[p + "wte.weight"].t()
+    return [logits[b, :n] for b, n in enumerate(lens)]
+
+
+def bert_names(c, kind):
+    D, F, P, V = c["hidden_size"], c["intermediate_size"], c["max_position_embeddings"], c["vocab_size"]
+    p = "" if kind == "base" else "bert."
+    out = [(p + "embeddings.position_ids", [1, P], "buffer"),
+           (p + "embeddings.word_embeddings.weight", [V, D], "emb"),
+           (p + "embeddings.position_embeddings.weight", [P, D], "emb"),
+           (p + "embeddings.token_type_embeddings.weight", [c["type_vocab_size"], D], "emb"),
+           (p + "embeddings.LayerNorm.weight", [D], "ln_w"), (p + "embeddings.LayerNorm.bias", [D], "bias")]
+    for i in range(c["num_hidden_layers"]):
+        l = f"{p}encoder.layer.{i}."
+        for n in ("query", "key", "value"):
+            out += [(l + f"attention.self.{n}.weight", [D, D], "lin"), (l + f"attention.self.{n}.bias", [D], "bias")]
+        out += [(l + "attention.output.dense.weight", [D, D], "lin"), (l + "attention.output.dense.bias", [D], "bias"),
+                (l + "attention.output.LayerNorm.weight", [D], "ln_w"),
+                (l + "attention.output.LayerNorm.bias", [D], "bias"),
+                (l + "intermediate.dense.weight", [F, D], "lin_ff1"), (l + "intermediate.dense.bias", [F], "bias_ff1"),
+                (l + "output.dense.weight", [D, F], "lin_ff2"), (l + "output.dense.bias", [D], "bias"),
+                (l + "output.LayerNorm.weight", [D], "ln_w"), (l + "output.LayerNorm.bias", [D], "bias")]
+    if kind in ("pretraining", "cls", "base"):
+        out += [(p + "pooler.dense.weight", [D, D], "lin"), (p + "pooler.dense.bias", [D], "bias")]
+    if kind == "pretraining":  # BertPreTrainingHeads: predictions (MLM) + seq_relationship (NSP)
+        out += [("cls.predictions.bias", [V], "bias"),
+                ("cls.predictions.transform.dense.weight", [D, D], "lin_ff1"),
+                ("cls.predictions.transform.dense.bias", [D], "bias"),
+                ("cls.predictions.transform.LayerNorm.weight", [D], "ln_w"),
+                ("cls.predictions.transform.LayerNorm.bias", [D], "bias"),
+                ("cls.predictions.decoder.weight", [V, D], "tied"),
+                ("cls.seq_relationship.weight", [2, D], "lin"), ("cls.seq_relationship.bias", [2], "bias")]
+    if kind == "cls":
+        out += [("classifier.weight", [c["num_labels"], D], "lin"), ("classifier.bias", [c["num_labels"]], "bias")]
+    return out
+
+
+def bert_forward(W, c, p, seqs, act_name=None):
+    """BertModel (+ heads): dict of per-sequence hidden [T,D], pooled [D] (if pooler), mlm [T,V], cls [C]."""
+    act = act_fn(act_name or c["hidden_act"])
+    H, eps = c["num_attention_heads"], c["layer_norm_eps"]
+    ids, lens = pad_batch(seqs, c["pad_token_id"])
+    T = ids.shape[1]
+    e = p + "embeddings."
+    x = (W[e + "word_embeddings.weight"][ids] + W[e + "position_embeddings.weight"][torch.arange(T)][None]
+         + W[e + "token_type_embeddings.weight"][0])
+    x = layer_norm(x, W[e + "LayerNorm.weight"], W[e + "LayerNorm.bias"], eps)
+    mask = key_mask(lens, T)
+    D = x.shape[-1]
+    for i in range(c["num_hidden_layers"]):
+        l = f"{p}encoder.layer.{i}."
+        s = l + "attention.self."
+        ctx = attend(linear(x, W[s + "query.weight"], W[s + "query.bias"]),
+                     linear(x, W[s + "key.weight"], W[s + "key.bias"]),
+                     linear(x, W[s + "value.weight"], W[s + "value.bias"]), H, (D // H) ** -0.5, mask)
+        a = linear(ctx, W[l + "attention.output.dense.weight"], W[l + "attention.output.dense.bias"])
+        x = layer_norm(a + x, W[l + "attention.output.LayerNorm.weight"], W[l + "attention.output.LayerNorm.bias"], eps)
+        f = act(linear(x, W[l + "intermediate.dense.weight"], W[l + "intermediate.dense.bias"]))
+        o = linear(f, W[l + "output.dense.weight"], W[l + "output.dense.bias"])
+        x = layer_norm(o + x, W[l + "output.LayerNorm.weight"], W[l + "output.LayerNorm.bias"], eps)
+    out = {"hidden": [x[b, :n] for b, n in enumerate(lens)]}
+    if p + "pooler.dense.weight" in W:
+        pooled = torch.tanh(linear(x[:, 0], W[p + "pooler.dense.weight"], W[p + "pooler.dense.bias"]))
+        out["pooled"] = [pooled[b] for b in range(len(lens))]
+        if "classifier.weight" in W:
+            cl = linear(pooled, W["classifier.weight"], W["classifier.bias"])
+            out["cls"] = [cl[b] for b in range(len(lens))]
+    if "cls.predictions.bias" in W:
+        t = act(linear(x, W["cls.predictions.transform.dense.weight"], W["cls.predictions.transform.dense.bias"]))
+        t = layer_norm(t, W["cls.predictions.transform.LayerNorm.weight"],
+                       W["cls.predictions.transform.LayerNorm.bias"], eps)
+        mlm = t @ W[e + "word_embeddings.weight"].t() + W["cls.predictions.bias"]
+        out["mlm"] = [mlm[b, :n] for b, n in enumerate(lens)]
+    return out
+
+
+def t5_names(c, old_unused):
+    D, F, V = c["d_model"], c["d_ff"], c["vocab_size"]
+    I, H = c["num_heads"] * c["d_kv"], c["num_heads"]
+    gated = c["feed_forward_proj"].startswith("gated")
+    out = [("shared.weight", [V, D], "emb")]
+
+    def attn(pre, rel):
+        r = [(pre + "q.weight", [I, D], "t5_q"), (pre + "k.weight", [I, D], "t5_kv"),
+             (pre + "v.weight", [I, D], "t5_kv"), (pre + "o.weight", [D, I], "t5_o")]
+        if rel:
+            r.append((pre + "relative_attention_bias.weight", [c["relative_attention_num_buckets"], H], "relbias"))
+        return r
+
+    def ff(pre):
+        if gated:
+            return [(pre + "DenseReluDense.wi_0.weight", [F, D], "t5_wi"),
+                    (pre + "DenseReluDense.wi_1.weight", [F, D], "t5_wi1"),
+                    (pre + "DenseReluDense.wo.weight", [D, F], "t5_wo")]
+        return [(pre + "DenseReluDense.wi.weight", [F, D], "t5_wi"),
+                (pre + "DenseReluDense.wo.weight", [D, F], "t5_wo")]
+
+    for stack, n in (("encoder", c["num_layers"]), ("decoder", c["num_decoder_layers"])):
+        out.append((stack + ".embed_tokens.weight", [V, D], "tied"))
+        for i in range(n):
+            b = f"{stack}.block.{i}.layer."
+            out += attn(b + "0.SelfAttention.", i == 0) + [(b + "0.layer_norm.weight", [D], "rms_w")]
+            if stack == "decoder":
+                out += attn(b + "1.EncDecAttention.", i == 0 and old_unused)
+                out += [(b + "1.layer_norm.weight", [D], "rms_w")]
+            f = "2." if stack == "decoder" else "1."
+            out += ff(b + f) + [(b + f + "layer_norm.weight", [D], "rms_w")]
+        out.append((stack + ".final_layer_norm.weight", [D], "rms_w"))
+    out.append(("lm_head.weight", [V, D], "tied" if c["tie_word_embeddings"] else "emb_head"))
+    return out
+
+
+def t5_bucket(rel, bidirectional, num_buckets, max_distance):
+    """T5Attention._relative_position_bucket, computed as transformers computes it (int64; log in float32)."""
+    rel = torch.as_tensor(rel, dtype=torch.long)
+    buckets = torch.zeros_like(rel)
+    if bidirectional:
+        num_buckets //= 2
+        buckets = buckets + (rel > 0).to(torch.long) * num_buckets
+        n = torch.abs(rel)
+    else:
+        n = -torch.min(rel, torch.zeros_like(rel))
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    large = max_exact + (torch.log(n.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return buckets + torch.where(is_small, n, large)
+
+
+def t5_bucket_f64(rel, bidirectional, num_buckets, max_distance):
+    """The same formula, plainly in Python float64 (to show where float precision matters)."""
+    b = 0
+    if bidirectional:
+        num_buckets //= 2
+        b += num_buckets if rel > 0 else 0
+        n = abs(rel)
+    else:
+        n = -min(rel, 0)
+    max_exact = num_buckets // 2
+    if n < max_exact:
+        return b + n
+    v = max_exact + int(math.log(n / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact))
+    return b + min(v, num_buckets - 1)
+
+
+def t5_position_bias(W, c, table, Tq, Tk, bidirectional):
+    ctx = torch.arange(Tq)[:, None]
+    mem = torch.arange(Tk)[None, :]
+    bucket = t5_bucket(mem - ctx, bidirectional, c["relative_attention_num_buckets"],
+                       c["relative_attention_max_distance"])
+    return W[table][bucket].permute(2, 0, 1)[None]  # [1, H, Tq, Tk]
+
+
+def t5_forward(W, c, srcs, tgts):
+    """T5ForConditionalGeneration: logits [len(tgt), V] per pair; decoder fed tgt as given."""
+    eps, H = c["layer_norm_epsilon"], c["num_heads"]
+    act = act_fn(c["dense_act_fn"])
+    gated = c["is_gated_act"]
+    src, slen = pad_batch(srcs, c["pad_token_id"])
+    tgt, tlen = pad_batch(tgts, c["pad_token_id"])
+    Ts, Tt = src.shape[1], tgt.shape[1]
+    smask = key_mask(slen, Ts)
+
+    def attn(pre, x, kv, bias):
+        return linear(attend(linear(x, W[pre + "q.weight"]), linear(kv, W[pre + "k.weight"]),
+                             linear(kv, W[pre + "v.weight"]), H, 1.0, bias), W[pre + "o.weight"])
+
+    def ff(pre, x):
+        if gated:
+            h = act(linear(x, W[pre + "DenseReluDense.wi_0.weight"])) * linear(x, W[pre + "DenseReluDense.wi_1.weight"])
+        else:
+            h = act(linear(x, W[pre + "DenseReluDense.wi.weight"]))
+        return linear(h, W[pre + "DenseReluDense.wo.weight"])
+
+    # Encoder: one bidirectional position bias (block 0's table) + the padding mask, shared by every block.
+    x = W["shared.weight"][src]
+    bias = t5_position_bias(W, c, "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                            Ts, Ts, True) + smask
+    for i in range(c["num_layers"]):
+        b = f"encoder.block.{i}.layer."
+        x = x + attn(b + "0.SelfAttention.", rms_norm(x, W[b + "0.layer_norm.weight"], eps),
+                     rms_norm(x, W[b + "0.layer_norm.weight"], eps), bias)
+        x = x + ff(b + "1.", rms_norm(x, W[b + "1.layer_norm.weight"], eps))
+    mem = rms_norm(x, W["encoder.final_layer_norm.weight"], eps)
+    # Decoder: causal position bias from decoder block 0's table; cross-attention has no position bias.
+    y = W["shared.weight"][tgt]
+    sbias = t5_position_bias(W, c, "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                             Tt, Tt, False) + causal_mask(Tt)
+    for i in range(c["num_decoder_layers"]):
+        b = f"decoder.block.{i}.layer."
+        n = rms_norm(y, W[b + "0.layer_norm.weight"], eps)
+        y = y + attn(b + "0.SelfAttention.", n, n, sbias)
+        y = y + attn(b + "1.EncDecAttention.", rms_norm(y, W[b + "1.layer_norm.weight"], eps), mem, smask)
+        y = y + ff(b + "2.", rms_norm(y, W[b + "2.layer_norm.weight"], eps))
+    y = rms_norm(y, W["decoder.final_layer_norm.weight"], eps)
+    if c["tie_word_embeddings"]:
+        y = y * c["d_model"] ** -0.5
+        logits = y @ W["shared.weight"].t()
+    else:
+        logits = y @ W["lm_head.weight"].t()
+    return [logits[b, :n] for b, n in enumerate(tlen)]
+
+
+def marian_names(c, with_positions):
+    D, V, P = c["d_model"], c["vocab_size"], c["max_position_embeddings"]
+    out = [("final_logits_bias", [1, V], "flb"), ("model.shared.weight", [V, D], "emb")]
+
+    def attn(pre, heads):
+        r = []
+        for n in ("k_proj", "v_proj", "q_proj", "out_proj"):
+            r += [(pre + n + ".weight", [D, D], "lin"), (pre + n + ".bias", [D], "bias")]
+        return r
+
+    for stack in ("encoder", "decoder"):
+        Fd = c[stack + "_ffn_dim"]
+        out += [(f"model.{stack}.embed_tokens.weight", [V, D], "tied"),
+                (f"model.{stack}.embed_positions.weight", [P, D], "positions" if with_positions else "dropped")]
+        for i in range(c[stack + "_layers"]):
+            l = f"model.{stack}.layers.{i}."
+            out += attn(l + "self_attn.", None)
+            out += [(l + "self_attn_layer_norm.weight", [D], "ln_w"), (l + "self_attn_layer_norm.bias", [D], "bias")]
+            if stack == "decoder":
+                out += attn(l + "encoder_attn.", None)
+                out += [(l + "encoder_attn_layer_norm.weight", [D], "ln_w"),
+                        (l + "encoder_attn_layer_norm.bias", [D], "bias")]
+            out += [(l + "fc1.weight", [Fd, D], "lin_ff1"), (l + "fc1.bias", [Fd], "bias_ff1"),
+                    (l + "fc2.weight", [D, Fd], "lin_ff2"), (l + "fc2.bias", [D], "bias"),
+                    (l + "final_layer_norm.weight", [D], "ln_w"), (l + "final_layer_norm.bias", [D], "bias")]
+    out.append(("lm_head.weight", [V, D], "tied"))
+    return out
+
+
+def marian_table(n_pos, dim):
+    """MarianSinusoidalPositionalEmbedding._init_weight: numpy float64, then float32; sin | cos halves."""
+    import numpy as np
+    enc = np.array([[pos / np.power(10000, 2 * (j // 2) / dim) for j in range(dim)] for pos in range(n_pos)])
+    out = torch.empty(n_pos, dim, dtype=torch.float32)
+    sentinel = dim // 2 if dim % 2 == 0 else dim // 2 + 1
+    out[:, :sentinel] = torch.FloatTensor(np.sin(enc[:, 0::2]))
+    out[:, sentinel:] = torch.FloatTensor(np.cos(enc[:, 1::2]))
+    return out
+
+
+def marian_forward(W, c, srcs, tgts):
+    """MarianMTModel: logits [len(tgt), V] per pair (post-norm layers, final_logits_bias)."""
+    act = act_fn(c["activation_function"])
+    D = c["d_model"]
+    scale = math.sqrt(D) if c["scale_embedding"] else 1.0
+    pos = marian_table(c["max_position_embeddings"], D).to(F64)
+    src, slen = pad_batch(srcs, c["pad_token_id"])
+    tgt, tlen = pad_batch(tgts, c["pad_token_id"])
+    Ts, Tt = src.shape[1], tgt.shape[1]
+    smask = key_mask(slen, Ts)
+
+    def attn(pre, x, kv, heads, bias):
+        dh = D // heads
+        return linear(attend(linear(x, W[pre + "q_proj.weight"], W[pre + "q_proj.bias"]),
+                             linear(kv, W[pre + "k_proj.weight"], W[pre + "k_proj.bias"]),
+                             linear(kv, W[pre + "v_proj.weight"], W[pre + "v_proj.bias"]), heads, dh ** -0.5, bias),
+                      W[pre + "out_proj.weight"], W[pre + "out_proj.bias"])
+
+    def ln(pre, x):
+        return layer_norm(x, W[pre + ".weight"], W[pre + ".bias"], 1e-5)
+
+    def ffn(l, x):
+        return linear(act(linear(x, W[l + "fc1.weight"], W[l + "fc1.bias"])), W[l + "fc2.weight"], W[l + "fc2.bias"])
+
+    x = W["model.shared.weight"][src] * scale + pos[:Ts][None]
+    He, Hd = c["encoder_attention_heads"], c["decoder_attention_heads"]
+    for i in range(c["encoder_layers"]):
+        l = f"model.encoder.layers.{i}."
+        x = ln(l + "self_attn_layer_norm", x + attn(l + "self_attn.", x, x, He, smask))
+        x = ln(l + "final_layer_norm", x + ffn(l, x))
+    y = W["model.shared.weight"][tgt] * scale + pos[:Tt][None]
+    cm = causal_mask(Tt)
+    for i in range(c["decoder_layers"]):
+        l = f"model.decoder.layers.{i}."
+        y = ln(l + "self_attn_layer_norm", y + attn(l + "self_attn.", y, y, Hd, cm))
+        y = ln(l + "encoder_attn_layer_norm", y + attn(l + "encoder_attn.", y, x, Hd, smask))
+        y = ln(l + "final_layer_norm", y + ffn(l, y))
+    logits = y @ W["model.shared.weight"].t() + W["final_logits_bias"][0]
+    return [logits[b, :n] for b, n in enumerate(tlen)]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Weights
+
+
+def init_weights(names, c, dtype, seed, family):
+    """Deterministic random weights, rounded to the stored dtype, as float64 (the references use these)."""
+    g = torch.Generator().manual_seed(seed)
+    U = lambda shape, lo, hi: lo + (hi - lo) * torch.rand(shape, generator=g, dtype=torch.float32)
+    N = lambda shape, std: torch.randn(shape, generator=g, dtype=torch.float32) * std
+
+    def xavier(shape, gain):  # shape as stored; fan = sum of the two dims
+        bound = gain * math.sqrt(6.0 / (shape[0] + shape[-1]))
+        return U(shape, -bound, bound)
+
+    # T5 with a tied head: a random model tends to repeat one token (the input embedding sits in the output);
+    # small embeddings, sharp attention, strong position biases and a larger decoder norm avoid most of it.
+    t5_tied = family == "t5" and c["tie_word_embeddings"]
+    W = {}
+    for name, shape, kind in names:
+        if kind in ("tied", "buffer", "dropped", "positions"):
+            continue
+        if kind == "emb":
+            t = N(shape, (0.3 if t5_tied else 1.0) if family == "t5" else
+                  (c.get("d_model", 40) ** -0.5 if family == "marian" else 0.3))
+        elif kind == "emb_head":
+            t = N(shape, 0.2)
+        elif kind in ("ln_w", "rms_w"):
+            t = U(shape, 0.8, 1.2) * (3.0 if t5_tied and name == "decoder.final_layer_norm.weight" else 1.0)
+        elif kind == "bias":
+            t = U(shape, -0.2, 0.2)
+        elif kind == "flb":
+            t = U(shape, -0.5, 0.5)
+        elif kind in ("lin", "conv"):
+            t = xavier(shape, 1.0)
+        elif kind in ("lin_ff1", "conv_ff1"):
+            t = xavier(shape, FF1_GAIN)
+        elif kind == "bias_ff1":
+            t = U(shape, FF1_BIAS - 0.6, FF1_BIAS + 0.6)
+        elif kind in ("lin_ff2", "conv_ff2"):
+            t = xavier(shape, FF2_GAIN)
+        elif kind == "t5_q":  # T5 does not scale q.k by d_kv**-0.5; transformers' init puts it into q
+            t = N(shape, (3.0 if t5_tied else 1.0) * (shape[1] * c["d_kv"]) ** -0.5)
+        elif kind == "t5_kv":
+            t = N(shape, shape[1] ** -0.5)
+        elif kind in ("t5_o", "t5_wo"):
+            t = N(shape, (3.0 if t5_tied else 1.0) * shape[1] ** -0.5)
+        elif kind == "t5_wi":
+            t = N(shape, 2.0 * shape[1] ** -0.5)
+        elif kind == "t5_wi1":
+            t = N(shape, shape[1] ** -0.5)
+        elif kind == "relbias":
+            t = N(shape, 3.0 if t5_tied else 1.5)  # large, so a wrong bucket shows
+        else:
+            raise ValueError(kind)
+        W[name] = round_to(t, dtype)
+    return W
+
+
+def round_to(t32, dtype):
+    if dtype == "F16":
+        return t32.half().to(F64)
+    if dtype == "BF16":
+        return t32.bfloat16().to(F64)
+    return t32.to(F64)
+
+
+def swap_vocab(W, a, b):
+    """Exchange token ids a and b in every vocabulary-indexed tensor (the model is equivariant under it)."""
+    for name, t in W.items():
+        if name in ("transformer.wte.weight", "wte.weight", "shared.weight", "lm_head.weight", "model.shared.weight"):
+            t[[a, b]] = t[[b, a]]
+        elif name == "final_logits_bias":
+            t[:, [a, b]] = t[:, [b, a]]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# safetensors, as the safetensors library writes it
+
+DTYPE_ORDER = ["BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64",
+               "I64", "U64"]
+
+
+def tensor_bytes(dtype, t):
+    t = t.contiguous()
+    if dtype == "F32":
+        return t.to(torch.float32).numpy().astype("<f4").tobytes()
+    if dtype == "F16":
+        return t.to(torch.float16).numpy().astype("<f2").tobytes()
+    if dtype == "BF16":
+        return t.to(torch.bfloat16).view(torch.int16).numpy().astype("<i2").tobytes()
+    if dtype == "I64":
+        return t.to(torch.int64).numpy().astype("<i8").tobytes()
+    if dtype == "BOOL":
+        return t.to(torch.bool).numpy().tobytes()
+    raise ValueError(dtype)
+
+
+def write_safetensors(path, tensors):
+    """tensors: {name: (dtype, tensor)}. Data sorted by dtype (widest first) then name, like safetensors."""
+    items = sorted(tensors.items(), key=lambda kv: (-DTYPE_ORDER.index(kv[1][0]), kv[0]))
+    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, (dtype, t) in items:
+        b = tensor_bytes(dtype, t)
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+    return off
+
+
+def save_weights(d, ordered, shards=1):
+    """ordered: [(name, dtype, tensor)] in state_dict order. Writes model.safetensors or N shards + index."""
+    if shards == 1:
+        write_safetensors(os.path.join(d, "model.safetensors"), {n: (dt, t) for n, dt, t in ordered})
+        return
+    sizes = [len(tensor_bytes(dt, t)) for _, dt, t in ordered]
+    total = sum(sizes)
+    limit = int(total * 0.6)  # max_shard_size; shard_checkpoint starts a new shard when the next tensor would pass it
+    blocks, cur, cur_size = [], [], 0
+    for item, size in zip(ordered, sizes):
+        if cur and cur_size + size > limit:
+            blocks.append(cur)
+            cur, cur_size = [], 0
+        cur.append(item)
+        cur_size += size
+    blocks.append(cur)
+    assert len(blocks) == shards, len(blocks)
+    weight_map = {}
+    for k, block in enumerate(blocks):
+        fname = f"model-{k + 1:05d}-of-{shards:05d}.safetensors"
+        write_safetensors(os.path.join(d, fname), {n: (dt, t) for n, dt, t in block})
+        for n, _, _ in block:
+            weight_map[n] = fname
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        f.write(json.dumps(index, indent=2, sort_keys=True) + "\n")
+
+
+def write_json(path, obj, **kw):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, **kw) + "\n")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Tokenizers (small vocabularies; tested elsewhere, here only consistent with the models)
+
+ENGLISH = [
+    "the quick brown fox jumps over the lazy dog.",
+    "a small model reads the text and writes the answer.",
+    "translate english to german: the house is wonderful.",
+    "she sells sea shells by the sea shore.",
+    "the weather is nice today, and the sun is shining.",
+    "we load the weights from the file and run the kernels.",
+    "how many tokens does the tokenizer make of this line?",
+    "open the window, please; it is warm in here.",
+    "good morning! the train leaves at seven.",
+    "the cat sat on the mat and looked at the dog.",
+    "summarize: the meeting was long but useful.",
+    "every model has a config, a vocabulary and weights.",
+]
+GERMAN = [
+    "der schnelle braune fuchs springt ueber den faulen hund.",
+    "ein kleines modell liest den text und schreibt die antwort.",
+    "das haus ist wunderbar.",
+    "sie verkauft muscheln am meer.",
+    "das wetter ist heute schoen, und die sonne scheint.",
+    "wir laden die gewichte aus der datei.",
+    "wie viele woerter hat diese zeile?",
+    "oeffne bitte das fenster; es ist warm hier.",
+    "guten morgen! der zug faehrt um sieben.",
+    "die katze sass auf der matte und sah den hund an.",
+]
+
+
+def bytes_to_unicode():
+    """GPT-2's reversible byte -> printable character map."""
+    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+          + list(range(ord("®"), ord("ÿ") + 1)))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return bs, dict(zip(bs, map(chr, cs)))
+
+
+GPT2_SPLIT = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+""")
+
+
+def train_bpe(lines, size):
+    """Byte-level BPE with `size` entries (base bytes seen in the text + merges), deterministic ties."""
+    order, b2u = bytes_to_unicode()
+    words = collections.Counter()
+    for line in lines:
+        for w in GPT2_SPLIT.findall(line):
+            words[tuple(b2u[b] for b in w.encode("utf-8"))] += 1
+    seen = {ch for w in words for ch in w}
+    vocab = [b2u[b] for b in order if b2u[b] in seen]
+    merges = []
+    words = dict(words)
+    while len(vocab) < size:
+        pairs = collections.Counter()
+        for w, n in words.items():
+            for a, b in zip(w, w[1:]):
+                pairs[(a, b)] += n
+        if not pairs:
+            break
+        best = min(pairs, key=lambda p: (-pairs[p], p))
+        merges.append(best)
+        vocab.append(best[0] + best[1])
+        new = {}
+        for w, n in words.items():
+            out, i = [], 0
+            while i < len(w):
+                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
+                    out.append(w[i] + w[i + 1])
+                    i += 2
+                else:
+                    out.append(w[i])
+                    i += 1
+            new[tuple(out)] = new.get(tuple(out), 0) + n
+        words = new
+    assert len(vocab) == size, (len(vocab), size)
+    return vocab, merges
+
+
+def write_gpt2_tokenizer(d, V, as_tokenizer_json):
+    vocab, merges = train_bpe(ENGLISH, V - 1)
+    ids = {tok: i for i, tok in enumerate(vocab)}
+    ids["<|endoftext|>"] = V - 1
+    if as_tokenizer_json:
+        tj = {
+            "version": "1.0", "truncation": None, "padding": None,
+            "added_tokens": [{"id": V - 1, "content": "<|endoftext|>", "single_word": False, "lstrip": False,
+                              "rstrip": False, "normalized": True, "special": True}],
+            "normalizer": None,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+            "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+            "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                      "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
+                      "vocab": ids, "merges": [a + " " + b for a, b in merges]},
+        }
+        with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
+            f.write(json.dumps(tj, indent=2, ensure_ascii=False) + "\n")
+    else:
+        with open(os.path.join(d, "vocab.json"), "w", encoding="utf-8") as f:
+            f.write(json.dumps(ids, ensure_ascii=False) + "\n")
+        with open(os.path.join(d, "merges.txt"), "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+    write_json(os.path.join(d, "tokenizer_config.json"),
+               {"add_prefix_space": False, "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+                "unk_token": "<|endoftext|>", "model_max_length": 32, "tokenizer_class": "GPT2Tokenizer"})
+
+
+BERT_SPECIAL = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def write_bert_tokenizer(d, V, lower):
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    words = ["the", "##s", "and", "model", "text"]
+    toks = BERT_SPECIAL + [".", ",", "!", "?"] + letters + ["##" + l for l in letters] + words
+    assert len(toks) == V, len(toks)
+    with open(os.path.join(d, "vocab.txt"), "w", encoding="utf-8") as f:
+        f.write("".join(t + "\n" for t in toks))
+    write_json(os.path.join(d, "tokenizer_config.json"),
+               {"cls_token": "[CLS]", "do_basic_tokenize": True, "do_lower_case": lower, "mask_token": "[MASK]",
+                "model_max_length": 24, "never_split": None, "pad_token": "[PAD]", "sep_token": "[SEP]",
+                "strip_accents": None, "tokenize_chinese_chars": True, "tokenizer_class": "BertTokenizer",
+                "unk_token": "[UNK]"})
+    return {t: i for i, t in enumerate(toks)}
+
+
+def train_spm(lines, vocab_size, **kw):
+    import sentencepiece as spm
+    model = io.BytesIO()
+    fd = os.dup(2)  # the trainer logs to stderr
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 2)
+        try:
+            spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=vocab_size,
+                                           model_type="unigram", character_coverage=1.0, num_threads=1,
+                                           normalization_rule_name="identity", **kw)
+        finally:
+            os.dup2(fd, 2)
+            os.close(fd)
+    data = model.getvalue()
+    sp = spm.SentencePieceProcessor(model_proto=data)
+    return data, [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+
+
+def write_t5_tokenizer(d, V, extra):
+    data, pieces = train_spm(ENGLISH, V - extra, pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
+    assert pieces[:3] == ["<pad>", "</s>", "<unk>"], pieces[:3]
+    with open(os.path.join(d, "spiece.model"), "wb") as f:
+        f.write(data)
+    write_json(os.path.join(d, "tokenizer_config.json"),
+               {"additional_special_tokens": [f"<extra_id_{i}>" for i in range(extra)], "eos_token": "</s>",
+                "extra_ids": extra, "model_max_length": 512, "pad_token": "<pad>", "tokenizer_class": "T5Tokenizer",
+                "unk_token": "<unk>"})
+
+
+def marian_vocab(src_size, tgt_size):
+    src_data, src_pieces = train_spm(ENGLISH, src_size)
+    tgt_data, tgt_pieces = train_spm(GERMAN, tgt_size)
+    vocab = ["</s>", "<unk>"]
+    for p in src_pieces + tgt_pieces:
+        if p not in ("<unk>", "<s>", "</s>") and p not in vocab:
+            vocab.append(p)
+    vocab.append("<pad>")
+    return src_data, tgt_data, vocab
+
+
+def write_marian_tokenizer(d, files):
+    src_data, tgt_data, vocab = files
+    with open(os.path.join(d, "source.spm"), "wb") as f:
+        f.write(src_data)
+    with open(os.path.join(d, "target.spm"), "wb") as f:
+        f.write(tgt_data)
+    with open(os.path.join(d, "vocab.json"), "w", encoding="utf-8") as f:  # in id order, as MarianTokenizer saves it
+        f.write(json.dumps({p: i for i, p in enumerate(vocab)}, indent=2, ensure_ascii=False) + "\n")
+    write_json(os.path.join(d, "tokenizer_config.json"),
+               {"eos_token": "</s>", "model_max_length": 512, "pad_token": "<pad>", "separate_vocabs": False,
+                "source_lang": "en", "target_lang": "de", "tokenizer_class": "MarianTokenizer", "unk_token": "<unk>"})
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Decoding (the whole prefix recomputed every step)
+
+
+def argmax_lowest(v):
+    mx = v.max()
+    return int(torch.nonzero(v == mx)[0, 0])
+
+
+def margin(v):
+    top = torch.topk(v, 2).values
+    return float(top[0] - top[1])
+
+
+def greedy(next_logits, max_new, eos):
+    out, m = [], math.inf
+    for _ in range(max_new):
+        v = next_logits(out)
+        m = min(m, margin(v))
+        tok = argmax_lowest(v)
+        out.append(tok)
+        if tok == eos:
+            break
+    return out, m
+
+
+def beam_search(next_logits, K, alpha, n_best, max_new, eos):
+    """tests/make_fixtures.py's beam_search, rule for rule; next_logits(hist) = logits after start + hist.
+
+    Also returns the smallest score gap among the candidates each step consumed (+1), a robustness measure."""
+    lp = lambda n: ((5.0 + n) / 6.0) ** alpha
+    beams = [([], 0.0)]  # (generated tokens, score), in beam-slot order
+    finished = []
+    min_gap = math.inf
+    for step in range(max_new):
+        cands = []
+        for k, (hist, score) in enumerate(beams):
+            logp = torch.log_softmax(next_logits(hist), dim=-1)
+            order = sorted(range(logp.shape[0]), key=lambda v: (-float(logp[v]), v))[: K + 1]
+            for j, v in enumerate(order):
+                cands.append((score + float(logp[v]), k, j, v))
+        cands.sort(key=lambda c: (-c[0], c[1], c[2]))
+        chosen = []
+        used = 0
+        for score, k, j, v in cands:
+            if len(chosen) == K:
+                break
+            used += 1
+            if v == eos:
+                toks = beams[k][0] + [v]
+                finished.append((toks, score / lp(len(toks))))
+            else:
+                chosen.append((beams[k][0] + [v], score))
+        look = cands[: used + 1]
+        for a, b in zip(look, look[1:]):
+            min_gap = min(min_gap, a[0] - b[0])
+        beams = chosen
+        if len(finished) >= K or not beams:
+            break
+        if step == max_new - 1:
+            finished += [(h, s / lp(len(h))) for h, s in beams]
+    finished.sort(key=lambda f: -f[1])  # stable: ties keep their order
+    fs = [s for _, s in finished[: n_best + 1]]
+    for a, b in zip(fs, fs[1:]):
+        min_gap = min(min_gap, a - b)
+    return finished[:n_best], min_gap
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Fixtures
+
+
+def rounded(t):
+    return [float("%.8g" % x) for x in t.flatten().tolist()]
+
+
+class Rand:
+    def __init__(self, seed):
+        self.g = torch.Generator().manual_seed(seed)
+
+    def seq(self, n, lo, hi):
+        """n ids in [lo, hi)."""
+        return [int(x) for x in torch.randint(lo, hi, (n,), generator=self.g)]
+
+
+def gelu_check(c_act, run):
+    other = "gelu" if c_act == "gelu_new" else "gelu_new"
+    a, b = run(None), run(other)
+    a, b = torch.cat([x.flatten() for x in a]), torch.cat([x.flatten() for x in b])
+    return {"other": other, "max_abs_diff": float("%.6g" % float((a - b).abs().max())),
+            "rel_l2_diff": float("%.6g" % float((a - b).norm() / a.norm()))}
+
+
+def decode_goldens(golden, step_logits, eos, make_src, probe):
+    """Greedy and beam for `probe` (reaches eos) and two more sources with good margins."""
+    srcs = [probe]
+    tries = 0
+    while len(srcs) < 3:
+        tries += 1
+        assert tries < 200
+        src = make_src([1, 1, 9][len(srcs)])
+        srcs.append(src)
+        toks, m = greedy(lambda h: step_logits(src, h), 10, eos)
+        _, gap = beam_search(lambda h: step_logits(src, h), 3, 0.6, 2, 10, eos)
+        if m < 2e-3 or gap < 1e-4:
+            srcs.pop()
+    for src in srcs:
+        toks, m = greedy(lambda h: step_logits(src, h), 10, eos)
+        assert m >= 2e-3, m
+        golden["greedy"].append({"src": src, "max_new_tokens": 10, "tokens": toks, "min_margin": float("%.6g" % m)})
+        hyps, gap = beam_search(lambda h: step_logits(src, h), 3, 0.6, 2, 10, eos)
+        assert gap >= 1e-4, gap
+        golden["beam"].append({"src": src, "max_new_tokens": 10, "beam": 3, "length_penalty": 0.6, "n_best": 2,
+                               "hyps": [h for h, _ in hyps], "scores": [s for _, s in hyps],
+                               "min_gap": float("%.6g" % gap)})
+    assert any(t[-1] == eos for t in (g["tokens"] for g in golden["greedy"])), "no greedy decode reaches eos"
+
+
+def pick_eos(W, step_logits, eos, specials, make_src, swap, relabel):
+    """Relabel a token the model emits as eos, so that decodes end at eos after a few steps.
+
+    The model is equivariant under exchanging two token ids in every vocabulary-indexed tensor: greedy from a
+    probe source emits e at step 3 (or 2, 4, 5); e and eos exchange ids. The relabelled probe then reaches eos
+    at that step (gpt2 always; t5/marian whose sources end with eos only when a source is found that still
+    does). Returns a source whose greedy decode reaches eos after >= 3 steps with clear margins."""
+    def good(src):
+        toks, m = greedy(lambda h: step_logits(src, h), 10, eos)
+        if toks[-1] != eos or len(toks) < 3 or m < 2e-3:
+            return False
+        _, gap = beam_search(lambda h: step_logits(src, h), 3, 0.6, 2, 10, eos)
+        return gap >= 1e-4
+
+    for attempt in range(20):
+        probe = make_src()
+        toks, _ = greedy(lambda h: step_logits(probe, h), 8, -1)
+        for s in (3, 2, 4, 5):
+            e = toks[s]
+            if e in specials or e in toks[:s]:
+                continue
+            swap(W, e, eos)
+            cands = [relabel(probe, e, eos)] if relabel else []
+            cands += [make_src() for _ in range(40)]
+            for src in cands:
+                if good(src):
+                    return src
+            swap(W, e, eos)  # undo
+    raise AssertionError("no source reaches eos")
+
+
+def build_gpt2(name, c, dtype, prefix, old_buffers, shards, tokenizer_json, seed):
+    V, P = c["vocab_size"], c["n_positions"]
+    names = gpt2_names(c, prefix)
+    W = init_weights(names, c, dtype, seed, "gpt2")
+    eos = c["eos_token_id"]
+    step = lambda src, hist: gpt2_forward(W, c, prefix, [src + hist])[0][-1]
+    R = Rand(seed + 1)
+    relabel = lambda src, a, b: [b if x == a else a if x == b else x for x in src]
+    probe = pick_eos(W, step, eos, {eos}, lambda: R.seq(6, 0, V - 1), swap_vocab, relabel)
+    golden = {"special_ids": {"bos": c["bos_token_id"], "eos": eos}, "logits": [], "greedy": [], "beam": []}
+    batches = [[R.seq(7, 0, V - 1)], [R.seq(1, 0, V - 1)], [R.seq(12, 0, V - 1)],
+               [R.seq(n, 0, V - 1) for n in (7, 3, 1)], [R.seq(n, 0, V - 1) for n in (P, 2)]]
+    for srcs in batches:
+        out = gpt2_forward(W, c, prefix, srcs)
+        golden["logits"].append({"src": srcs, "tgt": [], "width": V, "logits": [rounded(o) for o in out]})
+    decode_goldens(golden, step, eos, lambda n: R.seq(n, 0, V - 1), probe)
+    gc = gelu_check(c["activation_function"],
+                    lambda a: [o for srcs in batches for o in gpt2_forward(W, c, prefix, srcs, a)])
+    assert gc["max_abs_diff"] > 1e-3 and gc["rel_l2_diff"] > 1e-3, gc
+    golden["gelu_check"] = gc
+    # Files
+    files = []
+    for n, shape, kind in names:
+        if kind == "tied":
+            continue
+        if kind == "buffer":
+            if n.endswith("attn.bias"):
+                if old_buffers == "bool":
+                    files.append((n, "BOOL", torch.tril(torch.ones(P, P, dtype=torch.bool)).view(1, 1, P, P)))
+                elif old_buffers == "float":
+                    files.append((n, dtype, torch.tril(torch.ones(P, P)).view(1, 1, P, P)))
+            elif n.endswith("masked_bias") and old_buffers == "bool":
+                files.append((n, "F32", torch.tensor(-1e4)))
+            continue
+        files.append((n, dtype, W[n]))
+    return golden, files, lambda d: write_gpt2_tokenizer(d, V, tokenizer_json), shards
+
+
+def bert_inputs(R, V, tok, lens, with_mask):
+    lo = len(BERT_SPECIAL)
+    seqs = []
+    for i, n in enumerate(lens):
+        if n == 1:
+            seqs.append([tok["[CLS]"]])
+            continue
+        mid = R.seq(n - 2, lo, V)
+        if with_mask and n > 3:
+            mid[len(mid) // 2] = tok["[MASK]"]
+        seqs.append([tok["[CLS]"]] + mid + [tok["[SEP]"]])
+    return seqs
+
+
+def build_bert(name, c, dtype, kind, position_ids, lower, seed):
+    V, P = c["vocab_size"], c["max_position_embeddings"]
+    names = bert_names(c, kind)
+    W = init_weights(names, c, dtype, seed, "bert")
+    p = "" if kind == "base" else "bert."
+    R = Rand(seed + 1)
+    tok = {t: i for i, t in enumerate(BERT_SPECIAL)}
+    golden = {"special_ids": {"pad": tok["[PAD]"], "unk": tok["[UNK]"], "cls": tok["[CLS]"], "sep": tok["[SEP]"],
+                              "mask": tok["[MASK]"]}}
+    batches = [bert_inputs(R, V, tok, [9], True), bert_inputs(R, V, tok, [1], True),
+               bert_inputs(R, V, tok, [9, 4, 12], True), bert_inputs(R, V, tok, [P, 3], True)]
+    if kind == "cls":
+        # Centre the classifier on these inputs, so that the predicted labels differ between sequences.
+        pooled = torch.stack([x for srcs in batches for x in bert_forward(W, c, p, srcs)["pooled"]])
+        centre = -(pooled @ W["classifier.weight"].t()).mean(0)
+        W["classifier.bias"] = round_to((centre + 0.1 * W["classifier.bias"]).float(), dtype)
+    golden["hidden"] = []
+    if kind == "pretraining":
+        golden["logits"] = []
+    if kind == "cls":
+        golden["class_logits"] = []
+    for srcs in batches:
+        out = bert_forward(W, c, p, srcs)
+        mean = [h.mean(0) for h in out["hidden"]]
+        e = {"src": srcs, "last_hidden_state": [rounded(h) for h in out["hidden"]],
+             "cls": [rounded(h[0]) for h in out["hidden"]], "mean": [rounded(m) for m in mean],
+             "mean_l2": [rounded(m / m.norm()) for m in mean]}
+        if "pooled" in out:
+            e["pooler"] = [rounded(x) for x in out["pooled"]]
+        golden["hidden"].append(e)
+        if "mlm" in out:
+            golden["logits"].append({"src": srcs, "tgt": [], "width": V, "logits": [rounded(o) for o in out["mlm"]]})
+        if "cls" in out:
+            golden["class_logits"].append({"src": srcs, "logits": [rounded(x) for x in out["cls"]],
+                                           "labels": [c["id2label"][str(argmax_lowest(x))] for x in out["cls"]]})
+    if kind == "cls":
+        labels = {l for e in golden["class_logits"] for l in e["labels"]}
+        assert len(labels) >= 2, labels
+    key = "mlm" if kind == "pretraining" else "hidden"
+    gc = gelu_check(c["hidden_act"], lambda a: [o for srcs in batches for o in bert_forward(W, c, p, srcs, a)[key]])
+    assert gc["max_abs_diff"] > 1e-3 and gc["rel_l2_diff"] > 1e-3, gc
+    golden["gelu_check"] = gc
+    files = []
+    for n, shape, k in names:
+        if k == "tied":
+            continue
+        if k == "buffer":
+            if position_ids:
+                files.append((n, "I64", torch.arange(P).view(1, P)))
+            continue
+        files.append((n, dtype, W[n]))
+    return golden, files, lambda d: write_bert_tokenizer(d, V, lower), 1
+
+
+def enc_dec_goldens(golden, fwd, c, R, V, src_range, start, eos, specials, W, swap, banned=()):
+    """Logits for padded batches (sources end with eos, targets start with the decoder start), greedy, beam.
+    `banned`: ids generation never picks (Marian's pad: transformers sets their logits to -inf while
+    generating); the logits themselves are unchanged."""
+    def step(src, hist):
+        out = fwd([src], [[start] + hist])[0][-1].clone()
+        for b in banned:
+            out[b] = -float("inf")
+        return out
+    lo, hi = src_range
+    tgt = lambda n: [start] + R.seq(n - 1, lo, hi)
+    src = lambda n: R.seq(n - 1, lo, hi) + [eos] if n > 1 else [eos]
+    probe = pick_eos(W, step, eos, specials, lambda: src(7), swap, None)
+    batches = [([src(7)], [tgt(5)]), ([src(1)], [tgt(1)]), ([src(13)], [tgt(12)]),
+               ([src(n) for n in (7, 3, 1)], [tgt(n) for n in (4, 6, 2)]),
+               ([src(n) for n in (c.get("max_position_embeddings", 24), 2)], [tgt(n) for n in (3, 10)])]
+    for srcs, tgts in batches:
+        out = fwd(srcs, tgts)
+        golden["logits"].append({"src": srcs, "tgt": tgts, "width": V, "logits": [rounded(o) for o in out]})
+    decode_goldens(golden, step, eos, src, probe)
+
+
+def build_t5(name, c, dtype, old_unused, seed):
+    V = c["vocab_size"]
+    names = t5_names(c, old_unused)
+    W = init_weights(names, c, dtype, seed, "t5")
+    extra = 5
+    pad, eos, unk = 0, 1, 2
+    R = Rand(seed + 1)
+    golden = {"special_ids": {"pad": pad, "eos": eos, "unk": unk, "decoder_start": c["decoder_start_token_id"]},
+              "logits": [], "greedy": [], "beam": []}
+    fwd = lambda s, t: t5_forward(W, c, s, t)
+    enc_dec_goldens(golden, fwd, c, R, V, (3, V - extra), c["decoder_start_token_id"], eos,
+                    set(range(3)) | set(range(V - extra, V)), W, swap_vocab)
+    rels = list(range(-40, 41)) + [s * d for d in (48, 63, 64, 65, 100, 127, 128, 129, 200, 1000) for s in (-1, 1)]
+    rels = sorted(set(rels))
+    golden["t5_buckets"] = []
+    for nb, md in sorted({(32, 128), (c["relative_attention_num_buckets"], c["relative_attention_max_distance"])}):
+        for bidir in (True, False):
+            b = t5_bucket(rels, bidir, nb, md).tolist()
+            differs = [r for r, x in zip(rels, b) if t5_bucket_f64(r, bidir, nb, md) != x]
+            golden["t5_buckets"].append({"bidirectional": bidir, "num_buckets": nb, "max_distance": md,
+                                         "relative_position": rels, "bucket": b, "float64_differs": differs})
+    files = [(n, dtype, W[n]) for n, shape, k in names if k != "tied"]
+    return golden, files, lambda d: write_t5_tokenizer(d, V, extra), 1
+
+
+def build_marian(name, c, dtype, with_positions, tok_files, seed):
+    V, P, D = c["vocab_size"], c["max_position_embeddings"], c["d_model"]
+    names = marian_names(c, with_positions)
+    W = init_weights(names, c, dtype, seed, "marian")
+    pad, eos, unk = c["pad_token_id"], c["eos_token_id"], 1
+    R = Rand(seed + 1)
+    golden = {"special_ids": {"pad": pad, "eos": eos, "unk": unk, "decoder_start": c["decoder_start_token_id"]},
+              "logits": [], "greedy": [], "beam": []}
+    fwd = lambda s, t: marian_forward(W, c, s, t)
+    enc_dec_goldens(golden, fwd, c, R, V, (2, V - 1), c["decoder_start_token_id"], eos, {0, 1, V - 1}, W,
+                    swap_vocab, banned=(pad,))
+    golden["marian_positions"] = []
+    for dim in sorted({D, 512}):
+        t = marian_table(max(P, 512), dim)
+        rows = [0, 1, 2, 7, P - 1, 511]
+        cols = sorted({0, 1, 2, dim // 2 - 1, dim // 2, dim // 2 + 1, dim - 1})
+        golden["marian_positions"].append({"d_model": dim,
+                                           "entries": [[r, k, float(t[r, k])] for r in rows for k in cols]})
+    table = marian_table(P, D)
+    files = []
+    for n, shape, k in names:
+        if k in ("tied", "dropped"):
+            continue
+        files.append((n, dtype, table if k == "positions" else W[n]))
+    return golden, files, lambda d: write_marian_tokenizer(d, tok_files), 1
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Configs (transformers' field names; what to_json_string writes for each class and version)
+
+
+def gpt2_config(**kw):
+    c = dict(activation_function="gelu_new", attn_pdrop=0.1, embd_pdrop=0.1, initializer_range=0.02,
+             layer_norm_epsilon=1e-05, model_type="gpt2", n_inner=None, n_layer=2, reorder_and_upcast_attn=False,
+             resid_pdrop=0.1, scale_attn_by_inverse_layer_idx=False, scale_attn_weights=True,
+             summary_activation=None, summary_first_dropout=0.1, summary_proj_to_labels=True,
+             summary_type="cls_index", summary_use_proj=True, use_cache=True, architectures=["GPT2LMHeadModel"])
+    c.update(kw)
+    c["bos_token_id"] = c["eos_token_id"] = c["vocab_size"] - 1
+    return c
+
+
+def bert_config(**kw):
+    c = dict(attention_probs_dropout_prob=0.1, classifier_dropout=None, hidden_act="gelu", hidden_dropout_prob=0.1,
+             initializer_range=0.02, layer_norm_eps=1e-12, max_position_embeddings=24, model_type="bert",
+             num_hidden_layers=2, pad_token_id=0, position_embedding_type="absolute", type_vocab_size=2,
+             use_cache=True, vocab_size=67)
+    c.update(kw)
+    return c
+
+
+def t5_config(**kw):
+    c = dict(architectures=["T5ForConditionalGeneration"], decoder_start_token_id=0, dropout_rate=0.1, eos_token_id=1,
+             initializer_factor=1.0, is_encoder_decoder=True, layer_norm_epsilon=1e-06, model_type="t5",
+             pad_token_id=0, use_cache=True, num_layers=2)
+    c.update(kw)
+    return c
+
+
+def t5_effective(cfg):
+    """T5Config's defaults for what a minimal config leaves out."""
+    c = dict(cfg)
+    c.setdefault("relative_attention_max_distance", 128)
+    c.setdefault("num_decoder_layers", c["num_layers"])
+    c.setdefault("tie_word_embeddings", True)
+    c.setdefault("feed_forward_proj", "relu")
+    act = c["feed_forward_proj"].split("-")
+    c.setdefault("dense_act_fn", "gelu_new" if c["feed_forward_proj"] == "gated-gelu" else act[-1])
+    c.setdefault("is_gated_act", act[0] == "gated")
+    return c
+
+
+def marian_config(**kw):
+    c = dict(activation_dropout=0.0, architectures=["MarianMTModel"], attention_dropout=0.0, classifier_dropout=0.0,
+             decoder_layerdrop=0.0, decoder_layers=2, dropout=0.1, encoder_layerdrop=0.0, encoder_layers=2,
+             init_std=0.02, is_encoder_decoder=True, max_position_embeddings=32, model_type="marian",
+             num_hidden_layers=2, use_cache=True, eos_token_id=0, forced_eos_token_id=0)
+    c.update(kw)
+    V = c["vocab_size"]
+    c["pad_token_id"] = c["decoder_start_token_id"] = V - 1
+    c.setdefault("decoder_vocab_size", V)
+    return c
+
+
+def main():
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    if os.path.isdir(OUT):
+        shutil.rmtree(OUT)
+    os.makedirs(OUT)
+    new, old = "4.36.2", "4.30.2"
+    marian_tok = marian_vocab(48, 46)
+    marian_tok2 = marian_vocab(42, 40)
+    Vm, Vm2 = len(marian_tok[2]), len(marian_tok2[2])
+    assert Vm % 8 and Vm2 % 8, (Vm, Vm2)
+
+    fixtures = []  # (name, family, config as written, config with defaults, dtype, builder, generation_config)
+
+    c = gpt2_config(n_embd=40, n_head=4, n_positions=32, vocab_size=61, torch_dtype="float32", transformers_version=old)
+    fixtures.append(("gpt2_lm", "gpt2", c, c, "F32",
+                     lambda c, s: build_gpt2("gpt2_lm", c, "F32", "transformer.", "bool", 1, False, s), True))
+    c = gpt2_config(n_embd=48, n_head=6, n_inner=72, n_positions=32, vocab_size=75, activation_function="gelu",
+                    torch_dtype="float16", transformers_version=new)
+    fixtures.append(("gpt2_noprefix_f16_sharded", "gpt2", c, c, "F16",
+                     lambda c, s: build_gpt2("gpt2_noprefix_f16_sharded", c, "F16", "", "float", 2, True, s), False))
+
+    c = bert_config(architectures=["BertForMaskedLM"], hidden_size=40, num_attention_heads=4, intermediate_size=72,
+                    torch_dtype="float32", transformers_version=old)
+    fixtures.append(("bert_mlm", "bert", c, c, "F32",
+                     lambda c, s: build_bert("bert_mlm", c, "F32", "pretraining", True, True, s), False))
+    labels = {"0": "negative", "1": "neutral", "2": "positive"}
+    c = bert_config(architectures=["BertForSequenceClassification"], hidden_size=48, num_attention_heads=6,
+                    intermediate_size=80, hidden_act="gelu_new", id2label=labels,
+                    label2id={v: int(k) for k, v in labels.items()}, problem_type="single_label_classification",
+                    torch_dtype="float32", transformers_version=new)
+    fixtures.append(("bert_cls", "bert", c, dict(c, num_labels=3), "F32",
+                     lambda c, s: build_bert("bert_cls", c, "F32", "cls", False, False, s), False))
+    c = bert_config(architectures=["BertModel"], hidden_size=32, num_attention_heads=4, intermediate_size=56,
+                    torch_dtype="bfloat16", transformers_version=old)
+    fixtures.append(("bert_base", "bert", c, c, "BF16",
+                     lambda c, s: build_bert("bert_base", c, "BF16", "base", True, True, s), False))
+
+    c = t5_config(d_model=40, d_kv=12, num_heads=4, d_ff=56, relative_attention_num_buckets=16, vocab_size=69,
+                  n_positions=512, output_past=True, transformers_version=old)
+    fixtures.append(("t5_v1_0", "t5", c, t5_effective(c), "BF16",
+                     lambda c, s: build_t5("t5_v1_0", c, "BF16", True, s), True))
+    c = t5_config(d_model=32, d_kv=12, num_heads=3, d_ff=40, num_decoder_layers=3, relative_attention_num_buckets=32,
+                  relative_attention_max_distance=24, feed_forward_proj="gated-gelu", dense_act_fn="gelu_new",
+                  is_gated_act=True, tie_word_embeddings=False, classifier_dropout=0.0, vocab_size=75,
+                  torch_dtype="float32", transformers_version=new)
+    fixtures.append(("t5_v1_1", "t5", c, t5_effective(c), "F32",
+                     lambda c, s: build_t5("t5_v1_1", c, "F32", False, s), True))
+
+    # (One width for both stacks, as every opus-mt checkpoint has: Halformer
+    # names different encoder and decoder widths as unsupported.)
+    c = marian_config(d_model=40, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=56,
+                      decoder_ffn_dim=56, activation_function="swish", scale_embedding=True, vocab_size=Vm,
+                      share_encoder_decoder_embeddings=True, torch_dtype="float32", transformers_version=new)
+    fixtures.append(("marian", "marian", c, c, "F32",
+                     lambda c, s: build_marian("marian", c, "F32", False, marian_tok, s), True))
+    c = marian_config(d_model=32, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=48,
+                      decoder_ffn_dim=48, activation_function="gelu", scale_embedding=False, vocab_size=Vm2,
+                      add_bias_logits=False, add_final_layer_norm=False, normalize_before=False,
+                      normalize_embedding=False, static_position_embeddings=True, bos_token_id=0,
+                      transformers_version="4.22.0.dev0")
+    c.pop("decoder_vocab_size")
+    c.pop("classifier_dropout")
+    fixtures.append(("marian_positions", "marian", c, c, "F32",
+                     lambda c, s: build_marian("marian_positions", c, "F32", True, marian_tok2, s), False))
+
+    total = 0
+    for k, (name, family, cfg, eff, dtype, build, gen_cfg) in enumerate(fixtures):
+        ACT_MAX[0] = 0.0
+        with torch.no_grad():
+            golden, files, write_tok, shards = build(eff, 1000 + 17 * k)
+        golden = dict({"info": {"fixture": name, "family": family, "architecture": cfg["architectures"][0],
+                                "dtype": dtype, "vocab_size": cfg["vocab_size"],
+                                "act_input_max_abs": float("%.4g" % ACT_MAX[0])}}, **golden)
+        d = os.path.join(OUT, name)
+        os.makedirs(d)
+        write_json(os.path.join(d, "config.json"), cfg)
+        if gen_cfg:
+            g = {"_from_model_config": True, "transformers_version": cfg["transformers_version"]}
+            for key in ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id",
+                        "forced_eos_token_id"):
+                if key in cfg:
+                    g[key] = cfg[key]
+            write_json(os.path.join(d, "generation_config.json"), g)
+        save_weights(d, files, shards)
+        write_tok(d)
+        with open(os.path.join(d, "golden.json"), "w") as f:
+            f.write(json.dumps(golden, separators=(",", ":")) + "\n")
+        size = sum(os.path.getsize(os.path.join(d, x)) for x in os.listdir(d))
+        total += size
+        n_params = sum(t.numel() for _, _, t in files)
+        print(f"{name}: {n_params} stored values, {size // 1024} KiB, act |x| max {ACT_MAX[0]:.2f}, "
+              f"gelu check {golden.get('gelu_check', {}).get('max_abs_diff', '-')}")
+    print(f"total {total // 1024} KiB")
+
+
+if __name__ == "__main__":
+    main()

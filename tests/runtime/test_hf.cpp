@@ -1,0 +1,395 @@
+// Hugging Face model directories as transformers saves them
+// (tests/make_hf_fixtures.py): what the config and the files say is read
+// with transformers' names and defaults, and every bad directory gets an
+// Error naming the problem. (Their logits and decodes against the
+// references: test_models.cpp's Golden suites, which list the hf/ fixtures.)
+#include "halformer/json.h"
+#include "halformer/model.h"
+#include "halformer/safetensors.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace halformer;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fixture(const std::string &name) { return std::string(HALFORMER_FIXTURES) + "/hf/" + name; }
+
+std::string read(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+void write(const std::string &path, const std::string &bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+}
+std::string replaced(std::string s, const std::string &from, const std::string &to) {
+    const size_t k = s.find(from);
+    if (k == std::string::npos) ADD_FAILURE() << "no '" << from << "' to replace";
+    else s.replace(k, from.size(), to);
+    return s;
+}
+
+}  // namespace
+
+TEST(HfConfig, Gpt2FieldsAndDefaults) {
+    Model m = Model::load(fixture("gpt2_lm"));
+    const Config &c = m.config();
+    EXPECT_EQ(c.family, "gpt2");
+    EXPECT_EQ(c.architecture, Architecture::Decoder);
+    EXPECT_EQ(c.d_model, 40);
+    EXPECT_EQ(c.num_heads, 4);
+    EXPECT_EQ(c.d_ff, 160) << "n_inner null: 4 * n_embd";
+    EXPECT_EQ(c.num_decoder_layers, 2);
+    EXPECT_EQ(c.tgt_vocab_size, 61);
+    EXPECT_EQ(c.positional_encoding, Positional::Learned);
+    EXPECT_TRUE(c.norm_first);
+    EXPECT_EQ(c.activation, Act::GELUTanh) << "gelu_new";
+    EXPECT_EQ(c.eos_id, 60);
+    EXPECT_TRUE(m.tied_head()) << "lm_head.weight is absent: tied to wte";
+    // The other file: no "transformer." prefix, F16, two shards, erf gelu.
+    Model s = Model::load(fixture("gpt2_noprefix_f16_sharded"));
+    EXPECT_EQ(s.config().activation, Act::GELU);
+    EXPECT_EQ(s.config().d_ff, 72);
+    EXPECT_EQ(s.config().tgt_vocab_size, 75);
+}
+
+TEST(HfConfig, MarianFieldsAndPositionTables) {
+    Model m = Model::load(fixture("marian_positions"));
+    const Config &c = m.config();
+    EXPECT_EQ(c.family, "marian");
+    EXPECT_EQ(c.architecture, Architecture::EncoderDecoder);
+    EXPECT_FALSE(c.norm_first);
+    EXPECT_EQ(c.bos_id, 48) << "decoder_start_token_id";
+    EXPECT_EQ(c.eos_id, 0);
+    EXPECT_EQ(c.pad_id, 48);
+    EXPECT_EQ(c.positional_encoding, Positional::Learned) << "the file holds the position tables";
+    // The current save: no tables in the file, computed ([sin | cos] halves).
+    const Config now = Config::from_file(fixture("marian") + "/config.json");
+    EXPECT_EQ(now.positional_encoding, Positional::SinusoidalConcat);
+    EXPECT_EQ(now.activation, Act::SiLU) << "swish";
+    EXPECT_TRUE(now.scale_embeddings);
+}
+
+// A scratch copy of a fixture directory, to break.
+class BadHf : public testing::Test {
+protected:
+    void use(const std::string &name) {
+        dir = (fs::temp_directory_path() /
+               ("halformer_badhf_" + std::to_string(::getpid()) + "_" +
+                testing::UnitTest::GetInstance()->current_test_info()->name()))
+                  .string();
+        fs::remove_all(dir);
+        fs::copy(fixture(name), dir, fs::copy_options::recursive);
+    }
+    void TearDown() override {
+        if (!dir.empty()) fs::remove_all(dir);
+    }
+    void edit_config(const std::string &from, const std::string &to) {
+        write(dir + "/config.json", replaced(read(dir + "/config.json"), from, to));
+    }
+    void expect_error(std::initializer_list<const char *> pieces) {
+        try {
+            Model::load(dir);
+            ADD_FAILURE() << "loaded without an error";
+        } catch (const Error &e) {
+            for (const char *p : pieces) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+        }
+    }
+    // Rewrites model.safetensors (as F32) with `edit` applied to its tensors.
+    template <typename F>
+    void rewrite(F edit) {
+        std::vector<std::pair<std::string, std::vector<float>>> data;
+        std::vector<std::vector<int64_t>> shapes;
+        {
+            SafeTensors f(dir + "/model.safetensors", true);
+            for (auto &t : f.tensors()) {
+                if (t.dtype == DType::Other) continue;
+                const float *p = f.f32(t);
+                data.push_back({t.name, std::vector<float>(p, p + t.numel())});
+                shapes.push_back(t.shape);
+            }
+        }
+        std::vector<TensorRef> refs;
+        for (size_t k = 0; k < data.size(); k++) refs.push_back({data[k].first, shapes[k], data[k].second.data()});
+        edit(refs);
+        write_safetensors(dir + "/model.safetensors", refs);
+    }
+    std::string dir;
+};
+
+TEST_F(BadHf, UnknownModelTypeIsNamed) {
+    use("gpt2_lm");
+    edit_config("\"model_type\": \"gpt2\"", "\"model_type\": \"llama\"");
+    expect_error({"config.json", "model_type \"llama\" is not supported", "gpt2", "marian"});
+}
+
+TEST_F(BadHf, UnsupportedFeaturesAreNamed) {
+    use("gpt2_lm");
+    edit_config("\"model_type\": \"gpt2\"", "\"model_type\": \"gpt2\", \"add_cross_attention\": true");
+    expect_error({"add_cross_attention", "not supported"});
+    use("gpt2_lm");
+    edit_config("\"model_type\": \"gpt2\"", "\"model_type\": \"gpt2\", \"rope_scaling\": {\"type\": \"linear\"}");
+    expect_error({"rope_scaling", "not supported"});
+    use("gpt2_lm");
+    edit_config("\"activation_function\": \"gelu_new\"", "\"activation_function\": \"quick_gelu\"");
+    expect_error({"activation_function", "quick_gelu", "not supported"});
+    use("marian");
+    edit_config("\"decoder_attention_heads\": 4", "\"decoder_attention_heads\": 5");
+    expect_error({"decoder_attention_heads", "5", "encoder_attention_heads = 4"});
+    use("gpt2_lm");
+    edit_config("\"n_head\": 4", "\"n_head\": 3");
+    expect_error({"d_model = 40", "num_heads = 3"});
+}
+
+TEST_F(BadHf, PytorchBinOnlySaysHowToSaveSafetensors) {
+    use("gpt2_lm");
+    fs::remove(dir + "/model.safetensors");
+    write(dir + "/pytorch_model.bin", "not really");
+    expect_error({"pytorch_model.bin", "safetensors", "save_pretrained"});
+    fs::remove(dir + "/pytorch_model.bin");
+    expect_error({"no model.safetensors"});
+}
+
+TEST_F(BadHf, MissingAndMisshapenTensorsAreNamedAsTheFileNamesThem) {
+    use("gpt2_lm");
+    rewrite([](std::vector<TensorRef> &t) {
+        t.erase(std::remove_if(t.begin(), t.end(), [](const TensorRef &r) { return r.name == "transformer.h.1.mlp.c_fc.weight"; }),
+                t.end());
+    });
+    expect_error({"missing tensor 'transformer.h.1.mlp.c_fc.weight'", "[160, 40]"});
+    use("gpt2_lm");
+    rewrite([](std::vector<TensorRef> &t) {
+        for (auto &r : t)
+            if (r.name == "transformer.h.0.attn.c_attn.weight") r.shape = {120, 40};  // [out, in]: not Conv1D's
+    });
+    expect_error({"'transformer.h.0.attn.c_attn.weight' (transposed)", "[40, 120]", "expected [120, 40]"});
+    use("marian");
+    rewrite([](std::vector<TensorRef> &t) {
+        t.erase(std::remove_if(t.begin(), t.end(),
+                               [](const TensorRef &r) { return r.name == "model.decoder.layers.0.encoder_attn.k_proj.bias"; }),
+                t.end());
+    });
+    expect_error({"missing tensor", "'model.decoder.layers.0.encoder_attn.k_proj.bias'"});
+}
+
+TEST_F(BadHf, TensorsNoLayerReadsAreNamed) {
+    use("gpt2_lm");
+    edit_config("\"n_layer\": 2", "\"n_layer\": 1");
+    expect_error({"does not use", "transformer.h.1."});
+    // Buffers transformers keeps (attn.bias, attn.masked_bias) are not.
+    use("gpt2_lm");
+    EXPECT_NO_THROW(Model::load(dir));
+}
+
+TEST_F(BadHf, ShardsAreCheckedAgainstTheirIndex) {
+    use("gpt2_noprefix_f16_sharded");
+    fs::remove(dir + "/model-00002-of-00002.safetensors");
+    expect_error({"model-00002-of-00002.safetensors", "cannot open"});
+    use("gpt2_noprefix_f16_sharded");
+    write(dir + "/model.safetensors.index.json",
+          replaced(read(dir + "/model.safetensors.index.json"), "\"weight_map\"", "\"weights\""));
+    expect_error({"model.safetensors.index.json", "weight_map"});
+    use("gpt2_noprefix_f16_sharded");
+    write(dir + "/model.safetensors.index.json",
+          replaced(read(dir + "/model.safetensors.index.json"), "\"model-0000", "\"../model-0000"));
+    expect_error({"model.safetensors.index.json", "no shard file name"});
+}
+
+// Text through the checkpoints' own tokenizers: GPT-2's byte-level BPE
+// continues a prompt; Marian's source.spm + vocab.json (+ eos) in,
+// vocab.json + target.spm out.
+TEST(HfText, Gpt2ContinuesAPrompt) {
+    Model m = Model::load(fixture("gpt2_lm"));
+    ASSERT_TRUE(m.has_tokenizer());
+    const Tokenizer &tok = m.tokenizer();
+    EXPECT_EQ(tok.eos_id(), 60);
+    const std::string prompt = "the cat sat on";
+    const Sequence ids = tok.encode_input(prompt);
+    EXPECT_EQ(ids, tok.encode(prompt)) << "GPT-2 adds nothing around a prompt";
+    EXPECT_EQ(tok.decode(ids), prompt);
+    GenerateOptions o;
+    o.max_new_tokens = 6;
+    auto hyps = m.generate({ids}, o);
+    auto text = m.continue_text({prompt}, o);
+    ASSERT_TRUE(text[0].ok()) << text[0].error;
+    EXPECT_EQ(text[0].text, m.text_of(hyps[0][0].tokens, &ids));
+    EXPECT_EQ(text[0].output_tokens, (int)hyps[0][0].tokens.size());
+}
+
+TEST(HfText, MarianTranslatesThroughItsVocabulary) {
+    for (const char *name : {"marian", "marian_positions"}) {
+        Model m = Model::load(fixture(name));
+        ASSERT_TRUE(m.has_tokenizer()) << name;
+        const Tokenizer &tok = m.tokenizer();
+        const Sequence ids = tok.encode_input("the red house");
+        ASSERT_FALSE(ids.empty());
+        EXPECT_EQ(ids.back(), m.config().eos_id) << name << ": eos after the source";
+        EXPECT_EQ(Sequence(ids.begin(), ids.end() - 1), tok.encode("the red house"));
+        for (int32_t id : ids) EXPECT_LT(id, m.config().src_vocab_size);
+        GenerateOptions o;
+        o.beam = 2;
+        auto hyps = m.generate({ids}, o);
+        auto out = m.translate({"the red house", ""}, o);
+        ASSERT_TRUE(out[0].ok()) << out[0].error;
+        EXPECT_EQ(out[0].text, m.text_of(hyps[0][0].tokens)) << name;
+        EXPECT_FALSE(out[1].ok()) << "an empty line gets its own error";
+    }
+}
+
+namespace {
+
+json::Value golden(const std::string &name) {
+    return json::parse(read(fixture(name) + "/golden.json"), name + "/golden.json");
+}
+std::vector<Sequence> batch(const json::Value &v) {
+    std::vector<Sequence> out;
+    for (auto &s : v.array) {
+        out.emplace_back();
+        for (auto &x : s.array) out.back().push_back((int32_t)x.number);
+    }
+    return out;
+}
+double rel_error(const std::vector<float> &out, const json::Value &ref) {
+    EXPECT_EQ(out.size(), ref.array.size());
+    double num = 0, den = 0;
+    for (size_t k = 0; k < out.size() && k < ref.array.size(); k++) {
+        const double d = out[k] - ref.array[k].number;
+        num += d * d;
+        den += ref.array[k].number * ref.array[k].number;
+    }
+    return std::sqrt(num / den);
+}
+
+}  // namespace
+
+// BERT: hidden states, [CLS] and mean pooling (plain and of unit norm), the
+// pooler's classifier, against transformers-made references (padded batches).
+TEST(HfBert, HiddenStatesAndPooling) {
+    for (const char *name : {"bert_base", "bert_mlm", "bert_cls"}) {
+        Model m = Model::load(fixture(name));
+        EXPECT_EQ(m.config().family, "bert");
+        json::Value g = golden(name);
+        int cases = 0;
+        for (auto &c : g.find("hidden")->array) {
+            const std::vector<Sequence> src = batch(*c.find("src"));
+            auto hidden = m.encode(src);
+            auto cls = m.pool(src, {Pooling::First, false});
+            auto mean = m.pool(src, {Pooling::Mean, false});
+            auto mean_l2 = m.pool(src, {Pooling::Mean, true});
+            for (size_t b = 0; b < src.size(); b++) {
+                const std::string at = std::string(name) + " case " + std::to_string(cases) + " seq " + std::to_string(b);
+                EXPECT_LE(rel_error(hidden[b].data, c.find("last_hidden_state")->array[b]), 1e-4) << at;
+                EXPECT_LE(rel_error(cls[b].data, c.find("cls")->array[b]), 1e-4) << at;
+                EXPECT_LE(rel_error(mean[b].data, c.find("mean")->array[b]), 1e-4) << at;
+                EXPECT_LE(rel_error(mean_l2[b].data, c.find("mean_l2")->array[b]), 1e-4) << at;
+                double norm = 0;
+                for (float x : mean_l2[b].data) norm += (double)x * x;
+                EXPECT_NEAR(std::sqrt(norm), 1.0, 1e-5) << at;
+            }
+            cases++;
+        }
+        EXPECT_GE(cases, 3) << name;
+    }
+}
+
+TEST(HfBert, SequenceClassifier) {
+    Model m = Model::load(fixture("bert_cls"));
+    EXPECT_EQ(m.config().labels, (std::vector<std::string>{"negative", "neutral", "positive"}));
+    json::Value g = golden("bert_cls");
+    for (auto &c : g.find("class_logits")->array) {
+        const std::vector<Sequence> src = batch(*c.find("src"));
+        auto logits = m.logits(src);
+        auto probs = m.class_probabilities(src);
+        ASSERT_EQ(logits.size(), src.size());
+        for (size_t b = 0; b < src.size(); b++) {
+            EXPECT_EQ(logits[b].shape, (std::vector<int64_t>{1, 3}));
+            EXPECT_LE(rel_error(logits[b].data, c.find("logits")->array[b]), 1e-4);
+            double sum = 0, mx = -1;
+            int best = 0;
+            for (int k = 0; k < 3; k++) {
+                sum += probs[b].data[k];
+                if (probs[b].data[k] > mx) mx = probs[b].data[k], best = k;
+            }
+            EXPECT_NEAR(sum, 1.0, 1e-5);
+            EXPECT_EQ(m.config().labels[best], c.find("labels")->array[b].string);
+        }
+    }
+    // Text in: [CLS] … [SEP] from vocab.txt, labels by name; an empty text
+    // gets its own error and the others are classified.
+    auto out = m.classify({"the film was good", ""});
+    ASSERT_TRUE(out[0].ok()) << out[0].error;
+    EXPECT_FALSE(out[1].ok());
+    const Sequence ids = m.tokenizer().encode_input("the film was good");
+    EXPECT_EQ(ids.front(), 3) << "[CLS]";
+    EXPECT_EQ(ids.back(), 4) << "[SEP]";
+    auto direct = m.logits({ids});
+    EXPECT_EQ(out[0].logits, direct[0].data);
+    EXPECT_EQ(out[0].name, m.config().labels[(size_t)out[0].label]);
+}
+
+TEST_F(BadHf, BertHeadsAreReadByTheirArchitecture) {
+    use("bert_mlm");
+    edit_config("\"BertForMaskedLM\"", "\"BertForNextSentencePrediction\"");
+    expect_error({"architectures", "BertForNextSentencePrediction", "not supported"});
+    use("bert_cls");
+    edit_config("\"position_embedding_type\": \"absolute\"", "\"position_embedding_type\": \"relative_key\"");
+    expect_error({"position_embedding_type", "relative_key", "not supported"});
+    use("bert_cls");
+    rewrite([](std::vector<TensorRef> &t) {
+        t.erase(std::remove_if(t.begin(), t.end(), [](const TensorRef &r) { return r.name == "bert.pooler.dense.weight"; }),
+                t.end());
+    });
+    expect_error({"missing tensor 'bert.pooler.dense.weight'"});
+}
+
+// Marian: a leading language code is one piece (MarianTokenizer's
+// remove_language_code), and generation never picks pad or a single-token
+// bad_words_ids entry while logits() stays as the model computes it.
+TEST(HfText, MarianLanguageCodeIsOnePiece) {
+    Model m = Model::load(fixture("marian"));
+    const Tokenizer &tok = m.tokenizer();
+    auto p = tok.pieces(">>fra<< the red house");
+    ASSERT_FALSE(p.empty());
+    EXPECT_EQ(p[0], ">>fra<<");
+    auto rest = tok.pieces(" the red house");
+    EXPECT_EQ(std::vector<std::string>(p.begin() + 1, p.end()), rest);
+    EXPECT_EQ(tok.encode(">>fra<< the red house")[0], tok.unk_id()) << "a code the vocabulary lacks is <unk>";
+}
+
+TEST_F(BadHf, MarianBannedIdsAreNeverGenerated) {
+    use("marian");
+    json::Value g = golden("marian");
+    // The golden greedy decodes emit id 3 again and again; ban it.
+    Sequence src;
+    for (auto &x : g.find("greedy")->array[1].find("src")->array) src.push_back((int32_t)x.number);
+    Model before = Model::load(dir);
+    GenerateOptions o;
+    o.max_new_tokens = 10;
+    const auto plain = before.generate({src}, o)[0][0].tokens;
+    ASSERT_NE(std::find(plain.begin(), plain.end(), 3), plain.end());
+    edit_config("\"model_type\": \"marian\"", "\"model_type\": \"marian\", \"bad_words_ids\": [[3], [60]]");
+    Model banned = Model::load(dir);
+    EXPECT_EQ(banned.config().banned_ids, (std::vector<int>{60, 3}));
+    for (int beam : {1, 3}) {
+        o.beam = beam;
+        const auto hyps = banned.generate({src}, o);
+        for (const auto &h : hyps[0]) {
+            EXPECT_EQ(std::find(h.tokens.begin(), h.tokens.end(), 3), h.tokens.end()) << "beam " << beam;
+            EXPECT_EQ(std::find(h.tokens.begin(), h.tokens.end(), 60), h.tokens.end()) << "beam " << beam;
+        }
+    }
+    Sequence tgt{60, 3, 3};
+    EXPECT_EQ(banned.logits({src}, {tgt})[0].data, before.logits({src}, {tgt})[0].data) << "logits() unchanged";
+    edit_config("\"bad_words_ids\": [[3], [60]]", "\"bad_words_ids\": [[3, 4]]");
+    expect_error({"bad_words_ids", "single-token"});
+}
