@@ -222,79 +222,51 @@ ByteLevelBpe ByteLevelBpe::load(const std::string &vocab_json, const std::string
     return b;
 }
 
-ByteLevelBpe ByteLevelBpe::load_tokenizer_json(const std::string &path) {
-    const json::Value root = parse_file(path);
-    if (!root.is_object()) throw Error(path + ": expected an object, found " + json::kind_name(root.kind));
-    ByteLevelBpe b;
-    b.source_ = path;
+namespace {
 
-    const json::Value *model = member(root, "model");
-    if (!model || !model->is_object()) throw Error(path + ": no \"model\" object");
-    const json::Value *type = member(*model, "type");
-    if (!type || !type->is_string()) throw Error(path + ": model.type is missing (expected \"BPE\")");
-    if (type->string != "BPE") {
-        throw Error(path + ": model.type is " + json::quote(type->string) + "; this reader takes \"BPE\" only");
-    }
-    const std::string m = path + ": model.";
-    if (const json::Value *d = member(*model, "dropout")) {
+// tokenizer.json's model options that byte-level BPE cannot honour.
+void check_model_options(const json::Value &model, const std::string &m) {
+    if (const json::Value *d = member(model, "dropout")) {
         if (!d->is_number() || d->number != 0) throw Error(m + "dropout is set: BPE dropout (a training aid) is not supported");
     }
     for (const char *key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-        const json::Value *v = member(*model, key);
+        const json::Value *v = member(model, key);
         if (v && !(v->is_string() && v->string.empty())) {
             throw Error(m + key + " is set: not supported with byte-level BPE");
         }
     }
-    if (get_bool(*model, "fuse_unk", false, m + "fuse_unk")) throw Error(m + "fuse_unk is true: not supported");
-    if (get_bool(*model, "byte_fallback", false, m + "byte_fallback")) {
+    if (get_bool(model, "fuse_unk", false, m + "fuse_unk")) throw Error(m + "fuse_unk is true: not supported");
+    if (get_bool(model, "byte_fallback", false, m + "byte_fallback")) {
         throw Error(m + "byte_fallback is true: that is a SentencePiece-style BPE, not byte-level BPE");
     }
-    b.ignore_merges_ = get_bool(*model, "ignore_merges", false, m + "ignore_merges");
+}
 
-    const json::Value *vocab = member(*model, "vocab");
-    if (!vocab) throw Error(m + "vocab is missing");
-    read_vocab(*vocab, m + "vocab", b.tokens_, b.kind_, b.vocab_);
-
-    if (const json::Value *unk = member(*model, "unk_token")) {
-        if (!unk->is_string()) throw Error(m + "unk_token is " + json::kind_name(unk->kind) + ", expected a string");
-        auto it = b.vocab_.find(unk->string);
-        if (it == b.vocab_.end()) throw Error(m + "unk_token " + json::quote(unk->string) + " is not in model.vocab");
-        b.unk_id_ = it->second;
-    }
-
-    if (const json::Value *merges = member(*model, "merges")) {
-        if (!merges->is_array()) throw Error(m + "merges is " + json::kind_name(merges->kind) + ", expected an array");
-        for (size_t i = 0; i < merges->array.size(); i++) {
-            const json::Value &e = merges->array[i];
-            const std::string where = m + "merges[" + std::to_string(i) + "]";
-            std::string left, right;
-            if (e.is_string()) {
-                const size_t sp = e.string.find(' ');
-                if (sp == std::string::npos || sp == 0 || sp + 1 == e.string.size() ||
-                    e.string.find(' ', sp + 1) != std::string::npos) {
-                    throw Error(where + ": expected \"left right\", found " + json::quote(e.string));
-                }
-                left = e.string.substr(0, sp);
-                right = e.string.substr(sp + 1);
-            } else if (e.is_array() && e.array.size() == 2 && e.array[0].is_string() && e.array[1].is_string()) {
-                left = e.array[0].string;
-                right = e.array[1].string;
-            } else {
-                throw Error(where + ": expected \"left right\" or [left, right]");
+// model.merges as (left, right) pairs: "left right" strings or [left, right].
+std::vector<std::pair<std::string, std::string>> merge_pairs(const json::Value &merges, const std::string &m) {
+    if (!merges.is_array()) throw Error(m + "merges is " + json::kind_name(merges.kind) + ", expected an array");
+    std::vector<std::pair<std::string, std::string>> out;
+    for (size_t i = 0; i < merges.array.size(); i++) {
+        const json::Value &e = merges.array[i];
+        const std::string where = m + "merges[" + std::to_string(i) + "]";
+        if (e.is_string()) {
+            const size_t sp = e.string.find(' ');
+            if (sp == std::string::npos || sp == 0 || sp + 1 == e.string.size() ||
+                e.string.find(' ', sp + 1) != std::string::npos) {
+                throw Error(where + ": expected \"left right\", found " + json::quote(e.string));
             }
-            auto id = [&](const std::string &tok, const char *role) {
-                auto it = b.vocab_.find(tok);
-                if (it == b.vocab_.end()) {
-                    throw Error(where + ": the merge " + json::quote(left + " " + right) + " " + role + " " +
-                                json::quote(tok) + ", which model.vocab does not have");
-                }
-                return it->second;
-            };
-            const int32_t l = id(left, "names"), r = id(right, "names");
-            b.merges_[pair_key(l, r)] = Merge{(int32_t)i, id(left + right, "makes")};
+            out.emplace_back(e.string.substr(0, sp), e.string.substr(sp + 1));
+        } else if (e.is_array() && e.array.size() == 2 && e.array[0].is_string() && e.array[1].is_string()) {
+            out.emplace_back(e.array[0].string, e.array[1].string);
+        } else {
+            throw Error(where + ": expected \"left right\" or [left, right]");
         }
     }
+    return out;
+}
 
+// The ByteLevel pre-tokenizer (alone or the one entry of a Sequence), after
+// refusing a normalizer, use_regex false and any decoder but ByteLevel.
+const json::Value &byte_level_pre_tokenizer(const json::Value &root, const std::string &path) {
     if (const json::Value *norm = member(root, "normalizer")) {
         const json::Value *t = norm->is_object() ? member(*norm, "type") : nullptr;
         throw Error(path + ": normalizer " + (t && t->is_string() ? json::quote(t->string) : std::string("(unnamed)")) +
@@ -320,8 +292,6 @@ ByteLevelBpe ByteLevelBpe::load_tokenizer_json(const std::string &path) {
     if (!get_bool(*byte_level, "use_regex", true, path + ": pre_tokenizer")) {
         throw Error(path + ": pre_tokenizer ByteLevel has use_regex false: not supported (GPT-2's pattern is the one implemented)");
     }
-    b.prefix_ = get_bool(*byte_level, "add_prefix_space", true, path + ": pre_tokenizer") ? PrefixSpace::EachSegment
-                                                                                         : PrefixSpace::None;
     if (const json::Value *dec = member(root, "decoder")) {
         const json::Value *t = dec->is_object() ? member(*dec, "type") : nullptr;
         if (!t || !t->is_string() || t->string != "ByteLevel") {
@@ -329,7 +299,12 @@ ByteLevelBpe ByteLevelBpe::load_tokenizer_json(const std::string &path) {
                         " is not supported (expected ByteLevel)");
         }
     }
+    return *byte_level;
+}
 
+// tokenizer.json's added_tokens.
+std::vector<AddedToken> read_added_tokens(const json::Value &root, const std::string &path) {
+    std::vector<AddedToken> out;
     if (const json::Value *added = member(root, "added_tokens")) {
         if (!added->is_array()) throw Error(path + ": added_tokens is " + json::kind_name(added->kind) + ", expected an array");
         for (size_t i = 0; i < added->array.size(); i++) {
@@ -348,9 +323,63 @@ ByteLevelBpe ByteLevelBpe::load_tokenizer_json(const std::string &path) {
             t.rstrip = get_bool(e, "rstrip", false, where);
             t.single_word = get_bool(e, "single_word", false, where);
             t.normalized = get_bool(e, "normalized", !t.special, where);
-            b.added_.push_back(t);
+            out.push_back(t);
         }
     }
+    return out;
+}
+
+}  // namespace
+
+ByteLevelBpe ByteLevelBpe::load_tokenizer_json(const std::string &path) {
+    const json::Value root = parse_file(path);
+    if (!root.is_object()) throw Error(path + ": expected an object, found " + json::kind_name(root.kind));
+    ByteLevelBpe b;
+    b.source_ = path;
+
+    const json::Value *model = member(root, "model");
+    if (!model || !model->is_object()) throw Error(path + ": no \"model\" object");
+    const json::Value *type = member(*model, "type");
+    if (!type || !type->is_string()) throw Error(path + ": model.type is missing (expected \"BPE\")");
+    if (type->string != "BPE") {
+        throw Error(path + ": model.type is " + json::quote(type->string) + "; this reader takes \"BPE\" only");
+    }
+    const std::string m = path + ": model.";
+    check_model_options(*model, m);
+    b.ignore_merges_ = get_bool(*model, "ignore_merges", false, m + "ignore_merges");
+
+    const json::Value *vocab = member(*model, "vocab");
+    if (!vocab) throw Error(m + "vocab is missing");
+    read_vocab(*vocab, m + "vocab", b.tokens_, b.kind_, b.vocab_);
+
+    if (const json::Value *unk = member(*model, "unk_token")) {
+        if (!unk->is_string()) throw Error(m + "unk_token is " + json::kind_name(unk->kind) + ", expected a string");
+        auto it = b.vocab_.find(unk->string);
+        if (it == b.vocab_.end()) throw Error(m + "unk_token " + json::quote(unk->string) + " is not in model.vocab");
+        b.unk_id_ = it->second;
+    }
+
+    if (const json::Value *merges = member(*model, "merges")) {
+        const auto pairs = merge_pairs(*merges, m);
+        for (size_t i = 0; i < pairs.size(); i++) {
+            const std::string &left = pairs[i].first, &right = pairs[i].second;
+            auto id = [&](const std::string &tok, const char *role) {
+                auto it = b.vocab_.find(tok);
+                if (it == b.vocab_.end()) {
+                    throw Error(m + "merges[" + std::to_string(i) + "]: the merge " + json::quote(left + " " + right) +
+                                " " + role + " " + json::quote(tok) + ", which model.vocab does not have");
+                }
+                return it->second;
+            };
+            const int32_t l = id(left, "names"), r = id(right, "names");
+            b.merges_[pair_key(l, r)] = Merge{(int32_t)i, id(left + right, "makes")};
+        }
+    }
+
+    const json::Value &byte_level = byte_level_pre_tokenizer(root, path);
+    b.prefix_ = get_bool(byte_level, "add_prefix_space", true, path + ": pre_tokenizer") ? PrefixSpace::EachSegment
+                                                                                        : PrefixSpace::None;
+    b.added_ = read_added_tokens(root, path);
     b.finish(path);
     return b;
 }
