@@ -3,6 +3,8 @@
 #include "halformer/model.h"
 #include "halformer/safetensors.h"
 
+#include "test_files.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -17,16 +19,8 @@ namespace {
 
 std::string fixture(const std::string &name) { return std::string(HALFORMER_FIXTURES) + "/" + name; }
 
-std::string read(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-void write(const std::string &path, const std::string &bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << bytes;
-}
+using test_files::read;
+using test_files::write;
 
 // A scratch copy of a fixture model, to break.
 class BadModel : public testing::Test {

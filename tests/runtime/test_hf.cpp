@@ -7,6 +7,8 @@
 #include "halformer/model.h"
 #include "halformer/safetensors.h"
 
+#include "test_files.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,16 +24,8 @@ namespace {
 
 std::string fixture(const std::string &name) { return std::string(HALFORMER_FIXTURES) + "/hf/" + name; }
 
-std::string read(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-void write(const std::string &path, const std::string &bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << bytes;
-}
+using test_files::read;
+using test_files::write;
 std::string replaced(std::string s, const std::string &from, const std::string &to) {
     const size_t k = s.find(from);
     if (k == std::string::npos) ADD_FAILURE() << "no '" << from << "' to replace";
