@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Hugging Face checkpoints' speed against PyTorch in the same run (issue 25,
 item 6): a BERT-base-shaped encoder at batch 8 × 128 tokens (goal: Halformer
-≥ 1.5× PyTorch) and a GPT-2-small-shaped decoder's KV-cached greedy decode at
-batch 8 (goal ≥ 2×); T5-small comes once T5 loads.
+≥ 1.5× PyTorch), a GPT-2-small-shaped decoder's KV-cached greedy decode at
+batch 8 (goal ≥ 2×) and a T5-small-shaped encoder-decoder's greedy decode at
+batch 8 (goal ≥ 2×).
 
-  /usr/bin/python3 bench/hf_speed.py [--threads 2] [--rounds 5] [--models bert,gpt2]
+  /usr/bin/python3 bench/hf_speed.py [--threads 2] [--rounds 5] [--models bert,gpt2,t5]
       [--halformer build/halformer] [--out DIR] [--bert-extra-batches 3] [--keep] [--quick]
 
 Steps:
@@ -12,9 +13,12 @@ Steps:
    them (tests/make_hf_fixtures.py's names, configs and safetensors writer) in
    a temporary directory: BertModel (12 layers, hidden 768, 12 heads,
    intermediate 3072, vocab 30522, 512 positions, gelu; vocab.txt of 30522
-   entries) and GPT2LMHeadModel (12 layers, n_embd 768, 12 heads, vocab
-   50257, 1024 positions, gelu_new, head tied to wte). F32; matrices and
-   embeddings N(0, 0.02), biases N(0, 0.02), LayerNorm weights 1.
+   entries), GPT2LMHeadModel (12 layers, n_embd 768, 12 heads, vocab
+   50257, 1024 positions, gelu_new, head tied to wte) and
+   T5ForConditionalGeneration (t5-small: 6 + 6 layers, d_model 512, 8 heads
+   of d_kv 64, d_ff 2048, relu, vocab 32128, 32 buckets / 128, head tied to
+   `shared`). F32; matrices and embeddings N(0, 0.02), biases N(0, 0.02),
+   LayerNorm / RMSNorm weights 1.
 2. Builds PyTorch modules from the same tensors, written from transformers'
    modeling_bert.py / modeling_gpt2.py (the same math as ours), and checks
    them against Halformer once (`halformer embed` / `halformer logits`).
@@ -39,6 +43,12 @@ Steps:
            Halformer: `halformer bench DIR --batch 8 --src-len 32
            --new-tokens 32 --beam 1 --iters 1 --json`: greedy time =
            batch × new tokens / greedy_tokens_per_s.
+     t5    PyTorch: the encoder over 8 sources of 32 tokens, the cross K/V
+           once, then 32 cached greedy steps of the batch from
+           decoder_start (8 × 32 = 256 new tokens, argmax only, never
+           stopping at eos). Halformer: `halformer bench` as for gpt2 (an
+           encoder-decoder's batch runs as one batch), greedy time = batch ×
+           new tokens / greedy_tokens_per_s.
 4. Medians over the rounds, PyTorch time / Halformer time (> 1: Halformer
    faster), the fraction of the goal met; writes DIR/report.md, hf.png and
    results.json (DIR: bench/results/hf-<cpu>-<date> unless --out).
@@ -81,13 +91,15 @@ _spec = importlib.util.spec_from_file_location("make_hf_fixtures", os.path.join(
 fx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fx)
 
-GOALS = {"bert": 1.5, "gpt2": 2.0}
+GOALS = {"bert": 1.5, "gpt2": 2.0, "t5": 2.0}
 BATCH, BERT_LEN, PROMPT, NEW = 8, 128, 32, 32
 
 FULL = {"bert": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),
-        "gpt2": dict(n_layer=12, n_embd=768, n_head=12)}
+        "gpt2": dict(n_layer=12, n_embd=768, n_head=12),
+        "t5": dict(num_layers=6, d_model=512, num_heads=8, d_kv=64, d_ff=2048)}
 QUICK = {"bert": dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=256),
-         "gpt2": dict(n_layer=2, n_embd=64, n_head=4, n_inner=256)}
+         "gpt2": dict(n_layer=2, n_embd=64, n_head=4, n_inner=256),
+         "t5": dict(num_layers=2, d_model=64, num_heads=4, d_kv=16, d_ff=256)}
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -102,7 +114,7 @@ def random_weights(names, seed):
     for name, shape, kind in names:
         if kind in ("tied", "buffer"):
             continue
-        W[name] = torch.ones(shape) if kind == "ln_w" else torch.randn(shape, generator=g) * 0.02
+        W[name] = torch.ones(shape) if kind in ("ln_w", "rms_w") else torch.randn(shape, generator=g) * 0.02
     return W
 
 
@@ -153,8 +165,21 @@ def make_gpt2(d, shapes, seed):
     return cfg, W, prompt
 
 
+def make_t5(d, shapes, seed):
+    cfg = fx.t5_config(vocab_size=32128, relative_attention_num_buckets=32, relative_attention_max_distance=128,
+                       feed_forward_proj="relu", tie_word_embeddings=True, n_positions=512,
+                       torch_dtype="float32", transformers_version="4.36.2", **shapes)
+    cfg = fx.t5_effective(cfg)
+    W = random_weights(fx.t5_names(cfg, False), seed)
+    write_checkpoint(d, cfg, W)
+    g = torch.Generator().manual_seed(seed + 1)
+    src = torch.randint(3, 32000, (BATCH, PROMPT), generator=g)
+    src[:, -1] = cfg["eos_token_id"]
+    return cfg, W, src
+
+
 # ----------------------------------------------------------------------------------------------------------
-# PyTorch models, written from transformers' modeling_bert.py and modeling_gpt2.py
+# PyTorch models, written from transformers' modeling_bert.py, modeling_gpt2.py and modeling_t5.py
 
 
 class Bert(nn.Module):
@@ -318,6 +343,91 @@ class GPT2:
         return torch.stack(out, 1)
 
 
+class T5:
+    """T5ForConditionalGeneration (v1.0: relu, head tied to `shared`, the decoder output scaled by d_model**-0.5):
+    RMSNorm pre-norm blocks without biases, scores not scaled, the position bias from block 0's bucket table
+    (bidirectional in the encoder, causal in the decoder), cross-attention K/V computed once, the decoder's
+    self-attention K/V caches preallocated and written in place."""
+
+    def __init__(self, c, W):
+        self.c, self.W = c, W
+        self.H, self.dk, self.eps, self.D = c["num_heads"], c["d_kv"], c["layer_norm_epsilon"], c["d_model"]
+        self.E = W["shared.weight"]
+
+    def rms(self, x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * w
+
+    def bias(self, stack, Tq, Tk, bidirectional, q0=0):
+        table = self.W[f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]
+        rel = torch.arange(Tk)[None, :] - (torch.arange(Tq)[:, None] + q0)
+        b = fx.t5_bucket(rel, bidirectional, self.c["relative_attention_num_buckets"],
+                         self.c["relative_attention_max_distance"])
+        return table[b].permute(2, 0, 1)[None]  # [1, H, Tq, Tk]
+
+    def heads(self, x):
+        B, T, _ = x.shape
+        return x.view(B, T, self.H, self.dk).transpose(1, 2)
+
+    def attend(self, q, k, v, bias):
+        s = q @ k.transpose(-1, -2)
+        if bias is not None:
+            s = s + bias
+        o = torch.softmax(s, -1) @ v
+        B, _, T, _ = o.shape
+        return o.transpose(1, 2).reshape(B, T, self.H * self.dk)
+
+    def ffn(self, p, x):
+        return F.linear(F.relu(F.linear(x, self.W[p + "DenseReluDense.wi.weight"])), self.W[p + "DenseReluDense.wo.weight"])
+
+    def encode(self, src):
+        W, x = self.W, self.E[src]
+        bias = self.bias("encoder", src.shape[1], src.shape[1], True)
+        for i in range(self.c["num_layers"]):
+            p = f"encoder.block.{i}.layer."
+            n = self.rms(x, W[p + "0.layer_norm.weight"])
+            a = p + "0.SelfAttention."
+            q, k, v = (self.heads(F.linear(n, W[a + w + ".weight"])) for w in "qkv")
+            x = x + F.linear(self.attend(q, k, v, bias), W[a + "o.weight"])
+            x = x + self.ffn(p + "1.", self.rms(x, W[p + "1.layer_norm.weight"]))
+        return self.rms(x, W["encoder.final_layer_norm.weight"])
+
+    def greedy(self, src, n, step_ms):
+        W, B, L = self.W, src.shape[0], self.c["num_decoder_layers"]
+        mem = self.encode(src)
+        cross = []
+        for i in range(L):
+            a = f"decoder.block.{i}.layer.1.EncDecAttention."
+            cross.append((self.heads(F.linear(mem, W[a + "k.weight"])), self.heads(F.linear(mem, W[a + "v.weight"]))))
+        cache = [(torch.empty(B, self.H, n, self.dk), torch.empty(B, self.H, n, self.dk)) for _ in range(L)]
+        full_bias = self.bias("decoder", n, n, False)
+        tok = torch.full((B,), self.c["decoder_start_token_id"], dtype=torch.long)
+        out = []
+        for t in range(n):
+            t0 = time.perf_counter()
+            x = self.E[tok][:, None]
+            bias = full_bias[:, :, t:t + 1, :t + 1]
+            for i in range(L):
+                p = f"decoder.block.{i}.layer."
+                nrm = self.rms(x, W[p + "0.layer_norm.weight"])
+                a = p + "0.SelfAttention."
+                q, k, v = (self.heads(F.linear(nrm, W[a + w + ".weight"])) for w in "qkv")
+                kc, vc = cache[i]
+                kc[:, :, t:t + 1] = k
+                vc[:, :, t:t + 1] = v
+                x = x + F.linear(self.attend(q, kc[:, :, :t + 1], vc[:, :, :t + 1], bias), W[a + "o.weight"])
+                nrm = self.rms(x, W[p + "1.layer_norm.weight"])
+                a = p + "1.EncDecAttention."
+                q = self.heads(F.linear(nrm, W[a + "q.weight"]))
+                x = x + F.linear(self.attend(q, cross[i][0], cross[i][1], None), W[a + "o.weight"])
+                x = x + self.ffn(p + "2.", self.rms(x, W[p + "2.layer_norm.weight"]))
+            y = self.rms(x[:, 0], W["decoder.final_layer_norm.weight"]) * self.D ** -0.5
+            tok = F.linear(y, self.E).argmax(-1)
+            if t > 0:
+                step_ms.append((time.perf_counter() - t0) * 1e3)
+            out.append(tok)
+        return torch.stack(out, 1)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Halformer
 
@@ -364,7 +474,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny shapes (2 layers, hidden 64): a smoke test")
     ap.add_argument("--out", help="output folder (default bench/results/hf-<cpu>-<date>)")
     ap.add_argument("--halformer", default="build/halformer")
-    ap.add_argument("--models", default="bert,gpt2", help="comma-separated: bert, gpt2 (t5: not loadable yet)")
+    ap.add_argument("--models", default="bert,gpt2,t5", help="comma-separated: bert, gpt2, t5")
     ap.add_argument("--bert-extra-batches", type=int, default=3,
                     help="K: halformer embed is timed with 1 and 1 + K batches; the difference / K is one batch")
     ap.add_argument("--keep", action="store_true", help="keep the temporary checkpoints (their path is printed)")
@@ -372,10 +482,8 @@ def main():
     rounds = a.rounds or (2 if a.quick else 5)
     models = [m.strip() for m in a.models.split(",") if m.strip()]
     for m in models:
-        if m == "t5":
-            raise SystemExit("t5: Halformer does not load T5 checkpoints yet (docs/huggingface.md)")
         if m not in GOALS:
-            raise SystemExit(f"unknown model {m!r}: bert, gpt2")
+            raise SystemExit(f"unknown model {m!r}: bert, gpt2, t5")
     if a.bert_extra_batches < 1 or rounds < 1:
         raise SystemExit("--bert-extra-batches and --rounds must be >= 1")
     if not os.path.isabs(a.halformer) and not os.path.exists(a.halformer):
@@ -463,6 +571,31 @@ def main():
                     "halformer_prompt_ms": [], "halformer_greedy_ms": [], "halformer_step_ms": [],
                     "halformer_runs": []}
 
+            if "t5" in models:
+                d = os.path.join(tmp, "t5")
+                print(f"writing {d}", file=sys.stderr, flush=True)
+                cfg, W, src = make_t5(d, shapes["t5"], 37)
+                t5 = T5(cfg, W)
+                # Check: Halformer's greedy tokens for the first source are PyTorch's.
+                p, _ = run([a.halformer, "generate", d, "--src", ",".join(map(str, src[0].tolist())),
+                            "--max-new-tokens", "8", "--threads", str(a.threads)])
+                ours = [int(x) for x in p.stdout.split()[0].split(",")] if p.stdout.strip() else []
+                with inference():
+                    want = t5.greedy(src[:1], 8, [])[0].tolist()
+                eos = cfg["eos_token_id"]
+                want = want[:want.index(eos) + 1] if eos in want else want
+                check = {"greedy_tokens_equal": ours == want, "ours": ours, "pytorch": want}
+                print(f"t5 check: {check}", file=sys.stderr, flush=True)
+                if not check["greedy_tokens_equal"]:
+                    raise SystemExit("t5: halformer generate differs from the PyTorch reference: " + json.dumps(check))
+                params = sum(t.numel() for t in W.values())
+                work["t5"] = dict(dir=d, cfg=cfg, t5=t5, src=src)
+                res["models"]["t5"] = {"config": {k: cfg[k] for k in (
+                    "num_layers", "num_decoder_layers", "d_model", "num_heads", "d_kv", "d_ff", "vocab_size",
+                    "feed_forward_proj")}, "parameters": params, "check": check,
+                    "pytorch_greedy_ms": [], "pytorch_step_ms": [], "halformer_greedy_ms": [], "halformer_step_ms": [],
+                    "halformer_encoder_ms": [], "halformer_runs": []}
+
         with torch.inference_mode():
             # Warm-up (first calls allocate, start threads, pick kernels).
             if "bert" in work:
@@ -473,6 +606,8 @@ def main():
                 w = work["gpt2"]
                 w["g"].greedy(w["prompt"], 2, [])
                 w["g"].logits(w["prompt"])
+            if "t5" in work:
+                work["t5"]["t5"].greedy(work["t5"]["src"], 2, [])
 
             def torch_bert(r):
                 w = work["bert"]
@@ -509,7 +644,22 @@ def main():
                 r["halformer_greedy_ms"].append(BATCH * NEW / j["greedy_tokens_per_s"] * 1e3)
                 r["halformer_step_ms"].append(j["decoder_step_ms"])
 
-            sides = {"bert": (torch_bert, ours_bert), "gpt2": (torch_gpt2, ours_gpt2)}
+            def torch_t5(r):
+                w = work["t5"]
+                steps = []
+                t0 = time.perf_counter()
+                w["t5"].greedy(w["src"], NEW, steps)
+                r["pytorch_greedy_ms"].append((time.perf_counter() - t0) * 1e3)
+                r["pytorch_step_ms"].append(med(steps))
+
+            def ours_t5(r):
+                j = hf_bench_gpt2(a, work["t5"]["dir"])
+                r["halformer_runs"].append(j)
+                r["halformer_greedy_ms"].append(BATCH * NEW / j["greedy_tokens_per_s"] * 1e3)
+                r["halformer_step_ms"].append(j["decoder_step_ms"])
+                r["halformer_encoder_ms"].append(j["encoder_ms"])
+
+            sides = {"bert": (torch_bert, ours_bert), "gpt2": (torch_gpt2, ours_gpt2), "t5": (torch_t5, ours_t5)}
             for i in range(rounds):
                 for m in models:
                     print(f"\rround {i + 1}/{rounds}: {m}    ", end="", file=sys.stderr, flush=True)
@@ -553,6 +703,17 @@ def main():
                      tp, hp, tp / hp, None))
         rows.append(("gpt2", f"one cached step (PyTorch: batch {BATCH}; ours: batch 1, see notes)",
                      "GPT-2 step (b8 vs b1)", ts, hs, ts / hs, None))
+    if "t5" in res["models"]:
+        r = res["models"]["t5"]
+        tg, hg = med(r["pytorch_greedy_ms"]), med(r["halformer_greedy_ms"])
+        ts, hs = med(r["pytorch_step_ms"]), med(r["halformer_step_ms"])
+        r["median"] = {"pytorch_greedy_ms": tg, "halformer_greedy_ms": hg, "ratio": tg / hg,
+                       "pytorch_tokens_per_s": BATCH * NEW / tg * 1e3, "halformer_tokens_per_s": BATCH * NEW / hg * 1e3,
+                       "goal": GOALS["t5"], "goal_fraction": tg / hg / GOALS["t5"],
+                       "pytorch_step_ms": ts, "halformer_step_ms": hs, "step_ratio": ts / hs}
+        rows.append(("t5", f"greedy, {BATCH} × ({PROMPT} source → {NEW} new) (goal)", "T5 greedy", tg, hg, tg / hg,
+                     GOALS["t5"]))
+        rows.append(("t5", f"one cached decoder step of the batch of {BATCH}", "T5 step", ts, hs, ts / hs, None))
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
 
@@ -612,6 +773,12 @@ def main():
               "--json`, greedy time = batch × new tokens / greedy_tokens_per_s (its Model::generate call, prefill "
               "included; process start, load and warm-up excluded). Prompt forward: the batch's forward with "
               f"logits at all {PROMPT} positions (bench's encoder_ms for a decoder-only model is Model::logits).",
+              f"- **t5** — greedy: PyTorch's encoder over the {BATCH} sources of {PROMPT} tokens (the last one eos), "
+              f"the cross-attention K/V once per layer, then {NEW} cached steps of the batch from decoder_start, "
+              f"argmax each, never stopping at eos: {BATCH} × {NEW} = {BATCH * NEW} new tokens. Halformer: "
+              f"`halformer bench DIR --batch {BATCH} --src-len {PROMPT} --new-tokens {NEW} --beam 1 --iters 1 "
+              "--json` (its random sources, the encoder included), greedy time as for gpt2. The step row: the "
+              "median cached step of the batch, both sides.",
               "", "## Notes on `halformer bench` against the goals' definitions", "",
               "- It cannot time an encoder-only model: `bench: an encoder-only model does not generate` (cli/"
               "bench.cpp checks Architecture::Encoder before timing), so BERT is timed through `embed` by "
@@ -663,7 +830,8 @@ def main():
             ax.set_title(f"BERT encoder {BATCH} × {BERT_LEN}, every round", fontsize=9)
         else:
             series = [("PyTorch greedy", r["pytorch_greedy_ms"]), ("Halformer greedy", r["halformer_greedy_ms"])]
-            ax.set_title(f"GPT-2 greedy {BATCH} × ({PROMPT} + {NEW}), every round", fontsize=9)
+            what = "GPT-2" if m == "gpt2" else "T5"
+            ax.set_title(f"{what} greedy {BATCH} × ({PROMPT} + {NEW}), every round", fontsize=9)
         for label, v in series:
             ax.plot(range(1, len(v) + 1), v, marker="o", label=label)
         ax.set_xlabel("round")

@@ -15,6 +15,12 @@
 //                            row kv_rows(j, b) of k and v (beam search: the
 //                            cache rows a hypothesis inherited from its
 //                            ancestors, read in place instead of copied)
+//   bias    [H, 2R+1]        only with position_bias=true: an additive bias
+//                            by relative position, Halide (n, h) with dim 0
+//                            from −R to R; the score of query i and key j
+//                            gains bias(clamp(j − (i + q_offset), −R, R), h)
+//                            (T5's bucketed table, generators/position_bias_
+//                            generator.cpp: constant beyond ±R)
 //
 // The cases of the seeds: self-attention (Tq = Tkv, kv_len = T), causal
 // (decoder self-attention), key padding (kv_len per sequence), cross-attention
@@ -43,6 +49,7 @@ public:
     GeneratorParam<bool> causal{"causal", false};
     GeneratorParam<int> key_block{"key_block", 64};
     GeneratorParam<bool> indexed{"indexed", false};
+    GeneratorParam<bool> position_bias{"position_bias", false};
     // Schedule knobs (schedules/attention_schedule.h).
     GeneratorParam<int> query_tile{"query_tile", 8};
     GeneratorParam<int> heads_per_task{"heads_per_task", 1};
@@ -61,9 +68,11 @@ public:
     Input<float> scale{"scale"};
     Output<Buffer<float, 4>> o{"o"};
     Input<Buffer<int32_t, 2>> *kv_rows = nullptr;
+    Input<Buffer<float, 2>> *bias = nullptr;
 
     void configure() {
         if (indexed) kv_rows = add_input<Buffer<int32_t, 2>>("kv_rows");
+        if (position_bias) bias = add_input<Buffer<float, 2>>("bias");
     }
 
     void generate() {
@@ -88,7 +97,11 @@ public:
         Expr limit = clamp(kv_len(b), 0, Tkv);
         Expr valid = j < limit;
         if (causal) valid = valid && j <= i + q_offset;
-        masked(j, i, h, b) = select(valid, score(j, i, h, b) * scale, kMasked);
+        Expr scaled = score(j, i, h, b) * scale;
+        if (position_bias) {
+            scaled += (*bias)(clamp(j - (i + q_offset), bias->dim(0).min(), bias->dim(0).max()), h);
+        }
+        masked(j, i, h, b) = select(valid, scaled, kMasked);
 
         // Per key block: its max, exp(score − block max), their sum and the
         // partial output Σ p·v.
@@ -128,6 +141,7 @@ public:
         scale.set_estimate(0.125f);
         o.set_estimates({{0, 64}, {0, 128}, {0, 8}, {0, 1}});
         if (kv_rows) kv_rows->set_estimates({{0, 128}, {0, 1}});
+        if (bias) bias->set_estimates({{-128, 257}, {0, 8}});
     }
 
     void schedule() {

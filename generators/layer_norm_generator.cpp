@@ -12,6 +12,9 @@
 // the deviations from it give both the variance and a correction of μ₀'s own
 // rounding error (μ = μ₀ + Σ(h − μ₀)/D, σ² = Σ(h − μ₀)²/D − (Σ(h − μ₀)/D)²).
 // The biased variance (÷ D), as nn.LayerNorm.
+//
+// rms=true: RMSNorm (T5LayerNorm), y = γ·h/√(mean(h²) + ε) — no mean
+// subtracted, no β input (the kernel's inputs are x, gamma, eps [, residual]).
 #include "Halide.h"
 #include "common.h"
 #include "../schedules/layer_norm_schedule.h"
@@ -24,6 +27,7 @@ using namespace halformer;
 class LayerNorm : public Generator<LayerNorm> {
 public:
     GeneratorParam<bool> residual_add{"residual", false};
+    GeneratorParam<bool> rms{"rms", false};
     GeneratorParam<int> rows_per_task{"rows_per_task", 4};
     GeneratorParam<int> gpu_threads{"gpu_threads", 0};  // GPU threads per row (0: 256)
     // The kernel name tuned records know this build by (set by the build; see
@@ -32,12 +36,15 @@ public:
 
     Input<Buffer<float, 2>> x{"x"};
     Input<Buffer<float, 1>> gamma{"gamma"};
-    Input<Buffer<float, 1>> beta{"beta"};
-    Input<float> eps{"eps"};
+    Input<Buffer<float, 1>> *beta = nullptr;
+    Input<float> *eps = nullptr;
     Input<Buffer<float, 2>> *residual = nullptr;
     Output<Buffer<float, 2>> y{"y"};
 
     void configure() {
+        // Declared here so that the order stays x, gamma, [beta,] eps.
+        if (!rms) beta = add_input<Buffer<float, 1>>("beta");
+        eps = add_input<float>("eps");
         if (residual_add) residual = add_input<Buffer<float, 2>>("residual");
     }
 
@@ -48,25 +55,31 @@ public:
         if (residual_add) v += (*residual)(d, r);
         h(d, r) = v;
         k = RDom(0, D, "k");
-        sum(r) = 0.0f;
-        sum(r) += h(k, r);
-        Expr mean0 = sum(r) / cast<float>(D);
-        dev(r) = 0.0f;
-        dev(r) += h(k, r) - mean0;
-        sq(r) = 0.0f;
-        sq(r) += (h(k, r) - mean0) * (h(k, r) - mean0);
-        Expr shift = dev(r) / cast<float>(D);
-        Expr mean = mean0 + shift;
-        Expr var = max(sq(r) / cast<float>(D) - shift * shift, 0.0f);
-        Expr inv_std = 1.0f / sqrt(var + eps);
-        y(d, r) = (h(d, r) - mean) * inv_std * gamma(d) + beta(d);
+        if (rms) {
+            sq(r) = 0.0f;
+            sq(r) += h(k, r) * h(k, r);
+            y(d, r) = h(d, r) * (1.0f / sqrt(sq(r) / cast<float>(D) + *eps)) * gamma(d);
+        } else {
+            sum(r) = 0.0f;
+            sum(r) += h(k, r);
+            Expr mean0 = sum(r) / cast<float>(D);
+            dev(r) = 0.0f;
+            dev(r) += h(k, r) - mean0;
+            sq(r) = 0.0f;
+            sq(r) += (h(k, r) - mean0) * (h(k, r) - mean0);
+            Expr shift = dev(r) / cast<float>(D);
+            Expr mean = mean0 + shift;
+            Expr var = max(sq(r) / cast<float>(D) - shift * shift, 0.0f);
+            Expr inv_std = 1.0f / sqrt(var + *eps);
+            y(d, r) = (h(d, r) - mean) * inv_std * gamma(d) + (*beta)(d);
+        }
 
         /* ESTIMATES: Transformer-base, 128 tokens */
         x.set_estimates({{0, 512}, {0, 128}});
         if (residual_add) residual->set_estimates({{0, 512}, {0, 128}});
         gamma.set_estimates({{0, 512}});
-        beta.set_estimates({{0, 512}});
-        eps.set_estimate(1e-5f);
+        if (beta) beta->set_estimates({{0, 512}});
+        eps->set_estimate(1e-5f);
         y.set_estimates({{0, 512}, {0, 128}});
     }
 
@@ -75,11 +88,11 @@ public:
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         if (get_target().has_gpu_feature()) {
-            schedule_layer_norm_gpu({y, h, sum, dev, sq, d, r, k}, rec.get("gpu_threads", gpu_threads));
+            schedule_layer_norm_gpu({y, h, sum, dev, sq, d, r, k}, rec.get("gpu_threads", gpu_threads), rms);
             return;
         }
         schedule_layer_norm_cpu({y, h, sum, dev, sq, d, r, k}, {rec.get("rows_per_task", rows_per_task)},
-                                get_target());
+                                get_target(), rms);
     }
 
 private:

@@ -4,6 +4,9 @@
 //   w        [N, K]   Halide (k, n)    PyTorch nn.Linear.weight layout
 //   bias     [N]      Halide (n)
 //   residual [M, N]   Halide (n, m)    only when residual=true
+//   gate     [M, N]   Halide (n, m)    only when gated=true: the gated
+//                                      feed-forward's act(X·W0ᵀ)·(X·W1ᵀ)
+//                                      (T5 v1.1) with gate = X·W1ᵀ
 //   y        [M, N]   Halide (n, m)
 //
 // act ∈ {none, relu, gelu (erf form), gelu_tanh}; the residual is added after
@@ -21,6 +24,7 @@ class Linear : public Generator<Linear> {
 public:
     GeneratorParam<Activation> activation{"activation", Activation::None, activation_names()};
     GeneratorParam<bool> residual_add{"residual", false};
+    GeneratorParam<bool> gated{"gated", false};
     // Schedule knobs (see schedules/linear_schedule.h).
     GeneratorParam<bool> dot{"dot", false};
     GeneratorParam<int> vectors_n{"vectors_n", 0};
@@ -38,10 +42,12 @@ public:
     Input<Buffer<float, 2>> w{"w"};
     Input<Buffer<float, 1>> bias{"bias"};
     Input<Buffer<float, 2>> *residual = nullptr;
+    Input<Buffer<float, 2>> *gate = nullptr;
     Output<Buffer<float, 2>> y{"y"};
 
     void configure() {
         if (residual_add) residual = add_input<Buffer<float, 2>>("residual");
+        if (gated) gate = add_input<Buffer<float, 2>>("gate");
     }
 
     void generate() {
@@ -49,6 +55,7 @@ public:
         Expr K = x.dim(0).extent(), M = x.dim(1).extent(), N = w.dim(1).extent();
         mm = define_matmul(x, M, K, w, N, "linear");
         Expr v = activate(mm.acc(n, m) + bias(n), activation);
+        if (gated) v *= (*gate)(n, m);
         if (residual_add) v += (*residual)(n, m);
         y(n, m) = v;
 
@@ -57,6 +64,7 @@ public:
         w.set_estimates({{0, 512}, {0, 2048}});
         bias.set_estimates({{0, 2048}});
         if (residual_add) residual->set_estimates({{0, 2048}, {0, 128}});
+        if (gated) gate->set_estimates({{0, 2048}, {0, 128}});
         y.set_estimates({{0, 2048}, {0, 128}});
     }
 

@@ -7,6 +7,7 @@
 //   colsum   [Np]                Halide (n)              int8 only: Σ_k q(n, k)
 //   bias     [N]                 Halide (n)
 //   residual [M, N]              Halide (n, m)           only when residual=true
+//   gate     [M, N]              Halide (n, m)           only when gated=true: y = act(·)·gate
 //   y        [M, N]              Halide (n, m)
 //
 // bf16: each activation is rounded to bfloat16 (nearest, ties to even) where
@@ -31,6 +32,7 @@ public:
     GeneratorParam<WeightFormat> format{"format", WeightFormat::BF16, weight_format_names()};
     GeneratorParam<Activation> activation{"activation", Activation::None, activation_names()};
     GeneratorParam<bool> residual_add{"residual", false};
+    GeneratorParam<bool> gated{"gated", false};
     // Schedule knobs (schedules/linear_packed_schedule.h).
     GeneratorParam<int> rows_m{"rows_m", 0};
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};
@@ -41,6 +43,7 @@ public:
     Input<Buffer<int32_t, 1>> *colsum = nullptr;
     Input<Buffer<float, 1>> *bias = nullptr;
     Input<Buffer<float, 2>> *residual = nullptr;
+    Input<Buffer<float, 2>> *gate = nullptr;
     Output<Buffer<float, 2>> y{"y"};
 
     void configure() {
@@ -51,6 +54,7 @@ public:
         }
         bias = add_input<Buffer<float, 1>>("bias");
         if (residual_add) residual = add_input<Buffer<float, 2>>("residual");
+        if (gated) gate = add_input<Buffer<float, 2>>("gate");
     }
 
     void generate() {
@@ -92,6 +96,7 @@ public:
                      ? cast<float>(a - 128 * (*colsum)(n)) * (step(m) * (*scale)(n))
                      : a;
         v = activate(v + (*bias)(n), activation);
+        if (gated) v *= (*gate)(n, m);
         if (residual_add) v += (*residual)(n, m);
         y(n, m) = v;
 
@@ -108,6 +113,7 @@ public:
         if (scale) scale->set_estimates({{0, 2048}});
         if (colsum) colsum->set_estimates({{0, 2048}});
         if (residual_add) residual->set_estimates({{0, 2048}, {0, 128}});
+        if (gated) gate->set_estimates({{0, 2048}, {0, 128}});
         y.set_estimates({{0, 2048}, {0, 128}});
     }
 

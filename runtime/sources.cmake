@@ -59,6 +59,7 @@ set(HALFORMER_CLI_SOURCES
   cli/translate.cpp
   cli/eval.cpp
   cli/embed.cpp
-  cli/classify.cpp)
+  cli/classify.cpp
+  cli/fill_mask.cpp)
 set(HALFORMER_CLI_SERVER_SOURCES cli/serve.cpp)
 set(HALFORMER_CLI_TRAINING_SOURCES cli/train.cpp)

@@ -19,7 +19,7 @@ struct LayerNormKnobs {
 // the two reductions run vectorized over it, and the output pass reads it
 // again. Memory traffic is the minimum: read x (and residual) once, write y.
 inline void schedule_layer_norm_cpu(LayerNormStages s, const LayerNormKnobs &knobs,
-                                    const Halide::Target &t) {
+                                    const Halide::Target &t, bool rms = false) {
     using namespace Halide;
     const int lanes = f32_lanes(t);
     Var ro("ro"), ri("ri");
@@ -28,23 +28,27 @@ inline void schedule_layer_norm_cpu(LayerNormStages s, const LayerNormKnobs &kno
         .parallel(ro)
         .vectorize(s.d, lanes, TailStrategy::GuardWithIf);
     s.h.compute_at(s.out, ri).vectorize(s.d, lanes, TailStrategy::GuardWithIf);
-    s.sum.compute_at(s.out, ri);
-    s.sum.update().atomic().vectorize(s.k.x, lanes);
-    s.dev.compute_at(s.out, ri);
-    s.dev.update().atomic().vectorize(s.k.x, lanes);
+    if (!rms) {  // RMSNorm has only the sum of squares
+        s.sum.compute_at(s.out, ri);
+        s.sum.update().atomic().vectorize(s.k.x, lanes);
+        s.dev.compute_at(s.out, ri);
+        s.dev.update().atomic().vectorize(s.k.x, lanes);
+    }
     s.sq.compute_at(s.out, ri);
     s.sq.update().atomic().vectorize(s.k.x, lanes);
 }
 
 // GPU: one block per row; h = x + residual is recomputed where used, and the
 // three reductions (sum, shift, squares) are cooperative block reductions.
-inline void schedule_layer_norm_gpu(LayerNormStages s, int threads_knob) {
+inline void schedule_layer_norm_gpu(LayerNormStages s, int threads_knob, bool rms = false) {
     using namespace Halide;
     const int threads = gpu_row_threads(threads_knob);
     s.out.compute_root();
     gpu_row_blocks(s.out, s.d, s.r, threads);
-    gpu_block_reduce(s.sum, s.k.x, s.out, s.r, threads);
-    gpu_block_reduce(s.dev, s.k.x, s.out, s.r, threads);
+    if (!rms) {
+        gpu_block_reduce(s.sum, s.k.x, s.out, s.r, threads);
+        gpu_block_reduce(s.dev, s.k.x, s.out, s.r, threads);
+    }
     gpu_block_reduce(s.sq, s.k.x, s.out, s.r, threads);
 }
 

@@ -93,6 +93,10 @@ for case in 0 2; do
   "$hf" logits "$d" --src "$(ids "$d" $case src)" --tgt "$(ids "$d" $case tgt)" --out "$tmp/m$case.npy"
   golden_npy "$d" $case "$tmp/mg$case.npy"
   npy_close "$tmp/m$case.npy" "$tmp/mg$case.npy" 1e-4 || fail "logits: marian case $case"
+  d="$fx/hf/t5_v1_1"
+  "$hf" logits "$d" --src "$(ids "$d" $case src)" --tgt "$(ids "$d" $case tgt)" --out "$tmp/t$case.npy"
+  golden_npy "$d" $case "$tmp/tg$case.npy"
+  npy_close "$tmp/t$case.npy" "$tmp/tg$case.npy" 1e-4 || fail "logits: t5 case $case"
 done
 "$hf" info "$fx/hf/gpt2_lm" | grep -q 'model_type "gpt2"' || fail "info: a Hugging Face directory"
 "$hf" generate "$fx/hf/gpt2_lm" --text "the cat" --max-new-tokens 4 > "$tmp/gen" || fail "generate --text: gpt2"
@@ -105,6 +109,12 @@ expect_error "exists; pass --force" "$hf" embed "$fx/hf/bert_base" --out "$tmp/e
 "$hf" classify "$fx/hf/bert_cls" "the film was good" > "$tmp/cls" || fail "classify: bert"
 grep -Eq "^(negative|neutral|positive)	0\.[0-9]+	" "$tmp/cls" || fail "classify: label, probability, logits"
 expect_error "classify needs a sequence classifier" "$hf" classify "$fx/hf/bert_base" "x"
+"$hf" generate "$fx/hf/t5_v1_0" --text "translate: the red house" --max-new-tokens 6 > "$tmp/t5" || fail "generate --text: t5"
+[ "$(wc -l < "$tmp/t5")" = 1 ] || fail "generate --text: t5 prints one line"
+"$hf" fill-mask "$fx/hf/bert_mlm" --top-k 3 "the [MASK] sat" "no mask" > "$tmp/fm" && fail "fill-mask: a text without [MASK] sets the exit status"
+grep -q '^{"masks": \[{"position": 2, "tokens": \["[^"]*", "[^"]*", "[^"]*"\], "ids": \[' "$tmp/fm" || fail "fill-mask: a JSON line with 3 guesses"
+grep -q '^{"error": "the text has no mask token"}' "$tmp/fm" || fail "fill-mask: the error line"
+expect_error "fill-mask needs a masked-LM head" "$hf" fill-mask "$fx/hf/bert_cls" "a [MASK]"
 [ "$(wc -l < "$tmp/tr")" = 1 ] || fail "translate: marian prints one line"
 
 head -c 128 "$tmp/e.npy" | grep -aq "'shape': (2, 5)" || fail "logits: encoder head shape"

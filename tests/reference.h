@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -156,9 +157,28 @@ inline Array layer_norm(Array x, Array *res, Array g, Array b, double eps) {
     return y;
 }
 
-// q (d, i, h, b), k/v (d, j, h, b)
+// RMSNorm (T5LayerNorm): (x + res) / √(mean((x + res)²) + eps) · g
+inline Array rms_norm(Array x, Array *res, Array g, double eps) {
+    const int D = x.dims[0], R = x.dims[1];
+    Array y({D, R});
+    for (int r = 0; r < R; r++) {
+        std::vector<double> h(D);
+        double sq = 0;
+        for (int d = 0; d < D; d++) {
+            h[d] = x(d, r) + (res ? (*res)(d, r) : 0.0);
+            sq += h[d] * h[d];
+        }
+        const double inv = 1.0 / std::sqrt(sq / D + eps);
+        for (int d = 0; d < D; d++) y(d, r) = h[d] * inv * g(d);
+    }
+    return y;
+}
+
+// q (d, i, h, b), k/v (d, j, h, b); bias (T5): bias[h](j − (i + q_offset))
+// added to the scaled score.
+using RelBias = std::vector<std::function<double(int)>>;
 inline Array attention(Array q, Array k, Array v, const std::vector<int> &kv_len, int q_offset,
-                       double scale, bool causal) {
+                       double scale, bool causal, const RelBias *bias = nullptr) {
     const int dk = q.dims[0], Tq = q.dims[1], H = q.dims[2], B = q.dims[3], Tkv = k.dims[1];
     Array o({dk, Tq, H, B});
     for (int b = 0; b < B; b++)
@@ -171,7 +191,7 @@ inline Array attention(Array q, Array k, Array v, const std::vector<int> &kv_len
                     ok[j] = j < kv_len[b] && (!causal || j <= i + q_offset);
                     double acc = 0;
                     for (int d = 0; d < dk; d++) acc += q(d, i, h, b) * k(d, j, h, b);
-                    s[j] = acc * scale;
+                    s[j] = acc * scale + (bias ? (*bias)[h](j - (i + q_offset)) : 0.0);
                     if (ok[j]) mx = std::max(mx, s[j]);
                 }
                 double sum = 0;

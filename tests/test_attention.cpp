@@ -1,12 +1,18 @@
 #include "reference.h"
 #include "kernels.h"
 
+#include <type_traits>
+
 #include "hf_attention.h"
 #include "hf_attention_causal.h"
 #include "hf_attention_causal_decode.h"
 #include "hf_attention_decode.h"
 #include "hf_attention_causal_decode_rows.h"
 #include "hf_attention_decode_rows.h"
+#include "hf_attention_bias.h"
+#include "hf_attention_causal_bias.h"
+#include "hf_attention_causal_decode_bias.h"
+#include "hf_attention_causal_decode_rows_bias.h"
 
 HF_DECLARE_LI(hf_attention)
 HF_DECLARE_LI(hf_attention_causal)
@@ -14,6 +20,10 @@ HF_DECLARE(hf_attention_causal_decode)
 HF_DECLARE(hf_attention_decode)
 HF_DECLARE_GPU(hf_attention_causal_decode_rows)
 HF_DECLARE_GPU(hf_attention_decode_rows)
+HF_DECLARE_GPU(hf_attention_bias)
+HF_DECLARE_GPU(hf_attention_causal_bias)
+HF_DECLARE_GPU(hf_attention_causal_decode_bias)
+HF_DECLARE_GPU(hf_attention_causal_decode_rows_bias)
 
 using ref::Buffer;
 using AttnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
@@ -196,7 +206,26 @@ TEST(AttentionSeedExample, ThreeTokens) {
 // and 80 (a vector tail); 1, 5 and 33 keys; Tq queries per sequence.
 using RowsFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
                        halide_buffer_t *, halide_buffer_t *);
-static void check_rows(Kernel<RowsFn> fn, bool causal, int Tq, int rows_in_kv, uint32_t seed) {
+using RowsBiasFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
+                           halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+
+// A T5-style bias table: H heads over relative positions −R..R (dim 0's
+// min −R), and the reference's view of it (clamped beyond ±R).
+struct BiasTable {
+    Buffer<float> buf;
+    ref::RelBias fn;
+    BiasTable(int H, int R, uint32_t seed, float range = 3.f) {
+        buf = ref::random_buffer({2 * R + 1, H}, seed, -range, range);
+        buf.set_min({-R, 0});
+        for (int h = 0; h < H; h++) {
+            fn.push_back([this, h, R](int rel) { return (double)buf(std::clamp(rel, -R, R), h); });
+        }
+    }
+};
+
+template <typename Fn>
+static void check_rows(Kernel<Fn> fn, bool causal, int Tq, int rows_in_kv, uint32_t seed) {
+    constexpr bool biased = std::is_same_v<Fn, RowsBiasFn>;
     for (int dk : {64, 80}) {
         for (int L : {1, 5, 33}) {
             const int B = 6, H = 3;
@@ -223,9 +252,14 @@ static void check_rows(Kernel<RowsFn> fn, bool causal, int Tq, int rows_in_kv, u
             Buffer<float> o(dk, Tq, H, B);
             const float scale = 1.0f / std::sqrt((float)dk);
             const int q_offset = causal ? L - Tq : 0;
-            HF_CALL(fn(q, k, v, len, q_offset, scale, rows, o));
+            BiasTable bias(H, 4, seed++);
+            if constexpr (biased) {
+                HF_CALL(fn(q, k, v, len, q_offset, scale, rows, bias.buf, o));
+            } else {
+                HF_CALL(fn(q, k, v, len, q_offset, scale, rows, o));
+            }
             auto r = ref::attention(ref::to_array(q), ref::to_array(kl), ref::to_array(vl), lens, q_offset, scale,
-                                    causal);
+                                    causal, biased ? &bias.fn : nullptr);
             EXPECT_LE(ref::rel_error(o, r), ref::kTolerance) << "dk=" << dk << " L=" << L;
         }
     }
@@ -241,4 +275,68 @@ TEST(AttentionRows, ReadsInheritedCacheRows) {
 // (2 queries) read its encoder K|V among those of 9 sources.
 TEST(AttentionRows, ReadsTheSourcesLeftInTheBatch) {
     check_rows(HF_KERNEL(hf_attention_decode_rows), false, 2, 9, 950);
+}
+
+// T5's attention: the scores (scale 1) plus a bias per head by relative
+// position from a table of −R..R, constant beyond (R = 4 and 8 against
+// sequences of up to 33: most pairs are past the table's ends); self,
+// padded, a fully masked sequence, incremental decoding (q_offset), biases
+// of ±1e4 that dominate the scores, and head sizes 12 (T5 test models) and
+// 64.
+using AttnBiasFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t,
+                           float, halide_buffer_t *, halide_buffer_t *);
+class AttentionBiasTest : public OpTest<AttnBiasFn> {};
+
+static void run_bias_case(const Kernel<AttnBiasFn> &fn, bool causal, const Case &c, int R, float bias_range,
+                          uint32_t seed) {
+    Buffer<float> q = ref::random_buffer({c.dk, c.Tq, c.H, c.B}, seed, -c.range, c.range);
+    Buffer<float> k = ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 1, -c.range, c.range);
+    Buffer<float> v = ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 2);
+    std::vector<int> lens = c.kv_len.empty() ? std::vector<int>(c.B, c.Tkv) : c.kv_len;
+    Buffer<int32_t> len(c.B);
+    for (int b = 0; b < c.B; b++) len(b) = lens[b];
+    BiasTable bias(c.H, R, seed + 3, bias_range);
+    Buffer<float> o(c.dk, c.Tq, c.H, c.B);
+    HF_CALL(fn(q, k, v, len, c.q_offset, 1.0f, bias.buf, o));
+    auto r = ref::attention(ref::to_array(q), ref::to_array(k), ref::to_array(v), lens, c.q_offset, 1.0, causal,
+                            &bias.fn);
+    EXPECT_LE(ref::rel_error(o, r), bias_range > 100 ? 1e-4 : ref::kTolerance)
+        << "B=" << c.B << " H=" << c.H << " Tq=" << c.Tq << " Tkv=" << c.Tkv << " dk=" << c.dk << " R=" << R;
+}
+
+TEST_P(AttentionBiasTest, RelativePositionBias) {
+    const bool causal = is_causal(GetParam().name), decode = GetParam().name.find("decode") != std::string::npos;
+    uint32_t seed = 500;
+    for (int R : {4, 8}) {
+        for (int dk : {12, 64}) {
+            for (int T : {1, 5, 33}) {
+                if (decode) {  // one query at the end of a cache of T
+                    run_bias_case(GetParam().fn, causal, {3, 4, 1, T, dk, {T, T - 1 > 0 ? T - 1 : 1, 0}, T - 1, 1.f}, R,
+                                  3.f, seed += 5);
+                } else {
+                    run_bias_case(GetParam().fn, causal, {2, 3, T, T, dk, {}, 0, 1.f}, R, 3.f, seed += 5);
+                    run_bias_case(GetParam().fn, causal, {3, 2, T, T, dk, {T, (T + 1) / 2, 0}, 0, 1.f}, R, 3.f,
+                                  seed += 5);
+                }
+            }
+        }
+    }
+}
+
+TEST_P(AttentionBiasTest, HugeBiasesDoNotOverflow) {
+    const bool causal = is_causal(GetParam().name), decode = GetParam().name.find("decode") != std::string::npos;
+    const int Tq = decode ? 1 : 17;
+    run_bias_case(GetParam().fn, causal, {1, 2, Tq, 17, 64, {}, 17 - Tq, 1.f}, 8, 1e4f, 600);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, AttentionBiasTest,
+                         testing::ValuesIn(on_device(std::vector<Impl<AttnBiasFn>>{
+                             {"hf_attention_bias", HF_KERNEL(hf_attention_bias)},
+                             {"hf_attention_causal_bias", HF_KERNEL(hf_attention_causal_bias)},
+                             {"hf_attention_causal_decode_bias", HF_KERNEL(hf_attention_causal_decode_bias)}})),
+                         impl_name<AttnBiasFn>);
+
+// Beam search's self-attention in T5's decoder: inherited rows and the bias.
+TEST(AttentionRows, ReadsInheritedCacheRowsWithBias) {
+    check_rows(HF_KERNEL(hf_attention_causal_decode_rows_bias), true, 1, 6, 1900);
 }

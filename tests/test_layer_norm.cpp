@@ -3,9 +3,13 @@
 
 #include "hf_layer_norm.h"
 #include "hf_layer_norm_residual.h"
+#include "hf_rms_norm.h"
+#include "hf_rms_norm_residual.h"
 
 HF_DECLARE_LI(hf_layer_norm)
 HF_DECLARE_LI(hf_layer_norm_residual)
+HF_DECLARE_GPU(hf_rms_norm)
+HF_DECLARE_GPU(hf_rms_norm_residual)
 
 using ref::Buffer;
 using LnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float,
@@ -87,3 +91,48 @@ INSTANTIATE_TEST_SUITE_P(All, LayerNormResidualTest,
                          testing::ValuesIn(on_device(std::vector<Impl<LnResFn>>{
                              HF_IMPL3(hf_layer_norm_residual)})),
                          impl_name<LnResFn>);
+
+// RMSNorm (T5LayerNorm): no mean subtracted, no bias; with and without the
+// residual. Random rows, rows with a large mean (which RMSNorm keeps: the
+// mean is part of the scale), and an all-zero row (eps alone: 0, not NaN).
+// (Like transformers' T5LayerNorm, the squares are summed in fp32.)
+using RmsFn = int (*)(halide_buffer_t *, halide_buffer_t *, float, halide_buffer_t *);
+using RmsResFn = int (*)(halide_buffer_t *, halide_buffer_t *, float, halide_buffer_t *, halide_buffer_t *);
+
+TEST(RmsNorm, MatchesReference) {
+    for (auto fn : on_device(std::vector<Impl<RmsFn>>{{"hf_rms_norm", HF_KERNEL(hf_rms_norm)}})) {
+        uint32_t seed = 61;
+        for (auto [D, R] : kShapes) {
+            Buffer<float> x = ref::random_buffer({D, R}, seed++, -3, 3), g = ref::random_buffer({D}, seed++, 0.5f, 1.5f);
+            Buffer<float> y(D, R);
+            HF_CALL(fn.fn(x, g, 1e-6f, y));
+            auto r = ref::rms_norm(ref::to_array(x), nullptr, ref::to_array(g), 1e-6);
+            EXPECT_LE(ref::rel_error(y, r), ref::kTolerance) << fn.name << " D=" << D << " R=" << R;
+        }
+        // A large mean, and a zero row.
+        Buffer<float> x = ref::random_buffer({64, 3}, 7, -0.01f, 0.01f), g(64), y(64, 3);
+        for (int d = 0; d < 64; d++) {
+            x(d, 0) += 1000.0f;
+            x(d, 2) = 0.0f;
+        }
+        g.fill(1.0f);
+        HF_CALL(fn.fn(x, g, 1e-6f, y));
+        auto r = ref::rms_norm(ref::to_array(x), nullptr, ref::to_array(g), 1e-6);
+        EXPECT_LE(ref::rel_error(y, r), ref::kTolerance) << fn.name;
+        for (int d = 0; d < 64; d++) EXPECT_EQ(y(d, 2), 0.0f) << "zero row";
+    }
+}
+
+TEST(RmsNorm, ResidualAddedFirst) {
+    for (auto fn : on_device(std::vector<Impl<RmsResFn>>{{"hf_rms_norm_residual", HF_KERNEL(hf_rms_norm_residual)}})) {
+        uint32_t seed = 71;
+        for (auto [D, R] : kShapes) {
+            Buffer<float> x = ref::random_buffer({D, R}, seed++, -3, 3), res = ref::random_buffer({D, R}, seed++, -3, 3);
+            Buffer<float> g = ref::random_buffer({D}, seed++, 0.5f, 1.5f), y(D, R);
+            HF_CALL(fn.fn(x, g, 1e-6f, res, y));
+            auto rr = ref::to_array(res);
+            auto r = ref::rms_norm(ref::to_array(x), &rr, ref::to_array(g), 1e-6);
+            EXPECT_LE(ref::rel_error(y, r), ref::kTolerance) << fn.name << " D=" << D << " R=" << R;
+        }
+    }
+}

@@ -14,6 +14,10 @@
 #include "hf_linear_dot_gelu_tanh.h"
 #include "hf_linear_dot_silu.h"
 #include "hf_linear_tanh.h"
+#include "hf_linear_gelu_tanh_gated.h"
+#include "hf_linear_dot_gelu_tanh_gated.h"
+#include "hf_linear_silu_gated.h"
+#include "hf_linear_dot_silu_gated.h"
 
 HF_DECLARE_LI(hf_linear)
 HF_DECLARE_LI(hf_linear_relu)
@@ -29,6 +33,10 @@ HF_DECLARE_GPU(hf_linear_dot_gelu)
 HF_DECLARE_GPU(hf_linear_dot_gelu_tanh)
 HF_DECLARE_GPU(hf_linear_dot_silu)
 HF_DECLARE_GPU(hf_linear_tanh)  // BERT's pooler: hand schedule only
+HF_DECLARE_GPU(hf_linear_gelu_tanh_gated)
+HF_DECLARE_GPU(hf_linear_dot_gelu_tanh_gated)
+HF_DECLARE_GPU(hf_linear_silu_gated)
+HF_DECLARE_GPU(hf_linear_dot_silu_gated)
 
 using ref::Buffer;
 using LinearFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
@@ -202,3 +210,42 @@ TEST(LinearErrors, ShortWeightRowsAreAnError) {
     EXPECT_NE(halformer::last_kernel_error().find("Input buffer w"), std::string::npos)
         << halformer::last_kernel_error();
 }
+
+// The gated feed-forward's first projection (T5 v1.1): y = act(x·Wᵀ + b)·gate,
+// on the shapes above, hostile values (pre-activations of ±3e4, gates of
+// ±1e3 and 0) and a strided gate (rows of a wider buffer).
+class LinearGatedTest : public OpTest<LinearResFn> {};
+
+static void check_gated(const Kernel<LinearResFn> &fn, const std::string &act, Shape s, float xr, float gr,
+                        uint32_t seed, int gate_stride = 0) {
+    Buffer<float> x = ref::random_buffer({s.K, s.M}, seed, -xr, xr);
+    Buffer<float> w = ref::random_buffer({s.K, s.N}, seed + 1, -0.3f, 0.3f);
+    Buffer<float> b = ref::random_buffer({s.N}, seed + 2);
+    const int gs = gate_stride ? gate_stride : s.N;
+    Buffer<float> storage = ref::random_buffer({gs, s.M}, seed + 3, -gr, gr);
+    if (s.M > 1) storage(0, 1) = 0.0f;
+    halide_dimension_t dims[2] = {{0, s.N, 1}, {0, s.M, gs}};
+    Buffer<float> gate(storage.data(), 2, dims), y(s.N, s.M);
+    y.fill(std::nanf(""));
+    HF_CALL(fn(x, w, b, gate, y));
+    ref::Array r = ref::linear(ref::to_array(x), ref::to_array(w), ref::to_array(b), act, nullptr);
+    ref::Array g = ref::to_array(gate.copy());
+    for (size_t k = 0; k < r.v.size(); k++) r.v[k] *= g.v[k];
+    EXPECT_LE(ref::rel_error(y, r), ref::kTolerance) << "M=" << s.M << " K=" << s.K << " N=" << s.N << " act=" << act;
+}
+
+TEST_P(LinearGatedTest, ActivationTimesGate) {
+    const std::string act = activation_of(GetParam().name);
+    uint32_t seed = 900;
+    for (Shape s : kShapes) check_gated(GetParam().fn, act, s, 2, 2, seed += 4);
+    check_gated(GetParam().fn, act, {3, 1000, 129}, 1000, 1000, seed += 4);
+    check_gated(GetParam().fn, act, {5, 64, 40}, 2, 2, seed += 4, 97);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, LinearGatedTest,
+                         testing::ValuesIn(on_device(std::vector<Impl<LinearResFn>>{
+                             {"hf_linear_gelu_tanh_gated", HF_KERNEL(hf_linear_gelu_tanh_gated)},
+                             {"hf_linear_dot_gelu_tanh_gated", HF_KERNEL(hf_linear_dot_gelu_tanh_gated)},
+                             {"hf_linear_silu_gated", HF_KERNEL(hf_linear_silu_gated)},
+                             {"hf_linear_dot_silu_gated", HF_KERNEL(hf_linear_dot_silu_gated)}})),
+                         impl_name<LinearResFn>);

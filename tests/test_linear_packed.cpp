@@ -33,6 +33,14 @@
 #include "hf_linear_int8_relu.h"
 #include "hf_linear_int8_residual.h"
 #include "hf_pack_bf16.h"
+#include "hf_linear_bf16_gelu_tanh_gated.h"
+#include "hf_linear_bf16_dot_gelu_tanh_gated.h"
+#include "hf_linear_bf16_silu_gated.h"
+#include "hf_linear_bf16_dot_silu_gated.h"
+#include "hf_linear_int8_gelu_tanh_gated.h"
+#include "hf_linear_int8_dot_gelu_tanh_gated.h"
+#include "hf_linear_int8_silu_gated.h"
+#include "hf_linear_int8_dot_silu_gated.h"
 #include "hf_pack_int8.h"
 
 #include <gtest/gtest.h>
@@ -122,6 +130,9 @@ struct Variant {
     Bf16ResFn bf16_res = nullptr;
     Int8Fn i8 = nullptr;
     Int8ResFn i8_res = nullptr;
+    // The gated feed-forward's kernels (same arguments as the residual
+    // ones): y = act(x·wᵀ + b)·gate, the gate in res's place.
+    bool gated = false;
 };
 
 std::vector<Variant> variants() {
@@ -154,6 +165,22 @@ std::vector<Variant> variants() {
     i("hf_linear_int8_dot_silu", "silu", hf_linear_int8_dot_silu);
     ir("hf_linear_int8_residual", hf_linear_int8_residual);
     ir("hf_linear_int8_dot_residual", hf_linear_int8_dot_residual);
+    auto bg = [&](const char *n, const char *act, Bf16ResFn f) {
+        v.push_back({n, act, false, true, nullptr, f});
+        v.back().gated = true;
+    };
+    auto ig = [&](const char *n, const char *act, Int8ResFn f) {
+        v.push_back({n, act, true, true, nullptr, nullptr, nullptr, f});
+        v.back().gated = true;
+    };
+    bg("hf_linear_bf16_gelu_tanh_gated", "gelu_tanh", hf_linear_bf16_gelu_tanh_gated);
+    bg("hf_linear_bf16_dot_gelu_tanh_gated", "gelu_tanh", hf_linear_bf16_dot_gelu_tanh_gated);
+    bg("hf_linear_bf16_silu_gated", "silu", hf_linear_bf16_silu_gated);
+    bg("hf_linear_bf16_dot_silu_gated", "silu", hf_linear_bf16_dot_silu_gated);
+    ig("hf_linear_int8_gelu_tanh_gated", "gelu_tanh", hf_linear_int8_gelu_tanh_gated);
+    ig("hf_linear_int8_dot_gelu_tanh_gated", "gelu_tanh", hf_linear_int8_dot_gelu_tanh_gated);
+    ig("hf_linear_int8_silu_gated", "silu", hf_linear_int8_silu_gated);
+    ig("hf_linear_int8_dot_silu_gated", "silu", hf_linear_int8_dot_silu_gated);
     return v;
 }
 
@@ -172,7 +199,10 @@ struct Result {
     Array bound{{1}};   // per element: how far the format may move the plain result (pre-activation)
 };
 
-// References for y = act(x·wᵀ + b) [+ res].
+// References for y = act(x·wᵀ + b) [+ res] (gated: · res). The bound on
+// how far the format moves the output: the pre-activation's, times the
+// gate, times the activation's largest slope (GELU's tanh form and SiLU
+// reach about 1.13, the others 1).
 Result reference(const Variant &v, const Buffer<float> &x, const Buffer<float> &w, const Packed &p,
                  const Buffer<float> &b, const Buffer<float> &res) {
     const int K = x.dim(0).extent(), M = x.dim(1).extent(), N = w.dim(1).extent();
@@ -196,10 +226,10 @@ Result reference(const Variant &v, const Buffer<float> &x, const Buffer<float> &
                 }
             }
             if (v.int8) exact *= (double)sx * sw;
-            const double rv = v.residual ? res(n, m) : 0.0;
-            r.exact(n, m) = ref::activate(exact + b(n), v.act) + rv;
-            r.plain(n, m) = ref::activate(plain + b(n), v.act) + rv;
-            r.bound(n, m) = bound;
+            const double rv = v.residual && !v.gated ? res(n, m) : 0.0, gv = v.gated ? res(n, m) : 1.0;
+            r.exact(n, m) = ref::activate(exact + b(n), v.act) * gv + rv;
+            r.plain(n, m) = ref::activate(plain + b(n), v.act) * gv + rv;
+            r.bound(n, m) = bound * std::fabs(gv) * (v.act == "gelu_tanh" || v.act == "silu" ? 1.13 : 1.0);
         }
     }
     return r;
@@ -301,7 +331,8 @@ TEST(LinearPacked, HostileValues) {
         EXPECT_LE(ref::rel_error(y, r.exact), 2e-5) << v.name;
         for (int n = 0; n < N; n++) {
             // The zero row gives exactly act(bias) [+ residual].
-            const double want = ref::activate(b(n), v.act) + (v.residual ? res(n, 3) : 0.0);
+            const double want = v.gated ? ref::activate(b(n), v.act) * res(n, 3)
+                                        : ref::activate(b(n), v.act) + (v.residual ? res(n, 3) : 0.0);
             EXPECT_NEAR(y(n, 3), want, 1e-6 * (1 + std::fabs(want))) << v.name << " n=" << n;
         }
     }

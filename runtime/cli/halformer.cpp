@@ -24,6 +24,7 @@ int cmd_translate(int argc, char **argv);  // cli/translate.cpp
 int cmd_eval(int argc, char **argv);       // cli/eval.cpp
 int cmd_embed(int argc, char **argv);      // cli/embed.cpp
 int cmd_classify(int argc, char **argv);   // cli/classify.cpp
+int cmd_fill_mask(int argc, char **argv);  // cli/fill_mask.cpp
 #ifdef HALFORMER_HAS_TRAINING
 int cmd_train(int argc, char **argv);      // cli/train.cpp
 #endif
@@ -74,6 +75,7 @@ const Command kCommands[] = {
     {"embed", cmd_embed,
      "  halformer embed DIR [TEXT...] [--pooling mean|cls] [--normalize] [--out FILE.npy] (JSON lines without --out)\n"},
     {"classify", cmd_classify, "  halformer classify DIR [TEXT...] (label, probability, logits a line)\n"},
+    {"fill-mask", cmd_fill_mask, "  halformer fill-mask DIR [TEXT...] [--top-k 5] (a JSON line a text: each [MASK]'s guesses)\n"},
     {"eval", cmd_eval, "  halformer eval DIR --src F --ref F [--beam K] [--out F] [--json F] | eval --hyp F --ref F\n"},
     {"serve", cmd_serve,
      "  halformer serve DIR [--host 127.0.0.1] [--port 8080] [--workers 2] [--max-batch 32] ...\n"

@@ -22,6 +22,7 @@ const char *positional_name(Positional p) {
     case Positional::Sinusoidal: return "sinusoidal";
     case Positional::SinusoidalConcat: return "sinusoidal_concat";
     case Positional::Learned: return "learned";
+    case Positional::Relative: return "relative";
     }
     return "?";
 }
@@ -150,6 +151,9 @@ void Config::validate() const {
     auto need = [](bool ok, const std::string &msg) {
         if (!ok) throw Error(msg);
     };
+    // An encoder's table is split in two halves (keys before and after the
+    // query), each of at least two buckets.
+    auto bidirectional_min_buckets = [&] { return has_encoder() ? 4 : 2; };
     auto range = [&](const char *name, long v, long lo, long hi) {
         need(v >= lo && v <= hi, std::string("field \"") + name + "\" = " + std::to_string(v) +
                                      " is out of range [" + std::to_string(lo) + ", " +
@@ -157,11 +161,23 @@ void Config::validate() const {
     };
     range("d_model", d_model, 1, 65536);
     range("num_heads", num_heads, 1, 1024);
-    need(d_model % num_heads == 0, "d_model = " + std::to_string(d_model) +
-                                       " is not divisible by num_heads = " + std::to_string(num_heads));
+    if (d_kv == 0) {
+        need(d_model % num_heads == 0, "d_model = " + std::to_string(d_model) +
+                                           " is not divisible by num_heads = " + std::to_string(num_heads));
+    } else {
+        range("d_kv", d_kv, 1, 65536);
+    }
+    need(std::isfinite(attention_scale) && attention_scale >= 0,
+         "attention_scale must be a finite number >= 0, not " + std::to_string(attention_scale));
     range("d_ff", d_ff, 1, 1 << 20);
     range("max_positions", max_positions, 1, 1 << 20);
-    if (positional_encoding != Positional::Learned) {
+    if (positional_encoding == Positional::Relative) {
+        range("relative_attention_num_buckets", relative_buckets, bidirectional_min_buckets(), 1 << 16);
+        // The log-spaced buckets start at half the exact ones.
+        const int exact = relative_buckets / (has_decoder() ? 2 : 4);
+        range("relative_attention_max_distance", relative_max_distance, exact + 1, 1 << 20);
+    }
+    if (positional_encoding == Positional::Sinusoidal || positional_encoding == Positional::SinusoidalConcat) {
         need(d_model % 2 == 0, "sinusoidal positional encoding needs an even d_model, not " +
                                    std::to_string(d_model));
     }

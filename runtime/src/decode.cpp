@@ -54,7 +54,7 @@ struct Session::Decoder {
     Session &s;
     const GenerateOptions &opt;
     const float *memory;
-    int S, B, K, R, P, V, D, cap, max_new;
+    int S, B, K, R, P, V, D, A, cap, max_new;  // A: the attention width
     size_t layers;
     decoding::Search &search;
     int Ra;
@@ -62,12 +62,13 @@ struct Session::Decoder {
     std::vector<int32_t> kv_rows, kv_rows_alt, kv_len, src_lens, cross_len, cross_rows;
     bool compacted = false;
     float *x = nullptr, *xa = nullptr, *last = nullptr;
+    const float *bias = nullptr;
     std::vector<double> u;
 
     Decoder(Session &s_, const std::vector<Sequence> &prefix, const float *memory_, int S_,
             const std::vector<int32_t> &src_lens_, const GenerateOptions &o, int max_new_, decoding::Search &search_)
         : s(s_), opt(o), memory(memory_), S(S_), B((int)prefix.size()), K(search_.width()), R(B * K),
-          P((int)prefix[0].size()), V(s_.w->gen_rows), D(s_.cfg.d_model), cap(P + max_new_ - 1), max_new(max_new_),
+          P((int)prefix[0].size()), V(s_.w->gen_rows), D(s_.cfg.d_model), A(s_.desc.attn_width), cap(P + max_new_ - 1), max_new(max_new_),
           layers(s_.w->dec.layers.size()), search(search_), Ra(R), act(R), pos(R), pos_next(R),
           kv_rows((size_t)R * cap), kv_rows_alt((size_t)R * cap), kv_len(R, P), src_lens(src_lens_),
           cross_len(src_lens_) {
@@ -85,11 +86,13 @@ struct Session::Decoder {
         s.attach(s.cross_kv);
         for (size_t l = 0; memory && l < layers; l++) {
             layers::memory_kv(s, layers::Pass{}, s.w->dec.layers[l].cross, memory, S * B,
-                              s.cross_kv[l].need((size_t)S * B * 2 * D));
+                              s.cross_kv[l].need((size_t)S * B * 2 * A));
         }
         s.self_kv.resize(layers);
         s.attach(s.self_kv);
-        for (size_t l = 0; l < layers; l++) s.self_kv[l].need((size_t)cap * R * 2 * D);
+        for (size_t l = 0; l < layers; l++) s.self_kv[l].need((size_t)cap * R * 2 * A);
+        // T5: the decoder's relative-position bias, once for every step.
+        bias = s.stack_bias(s.w->dec, true);
     }
 
     void run_layers(int T, int start) {
@@ -106,7 +109,7 @@ struct Session::Decoder {
         for (size_t l = 0; l < layers; l++) {
             s.layer(s.w->dec.layers[l], true, x, xa, T, Ra, start, s.self_kv[l].get(), kv_len.data(),
                     memory ? s.cross_kv[l].get() : nullptr, memory ? cross_len.data() : nullptr, S,
-                    memory && T == 1 ? K : 1, rows);
+                    memory && T == 1 ? K : 1, rows, bias);
         }
         last = x + (size_t)(T - 1) * Ra * D;
         s.final_norm(s.w->dec.final_norm, last, Ra);
@@ -290,7 +293,8 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
         return opt.max_new_tokens;
     };
     // Activations and caches, estimated from the shapes (64-bit, checked).
-    const int64_t D = c.d_model, F = c.d_ff, Ld = c.num_decoder_layers, V = c.tgt_vocab_size;
+    const int64_t D = std::max(c.d_model, m.desc.attn_width), F = c.d_ff * (m.desc.gated_ffn ? 2 : 1),
+                  Ld = c.num_decoder_layers, V = c.tgt_vocab_size;
     auto fits = [&](int64_t B, int64_t S, int64_t P, int64_t new_tokens) {
         const int64_t R = checked_product({B, opt.beam}, "generate"), cap = P + new_tokens;
         const int64_t enc = checked_product({S, B, 6 * D + F}, "generate"),

@@ -15,20 +15,35 @@ struct Description {
     // the encoder's output.
     bool encoder = false, decoder = false, cross_attention = false;
     int encoder_layers = 0, decoder_layers = 0;
-    // Dimensions.
+    // Dimensions: heads of head_dim each, attn_width = heads × head_dim wide
+    // (d_model unless a family says otherwise: T5's d_kv).
     int d_model = 0, heads = 0, d_ff = 0, max_positions = 0;
+    int head_dim = 0, attn_width = 0;
+    // The attention scores' scale: 1/√head_dim (the paper), 1 (T5).
+    float attention_scale = 1.0f;
     int src_vocab = 0, tgt_vocab = 0;
     // Each sub-layer: LayerNorm after its residual join (the paper) or
     // before the sub-layer; the feed-forward network's activation.
     enum class NormPlace { After, Before } norm_place = NormPlace::After;
     float norm_eps = 1e-5f;
+    // LayerNorm, or RMSNorm (T5: no mean, no bias).
+    enum class NormKind { Layer, RMS } norm_kind = NormKind::Layer;
     Act activation = Act::ReLU;
+    // The gated feed-forward (T5 v1.1): act(x·W1ᵀ)·(x·Wgᵀ), then W2.
+    bool gated_ffn = false;
+    // Whether the projections and norms have bias vectors (T5: none; the
+    // layers read zeros).
+    bool biases = true;
     // A stack ends in its own LayerNorm (a new pre-LN model has one; a
     // loaded model has one where its file does).
     bool final_norms = false;
     // Embeddings: times a scale (√d_model in the paper), plus positions.
     float embedding_scale = 1.0f;
     Positional position = Positional::Sinusoidal;
+    // Positional::Relative (T5): each stack's self-attention adds a learned
+    // bias per head by bucketed relative position; the encoder's buckets
+    // are bidirectional, the decoder's causal.
+    int relative_buckets = 0, relative_max_distance = 0;
     // BERT: token types added to the embeddings, and a LayerNorm after them.
     int token_types = 0;
     bool embedding_norm = false;
@@ -39,6 +54,7 @@ struct Description {
     // projection is tied to its embedding; an encoder has a head only when
     // asked (head_rows), of any rows when loaded.
     bool norm_before() const { return norm_place == NormPlace::Before; }
+    bool rms() const { return norm_kind == NormKind::RMS; }
 };
 
 // The description of a model of config.json's kind (nn.Transformer's

@@ -42,8 +42,8 @@ void Session::check_tokens(const std::vector<Sequence> &seqs, int vocab, const c
 
 void Session::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                         float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len, int S,
-                        int cross_group, const RowMap &rows) {
-    const int D = cfg.d_model, M = T * R;
+                        int cross_group, const RowMap &rows, const float *pos_bias) {
+    const int D = cfg.d_model, A = desc.attn_width, M = T * R;
     const int CR = rows.cache_rows ? rows.cache_rows : R;
     if (CR < R) throw Error("internal: a cache of fewer rows than the batch");
     layers::LayerIO io;
@@ -53,12 +53,12 @@ void Session::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int 
     io.x_in = x;
     // One buffer serves every sub-layer: inference keeps no activation.
     io.n1 = io.n2 = io.n3 = h.need((size_t)M * D);
-    io.q = io.qc = q.need((size_t)M * D);
-    io.att = io.attc = a.need((size_t)M * D);
+    io.q = io.qc = q.need((size_t)M * A);
+    io.att = io.attc = a.need((size_t)M * A);
     io.y1 = io.y2 = io.y3 = y.need((size_t)M * D);
     io.hidden = &ffn_hidden;
     io.kv = kv;
-    io.kv_stride = 2 * D;
+    io.kv_stride = 2 * A;
     io.cache_rows = CR;
     io.kv_len = kv_len;
     // The stream moves between x and x_alt at each sub-layer.
@@ -72,8 +72,16 @@ void Session::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int 
     const bool grouped = cross_group > 1 || rows.cross_rows;
     io.cross.rows = !grouped ? CR : rows.cross_rows ? rows.cross_sources : R / cross_group;
     io.rows = rows;
+    io.pos_bias = pos_bias;
     layers::layer_forward(*this, layers::Pass{}, L, causal, io);
     if (io.x_out == x_alt) std::swap(x, x_alt);
+}
+
+const float *Session::stack_bias(const StackW &s, bool causal) {
+    if (desc.position != Positional::Relative) return nullptr;
+    float *out = pos_bias.need(layers::position_bias_size(desc));
+    layers::position_bias(*this, s, causal, out);
+    return out;
 }
 
 void Session::final_norm(const NormW &n, float *x, int M) {
@@ -118,9 +126,10 @@ float *Session::encoder(const std::vector<Sequence> &src, int S, std::vector<int
     pad_time_major(pointers(src), cfg.pad_id, tokens, lens);
     const size_t n = (size_t)S * R * D;
     float *x = x0.need(n), *xa = x1.need(n);
-    float *kv = kv_tmp.need(2 * n);
+    float *kv = kv_tmp.need((size_t)S * R * 2 * desc.attn_width);
     layers::embed(*this, w->enc, tokens.data(), S, R, 0, x);
-    for (auto &L : w->enc.layers) layer(L, false, x, xa, S, R, 0, kv, lens.data(), nullptr, nullptr, 0);
+    const float *bias = stack_bias(w->enc, false);
+    for (auto &L : w->enc.layers) layer(L, false, x, xa, S, R, 0, kv, lens.data(), nullptr, nullptr, 0, 1, {}, bias);
     final_norm(w->enc.final_norm, x, S * R);
     float *out = enc_out.need(n);
     dev->copy(out, x, n * sizeof(float));
@@ -146,7 +155,8 @@ std::vector<Tensor> split_rows(const float *data, int R, int W, const std::vecto
 // encoder over B × S, the decoder over R × T (its K|V and the cross K|V per
 // layer) and `width` outputs per position.
 void require_pass_fits(Session &m, int64_t B, int64_t S, int64_t R, int64_t T, int64_t width, const char *what) {
-    const int64_t D = m.cfg.d_model, F = m.cfg.d_ff, L = m.cfg.num_decoder_layers;
+    const int64_t D = std::max(m.cfg.d_model, m.desc.attn_width), F = m.cfg.d_ff * (m.desc.gated_ffn ? 2 : 1),
+                  L = m.cfg.num_decoder_layers;
     const int64_t enc = checked_product({B, S, 6 * D + F}, what), cross = checked_product({L, B, S, 2 * D}, what),
                   dec = checked_product({R, T, 6 * D + F + 2 * D * L}, what),
                   out = checked_product({std::max(B * S, R * T), width}, what);
@@ -165,6 +175,23 @@ std::vector<Tensor> encode_in(Session &m, const std::vector<Sequence> &src) {
     const float *x = m.encoder(src, S, lens);
     m.dev->to_host(x, (size_t)S * src.size() * m.cfg.d_model * sizeof(float));
     return split_rows(x, (int)src.size(), m.cfg.d_model, lens);
+}
+
+// The projection head's logits [rows, V] (on the device): BERT's masked-LM
+// head first transforms x (dense, activation, LayerNorm).
+const float *head_logits(Session &m, const float *x, int rows) {
+    const int D = m.cfg.d_model, V = m.w->gen_rows;
+    const StackW &e = m.w->enc;
+    if (m.desc.encoder_head == EncoderHead::MaskedLM) {
+        float *t = m.h.need((size_t)rows * D), *n = m.y.need((size_t)rows * D);
+        layers::linear_act(m, "head_transform", {x, rows, D, D}, e.head_tw, e.head_tb, D, t,
+                           layers::head_act(m.desc.activation));
+        layers::layer_norm(m, e.head_norm, t, n, rows);
+        x = n;
+    }
+    float *out = m.logits.need((size_t)rows * V);
+    m.project(x, rows, D, out, false);
+    return out;
 }
 
 // An encoder-only model's head over its output x (S positions of R rows):
@@ -192,15 +219,7 @@ std::vector<Tensor> encoder_head(Session &m, const float *x, int S, int R, const
         m.dev->to_host(out, (size_t)R * V * sizeof(float));
         return split_rows(out, R, V, std::vector<int32_t>(R, 1));
     }
-    if (m.desc.encoder_head == EncoderHead::MaskedLM) {
-        float *t = m.h.need((size_t)rows * D), *n = m.y.need((size_t)rows * D);
-        layers::linear_act(m, "head_transform", {x, rows, D, D}, e.head_tw, e.head_tb, D, t,
-                           layers::head_act(m.desc.activation));
-        layers::layer_norm(m, e.head_norm, t, n, rows);
-        x = n;
-    }
-    float *out = m.logits.need((size_t)rows * V);
-    m.project(x, rows, D, out, false);
+    const float *out = head_logits(m, x, rows);
     m.dev->to_host(out, (size_t)rows * V * sizeof(float));
     return split_rows(out, R, V, lens);
 }
@@ -226,6 +245,40 @@ std::vector<Tensor> Model::class_probabilities(const std::vector<Sequence> &src,
     DeviceScope scope(m.dev.get());
     const float *x = m.encoder(src, S, lens);
     return encoder_head(m, x, S, (int)src.size(), lens, true, logits);
+}
+
+void Model::top_tokens(const std::vector<Sequence> &src, int top, std::vector<Tensor> &ids,
+                       std::vector<Tensor> &probabilities) {
+    Lease lease(*pool_);
+    Session &m = *lease;
+    if (m.desc.encoder_head != EncoderHead::MaskedLM) {
+        throw Error("top_tokens: the model has no masked-LM head (architectures: BertForMaskedLM)");
+    }
+    if (top < 1 || top > 8) throw Error("top_tokens: top must be in [1, 8], not " + std::to_string(top));
+    m.check_tokens(src, m.cfg.src_vocab_size, "source", 0);
+    int S = 0;
+    for (auto &s : src) S = std::max(S, (int)s.size());
+    const int R = (int)src.size(), rows = S * R, V = m.w->gen_rows;
+    require_pass_fits(m, R, S, 0, 0, 2 * (int64_t)V, "top_tokens");
+    std::vector<int32_t> lens;
+    DeviceScope scope(m.dev.get());
+    const float *x = m.encoder(src, S, lens);
+    layers::top8(m, head_logits(m, x, rows), rows, V, m.head_tmp.need((size_t)rows * V), m.topv.need((size_t)rows * 8),
+                 (int32_t *)m.topi.need((size_t)rows * 8));
+    m.dev->to_host(m.topv.get(), (size_t)rows * 8 * sizeof(float));
+    m.dev->to_host(m.topi.get(), (size_t)rows * 8 * sizeof(int32_t));
+    const float *pv = m.topv.get();
+    const int32_t *pi = (const int32_t *)m.topi.get();
+    ids.assign((size_t)R, Tensor{});
+    probabilities.assign((size_t)R, Tensor{});
+    for (int r = 0; r < R; r++) {
+        ids[r].shape = probabilities[r].shape = {lens[r], top};
+        for (int t = 0; t < lens[r]; t++) {
+            const size_t row = ((size_t)t * R + r) * 8;
+            ids[r].data.insert(ids[r].data.end(), pi + row, pi + row + top);
+            probabilities[r].data.insert(probabilities[r].data.end(), pv + row, pv + row + top);
+        }
+    }
 }
 
 std::vector<Tensor> Model::pool(const std::vector<Sequence> &src, const PoolOptions &options) {
@@ -291,7 +344,7 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
         m.attach(m.cross_kv);
         for (size_t l = 0; l < m.w->dec.layers.size(); l++) {
             layers::memory_kv(m, layers::Pass{}, m.w->dec.layers[l].cross, memory, S * R,
-                              m.cross_kv[l].need((size_t)S * R * 2 * D));
+                              m.cross_kv[l].need((size_t)S * R * 2 * m.desc.attn_width));
         }
     }
     std::vector<int32_t> tokens, lens;
@@ -301,10 +354,11 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
     m.self_kv.resize(m.w->dec.layers.size());
     m.attach(m.self_kv);
     layers::embed(m, m.w->dec, tokens.data(), T, R, 0, x);
+    const float *bias = m.stack_bias(m.w->dec, true);
     for (size_t l = 0; l < m.w->dec.layers.size(); l++) {
-        float *kv = m.self_kv[l].need(2 * n);
+        float *kv = m.self_kv[l].need((size_t)T * R * 2 * m.desc.attn_width);
         m.layer(m.w->dec.layers[l], true, x, xa, T, R, 0, kv, lens.data(),
-                ed ? m.cross_kv[l].get() : nullptr, ed ? src_lens.data() : nullptr, S);
+                ed ? m.cross_kv[l].get() : nullptr, ed ? src_lens.data() : nullptr, S, 1, {}, bias);
     }
     m.final_norm(m.w->dec.final_norm, x, T * R);
     // All T·R rows in one projection (padding rows included), then per sequence.

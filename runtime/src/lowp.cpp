@@ -30,6 +30,14 @@
 #include "hf_linear_int8_relu.h"
 #include "hf_linear_int8_residual.h"
 #include "hf_pack_bf16.h"
+#include "hf_linear_bf16_gelu_tanh_gated.h"
+#include "hf_linear_bf16_dot_gelu_tanh_gated.h"
+#include "hf_linear_bf16_silu_gated.h"
+#include "hf_linear_bf16_dot_silu_gated.h"
+#include "hf_linear_int8_gelu_tanh_gated.h"
+#include "hf_linear_int8_dot_gelu_tanh_gated.h"
+#include "hf_linear_int8_silu_gated.h"
+#include "hf_linear_int8_dot_silu_gated.h"
 #include "hf_pack_int8.h"
 #endif
 
@@ -147,6 +155,28 @@ void Session::linear_lowp(const char *name, const float *x, int M, int x_stride,
         run(name, [&] { return fn(vx.get(), vp.get(), vb.get(), vy.get()); });
     }
 }
+
+void Session::linear_lowp_gated(const char *name, const float *x, int M, int x_stride, const float *weight, int N,
+                                int K, const float *bias, Act act, const float *gate, float *y, int y_stride) {
+    if (act != Act::GELUTanh && act != Act::SiLU) throw Error("internal: no gated kernel for this activation");
+    const PackedLinear &p = pack(weight, N, K);
+    const bool int8 = w->precision == Precision::INT8, dot = M <= kDotRows, tanh = act == Act::GELUTanh;
+    const halide_type_t type = int8 ? halide_type_t(halide_type_int, 8) : halide_type_t(halide_type_bfloat, 16);
+    View vx(x, {{K, 1}, {M, x_stride}}), vb(bias, {{N, 1}}), vy(y, {{N, 1}, {M, y_stride}}),
+        vg(gate, {{N, 1}, {M, y_stride}}),
+        vp(p.data.get(), {{p.kf, 1}, {kPanel, p.kf}, {p.groups, p.kf * kPanel}, {p.Np / kPanel, p.kf * kPanel * p.groups}},
+           type);
+    if (int8) {
+        View vs(p.scale.get(), {{p.Np, 1}}), vc(p.colsum.get(), {{p.Np, 1}}, true);
+        Int8ResFn fn = dot ? (tanh ? hf_linear_int8_dot_gelu_tanh_gated : hf_linear_int8_dot_silu_gated)
+                           : (tanh ? hf_linear_int8_gelu_tanh_gated : hf_linear_int8_silu_gated);
+        run(name, [&] { return fn(vx.get(), vp.get(), vs.get(), vc.get(), vb.get(), vg.get(), vy.get()); });
+    } else {
+        Bf16ResFn fn = dot ? (tanh ? hf_linear_bf16_dot_gelu_tanh_gated : hf_linear_bf16_dot_silu_gated)
+                           : (tanh ? hf_linear_bf16_gelu_tanh_gated : hf_linear_bf16_silu_gated);
+        run(name, [&] { return fn(vx.get(), vp.get(), vb.get(), vg.get(), vy.get()); });
+    }
+}
 #else
 const PackedLinear &Session::pack(const float *, int, int) {
     throw Error("this build has no bf16 / int8 kernels (x86 only)");
@@ -154,6 +184,11 @@ const PackedLinear &Session::pack(const float *, int, int) {
 
 void Session::linear_lowp(const char *, const float *, int, int, const float *, int, int, const float *,
                               const Act *, const float *, float *, int) {
+    throw Error("this build has no bf16 / int8 kernels (x86 only)");
+}
+
+void Session::linear_lowp_gated(const char *, const float *, int, int, const float *, int, int, const float *, Act,
+                                const float *, float *, int) {
     throw Error("this build has no bf16 / int8 kernels (x86 only)");
 }
 #endif
@@ -182,16 +217,17 @@ void Model::set_precision(Precision p) {
 }
 
 void Session::prepack() {
-    const int D = cfg.d_model, F = cfg.d_ff;
+    const int D = cfg.d_model, F = cfg.d_ff, A = desc.attn_width;
     for (const StackW *s : {&w->enc, &w->dec}) {
         for (const LayerW &L : s->layers) {
             for (const AttnW *a : {&L.self, &L.cross}) {
                 if (!a->in_w) continue;
-                pack(a->in_w, D, D);                   // the queries
-                pack(a->in_w + (size_t)D * D, 2 * D, D);  // keys and values
-                pack(a->out_w, D, D);
+                pack(a->in_w, A, D);                      // the queries
+                pack(a->in_w + (size_t)A * D, 2 * A, D);  // keys and values
+                pack(a->out_w, D, A);
             }
             pack(L.w1, F, D);
+            if (L.wg) pack(L.wg, F, D);
             pack(L.w2, D, F);
         }
     }

@@ -24,6 +24,7 @@ struct AttnW {
 struct LayerW {
     AttnW self, cross;
     const float *w1 = nullptr, *b1 = nullptr, *w2 = nullptr, *b2 = nullptr;
+    const float *wg = nullptr, *bg = nullptr;  // the gated feed-forward's second input projection
     NormW self_norm, cross_norm, ffn_norm;
 };
 struct StackW {
@@ -39,6 +40,8 @@ struct StackW {
     const float *head_tw = nullptr, *head_tb = nullptr;
     NormW head_norm;
     const float *pool_w = nullptr, *pool_b = nullptr;
+    // T5: the relative-position bias table [buckets, heads].
+    const float *rel_bias = nullptr;
 };
 
 // One projection's weights packed for a reduced precision by hf_pack_*
@@ -84,6 +87,7 @@ struct ModelWeights {
     bool tied = false;
     int64_t params = 0;
     Scratch zero_bias;  // the head's bias when the file has none
+    Scratch zeros;      // every bias vector a family's files lack (T5)
     // The head's bias for generation: cfg.banned_ids at -1e30 (null: none).
     const float *gen_b_decode = nullptr;
     Scratch decode_bias;

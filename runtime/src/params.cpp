@@ -12,6 +12,7 @@ namespace {
 
 struct Table {
     std::vector<ParamSpec> &out;
+    const Description &d;
     Slot::Part part = Slot::Head;
     int layer = -1;
     void add(std::string name, std::vector<int64_t> shape, Init init, Field f) {
@@ -22,15 +23,26 @@ struct Table {
         s.slot = {part, layer, f};
         out.push_back(std::move(s));
     }
-    void attention(const std::string &p, int64_t D, bool cross) {
-        add(p + "in_proj_weight", {3 * D, D}, Init::Xavier, cross ? Field::CrossInW : Field::SelfInW);
-        add(p + "in_proj_bias", {3 * D}, Init::Zeros, cross ? Field::CrossInB : Field::SelfInB);
-        add(p + "out_proj.weight", {D, D}, Init::Xavier, cross ? Field::CrossOutW : Field::SelfOutW);
-        add(p + "out_proj.bias", {D}, Init::Zeros, cross ? Field::CrossOutB : Field::SelfOutB);
+    // A projection's bias: zeros where the family has none (T5).
+    void bias(std::string name, int64_t n, Field f) {
+        add(std::move(name), {n}, Init::Zeros, f);
+        if (!d.biases) {
+            out.back().required = false;
+            out.back().zero_if_absent = true;
+        }
     }
-    void norm(const std::string &p, int64_t D, Field g, Field b) {
-        add(p + "weight", {D}, Init::Ones, g);
-        add(p + "bias", {D}, Init::Zeros, b);
+    // Q|K|V stacked [3A, D] (A = heads × head_dim), the output projection [D, A].
+    void attention(const std::string &p, bool cross) {
+        const int64_t D = d.d_model, A = d.attn_width;
+        add(p + "in_proj_weight", {3 * A, D}, Init::Xavier, cross ? Field::CrossInW : Field::SelfInW);
+        bias(p + "in_proj_bias", 3 * A, cross ? Field::CrossInB : Field::SelfInB);
+        add(p + "out_proj.weight", {D, A}, Init::Xavier, cross ? Field::CrossOutW : Field::SelfOutW);
+        bias(p + "out_proj.bias", D, cross ? Field::CrossOutB : Field::SelfOutB);
+    }
+    // LayerNorm's gain and bias; RMSNorm's gain only.
+    void norm(const std::string &p, Field g, Field b) {
+        add(p + "weight", {d.d_model}, Init::Ones, g);
+        if (!d.rms()) add(p + "bias", {d.d_model}, Init::Zeros, b);
     }
 };
 
@@ -39,24 +51,33 @@ void stack(Table &t, const Description &d, const std::string &side, int layers, 
     for (int i = 0; i < layers; i++) {
         const std::string p = side + ".layers." + std::to_string(i) + ".";
         t.layer = i;
-        t.attention(p + "self_attn.", D, false);
-        if (cross) t.attention(p + "multihead_attn.", D, true);
+        t.attention(p + "self_attn.", false);
+        if (cross) t.attention(p + "multihead_attn.", true);
         t.add(p + "linear1.weight", {F, D}, Init::Xavier, Field::W1);
-        t.add(p + "linear1.bias", {F}, Init::Zeros, Field::B1);
+        t.bias(p + "linear1.bias", F, Field::B1);
+        if (d.gated_ffn) {
+            t.add(p + "linear_gate.weight", {F, D}, Init::Xavier, Field::WGate);
+            t.bias(p + "linear_gate.bias", F, Field::BGate);
+        }
         t.add(p + "linear2.weight", {D, F}, Init::Xavier, Field::W2);
-        t.add(p + "linear2.bias", {D}, Init::Zeros, Field::B2);
-        t.norm(p + "norm1.", D, Field::SelfNormG, Field::SelfNormB);
-        if (cross) t.norm(p + "norm2.", D, Field::CrossNormG, Field::CrossNormB);
-        t.norm(p + (cross ? "norm3." : "norm2."), D, Field::FfnNormG, Field::FfnNormB);
+        t.bias(p + "linear2.bias", D, Field::B2);
+        t.norm(p + "norm1.", Field::SelfNormG, Field::SelfNormB);
+        if (cross) t.norm(p + "norm2.", Field::CrossNormG, Field::CrossNormB);
+        t.norm(p + (cross ? "norm3." : "norm2."), Field::FfnNormG, Field::FfnNormB);
+    }
+    t.layer = -1;
+    // T5: the stack's relative-position bias table [buckets, heads].
+    if (d.position == Positional::Relative) {
+        t.add(side + ".rel_bias.weight", {d.relative_buckets, d.heads}, Init::Embedding, Field::RelBias);
     }
     // The final norm: optional in a file, present in a new pre-LN model.
-    t.layer = -1;
-    t.norm(side + ".norm.", D, Field::FinalNormG, Field::FinalNormB);
-    for (size_t k : {t.out.size() - 2, t.out.size() - 1}) {
+    const size_t first = t.out.size();
+    t.norm(side + ".norm.", Field::FinalNormG, Field::FinalNormB);
+    for (size_t k = first; k < t.out.size(); k++) {
         t.out[k].required = false;
         t.out[k].fresh = d.final_norms;
     }
-    t.out.back().needs = t.out[t.out.size() - 2].name;
+    if (t.out.size() - first == 2) t.out.back().needs = t.out[first].name;
 }
 
 void embeddings(Table &t, const Description &d, const std::string &prefix, int vocab) {
@@ -66,7 +87,7 @@ void embeddings(Table &t, const Description &d, const std::string &prefix, int v
         t.add(prefix + "_pos.weight", {d.max_positions, d.d_model}, Init::Embedding, Field::Pos);
     }
     if (d.token_types > 0) t.add(prefix + "_types.weight", {d.token_types, d.d_model}, Init::Embedding, Field::Types);
-    if (d.embedding_norm) t.norm(prefix + "_embed_norm.", d.d_model, Field::EmbedNormG, Field::EmbedNormB);
+    if (d.embedding_norm) t.norm(prefix + "_embed_norm.", Field::EmbedNormG, Field::EmbedNormB);
 }
 
 // BERT's heads, before the projection (generator.*): the masked-LM head's
@@ -78,7 +99,7 @@ void encoder_head(Table &t, const Description &d) {
     if (d.encoder_head == EncoderHead::MaskedLM) {
         t.add("head_transform.weight", {D, D}, Init::Xavier, Field::HeadTransformW);
         t.add("head_transform.bias", {D}, Init::Zeros, Field::HeadTransformB);
-        t.norm("head_norm.", D, Field::HeadNormG, Field::HeadNormB);
+        t.norm("head_norm.", Field::HeadNormG, Field::HeadNormB);
     } else if (d.encoder_head == EncoderHead::Classifier) {
         t.add("pooler.weight", {D, D}, Init::Xavier, Field::PoolW);
         t.add("pooler.bias", {D}, Init::Zeros, Field::PoolB);
@@ -90,7 +111,7 @@ void encoder_head(Table &t, const Description &d) {
 std::vector<ParamSpec> param_specs(const Config &c, int head_rows) {
     const Description d = describe(c);
     std::vector<ParamSpec> out;
-    Table t{out};
+    Table t{out, d};
     if (d.encoder) {
         t.part = Slot::Encoder;
         embeddings(t, d, "src", d.src_vocab);
@@ -171,6 +192,7 @@ const float *&slot_of(StackW &enc, StackW &dec, const float *&head_w, const floa
     case Field::HeadNormB: return st.head_norm.b;
     case Field::PoolW: return st.pool_w;
     case Field::PoolB: return st.pool_b;
+    case Field::RelBias: return st.rel_bias;
     default: break;
     }
     LayerW &L = st.layers.at((size_t)s.layer);
@@ -187,6 +209,8 @@ const float *&slot_of(StackW &enc, StackW &dec, const float *&head_w, const floa
     case Field::B1: return L.b1;
     case Field::W2: return L.w2;
     case Field::B2: return L.b2;
+    case Field::WGate: return L.wg;
+    case Field::BGate: return L.bg;
     case Field::SelfNormG: return L.self_norm.g;
     case Field::SelfNormB: return L.self_norm.b;
     case Field::CrossNormG: return L.cross_norm.g;

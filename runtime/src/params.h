@@ -25,6 +25,7 @@ enum class Field {
     W1, B1, W2, B2, SelfNormG, SelfNormB, CrossNormG, CrossNormB, FfnNormG, FfnNormB,
     FinalNormG, FinalNormB, Embed, Pos, HeadW, HeadB,
     Types, EmbedNormG, EmbedNormB, HeadTransformW, HeadTransformB, HeadNormG, HeadNormB, PoolW, PoolB,
+    RelBias, WGate, BGate,
 };
 struct Slot {
     enum Part { Encoder, Decoder, Head } part = Head;
@@ -45,6 +46,8 @@ struct ParamSpec {
     std::string tied_to;
     // Optional tensors present only in pairs: a final norm's bias needs its gain.
     std::string needs;
+    // A bias vector a family's files do not have (T5): zeros when absent.
+    bool zero_if_absent = false;
 };
 
 // The table of a model of `c`: an encoder-only model gets a head of

@@ -81,6 +81,10 @@ public:
     // on first use), residual with y's strides. act: null for none.
     void linear_lowp(const char *name, const float *x, int M, int x_stride, const float *weight, int N, int K,
                      const float *bias, const Act *act, const float *residual, float *y, int y_stride);
+    // The same with a gate: Y = act(X·Wᵀ + b)·gate (gate with y's strides;
+    // act GELUTanh or SiLU), the gated feed-forward's first projection.
+    void linear_lowp_gated(const char *name, const float *x, int M, int x_stride, const float *weight, int N, int K,
+                           const float *bias, Act act, const float *gate, float *y, int y_stride);
     bool lowp() const { return w->precision != Precision::FP32; }
     Profile prof;
     std::vector<double> step_seconds;
@@ -90,11 +94,11 @@ public:
     // On a GPU each is shadowed on the device, where its contents live:
     // kernels write them, DeviceContext::to_host reads them back. Data the
     // host writes for a kernel (token ids, lengths) goes in plain vectors.
-    Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, enc_out, logits, topv, topi;
+    Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, enc_out, logits, topv, topi, pos_bias;
     std::vector<Scratch> self_kv, cross_kv;
     // Every scratch above but the per-layer caches.
-    std::array<Scratch *, 13> activations() {
-        return {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi};
+    std::array<Scratch *, 14> activations() {
+        return {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi, &pos_bias};
     }
     // f(Scratch &) for each activation and each layer's caches.
     template <typename F>
@@ -148,7 +152,10 @@ public:
     // rows: where the rows' keys and values are (RowMap).
     void layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len,
-               int S, int cross_group = 1, const RowMap &rows = {});
+               int S, int cross_group = 1, const RowMap &rows = {}, const float *pos_bias = nullptr);
+    // T5: the stack's relative-position bias table (layers::position_bias)
+    // in pos_bias; null for other families.
+    const float *stack_bias(const StackW &s, bool causal);
     // Runs a stack; result in x0 (returns the pointer).
     float *encoder(const std::vector<Sequence> &src, int S, std::vector<int32_t> &lens);
     void final_norm(const NormW &n, float *x, int M);

@@ -205,6 +205,48 @@ std::vector<Classification> Model::classify(const std::vector<std::string> &text
     return out;
 }
 
+std::vector<FillMask> Model::fill_mask(const std::vector<std::string> &texts, int top_k) {
+    const Config &c = config();
+    if (c.encoder_head != EncoderHead::MaskedLM) {
+        throw Error("fill_mask: needs a masked-LM head (config.json's architectures: BertForMaskedLM)");
+    }
+    if (top_k < 1 || top_k > 8) throw Error("fill_mask: top_k must be in [1, 8], not " + std::to_string(top_k));
+    const Tokenizer &tok = tokenizer();
+    if (tok.mask_id() < 0) throw Error("fill_mask: the tokenizer has no mask token");
+    Prepared p = prepare(tok, texts, c.max_positions);
+    std::vector<FillMask> out(texts.size());
+    std::vector<Sequence> ids;
+    std::vector<size_t> which;
+    for (size_t i : p.order) {
+        if (std::find(p.ids[i].begin(), p.ids[i].end(), tok.mask_id()) == p.ids[i].end()) {
+            p.result[i].error = "the text has no mask token";
+            continue;
+        }
+        ids.push_back(p.ids[i]);
+        which.push_back(i);
+    }
+    for (size_t i = 0; i < texts.size(); i++) out[i].error = p.result[i].error;
+    if (ids.empty()) return out;
+    std::vector<Tensor> top_ids, probs;
+    top_tokens(ids, top_k, top_ids, probs);
+    for (size_t k = 0; k < ids.size(); k++) {
+        FillMask &f = out[which[k]];
+        for (size_t t = 0; t < ids[k].size(); t++) {
+            if (ids[k][t] != tok.mask_id()) continue;
+            MaskGuesses g;
+            g.position = (int)t;
+            for (int j = 0; j < top_k; j++) {
+                const int id = (int)top_ids[k].data[t * top_k + (size_t)j];
+                g.ids.push_back(id);
+                g.probabilities.push_back(probs[k].data[t * top_k + (size_t)j]);
+                g.tokens.push_back(tok.decode({id}));
+            }
+            f.masks.push_back(std::move(g));
+        }
+    }
+    return out;
+}
+
 std::vector<Tensor> Model::embed(const std::vector<std::string> &texts) {
     const Config &c = config();
     if (!c.has_encoder()) throw Error("embed: a decoder-only model has no encoder");

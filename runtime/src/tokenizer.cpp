@@ -204,6 +204,7 @@ int Tokenizer::pad_id() const { return impl_->pad; }
 int Tokenizer::bos_id() const { return impl_->bos; }
 int Tokenizer::eos_id() const { return impl_->eos; }
 int Tokenizer::unk_id() const { return impl_->unk; }
+int Tokenizer::mask_id() const { return impl_->mask; }
 const std::string &Tokenizer::path() const { return impl_->path; }
 
 void Tokenizer::check_matches(const Config &c) const {

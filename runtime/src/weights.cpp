@@ -103,6 +103,14 @@ void ModelWeights::bind() {
     std::map<std::string, const float *> bound;
     std::set<const float *> counted;
     const std::vector<ParamSpec> specs = param_specs(cfg);
+    int64_t zeros_needed = 0;
+    for (const ParamSpec &spec : specs) {
+        if (spec.zero_if_absent) zeros_needed = std::max(zeros_needed, numel(spec.shape));
+    }
+    if (zeros_needed > 0) {
+        float *z = zeros.need((size_t)zeros_needed);
+        std::fill(z, z + zeros_needed, 0.0f);
+    }
     for (const ParamSpec &spec : specs) {
         const float *&slot = slot_of(enc, dec, gen_w, gen_b, spec.slot);
         std::vector<int64_t> shape = spec.shape;
@@ -113,6 +121,10 @@ void ModelWeights::bind() {
                 slot = bound.at(spec.tied_to);  // the output projection tied to the embedding
                 tied = true;
                 if (spec.slot.field == Field::HeadW) gen_rows = (int)spec.shape[0];
+                continue;
+            }
+            if (spec.zero_if_absent) {
+                slot = zeros.get();
                 continue;
             }
             if (!spec.required && !pair_present(specs, spec, *source, bound)) continue;

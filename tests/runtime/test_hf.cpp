@@ -15,6 +15,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 using namespace halformer;
@@ -386,4 +387,150 @@ TEST_F(BadHf, MarianBannedIdsAreNeverGenerated) {
     EXPECT_EQ(banned.logits({src}, {tgt})[0].data, before.logits({src}, {tgt})[0].data) << "logits() unchanged";
     edit_config("\"bad_words_ids\": [[3], [60]]", "\"bad_words_ids\": [[3, 4]]");
     expect_error({"bad_words_ids", "single-token"});
+}
+
+// T5: what the minimal v1.0 config and the full v1.1 one say (transformers'
+// defaults: feed_forward_proj "relu", relative_attention_max_distance 128,
+// num_decoder_layers = num_layers, tie_word_embeddings true).
+TEST(HfT5, ConfigFieldsAndDefaults) {
+    Model m = Model::load(fixture("t5_v1_0"));
+    const Config &c = m.config();
+    EXPECT_EQ(c.family, "t5");
+    EXPECT_EQ(c.architecture, Architecture::EncoderDecoder);
+    EXPECT_EQ(c.d_model, 40);
+    EXPECT_EQ(c.head_dim(), 12) << "d_kv";
+    EXPECT_EQ(c.attention_width(), 48) << "4 heads x 12 != d_model";
+    EXPECT_EQ(c.num_decoder_layers, 2) << "default: num_layers";
+    EXPECT_EQ(c.positional_encoding, Positional::Relative);
+    EXPECT_EQ(c.relative_buckets, 16);
+    EXPECT_EQ(c.relative_max_distance, 128) << "default";
+    EXPECT_TRUE(c.rms_norm);
+    EXPECT_FALSE(c.gated_ffn);
+    EXPECT_EQ(c.activation, Act::ReLU) << "feed_forward_proj default relu";
+    EXPECT_FALSE(c.biases);
+    EXPECT_EQ(c.attention_scale, 1.0f);
+    EXPECT_EQ(c.bos_id, 0) << "decoder_start_token_id";
+    EXPECT_EQ(c.eos_id, 1);
+    EXPECT_TRUE(m.tied_head()) << "v1.0: the head is shared.weight";
+    Model v11 = Model::load(fixture("t5_v1_1"));
+    EXPECT_TRUE(v11.config().gated_ffn);
+    EXPECT_EQ(v11.config().activation, Act::GELUTanh) << "gated-gelu is gelu_new";
+    EXPECT_EQ(v11.config().relative_max_distance, 24);
+    EXPECT_EQ(v11.config().num_decoder_layers, 3);
+    EXPECT_FALSE(v11.tied_head()) << "tie_word_embeddings false: lm_head.weight";
+}
+
+TEST_F(BadHf, T5UnsupportedFeaturesAreNamed) {
+    use("t5_v1_1");
+    edit_config("\"feed_forward_proj\": \"gated-gelu\"", "\"feed_forward_proj\": \"gated-relu\"");
+    expect_error({"feed_forward_proj", "gated-relu", "not supported"});
+    use("t5_v1_1");
+    edit_config("\"feed_forward_proj\": \"gated-gelu\"", "\"feed_forward_proj\": \"fancy-gelu\"");
+    expect_error({"feed_forward_proj", "fancy-gelu", "gated-{act}"});
+    use("t5_v1_1");
+    edit_config("\"relative_attention_max_distance\": 24", "\"relative_attention_max_distance\": 8");
+    expect_error({"relative_attention_max_distance", "8", "out of range"});
+    use("t5_v1_0");
+    edit_config("T5ForConditionalGeneration", "T5EncoderModel");
+    expect_error({"T5EncoderModel", "not supported"});
+    // A tensor T5 reads is missing: named as the file names it.
+    use("t5_v1_1");
+    rewrite([](std::vector<TensorRef> &refs) {
+        refs.erase(std::remove_if(refs.begin(), refs.end(),
+                                  [](const TensorRef &r) { return r.name == "decoder.block.2.layer.2.DenseReluDense.wi_1.weight"; }),
+                   refs.end());
+    });
+    expect_error({"missing tensor", "decoder.block.2.layer.2.DenseReluDense.wi_1.weight"});
+}
+
+// T5's spiece.model: eos after each input; the sentinels <extra_id_i> count
+// down from the top of the tokenizer's vocabulary; text in, text out.
+TEST(HfT5, TokenizerAndTextToText) {
+    Model m = Model::load(fixture("t5_v1_0"));
+    ASSERT_TRUE(m.has_tokenizer());
+    const Tokenizer &tok = m.tokenizer();
+    const Sequence ids = tok.encode_input("the red house");
+    ASSERT_GE(ids.size(), 2u);
+    EXPECT_EQ(ids.back(), 1) << "eos after the input";
+    EXPECT_EQ(Sequence(ids.begin(), ids.end() - 1), tok.encode("the red house"));
+    EXPECT_EQ(tok.decode(ids), "the red house");
+    // 64 pieces + 5 extra ids: <extra_id_0> is 68, <extra_id_4> is 64.
+    const Sequence s = tok.encode("the <extra_id_0> house <extra_id_4>");
+    ASSERT_GE(s.size(), 3u);
+    EXPECT_EQ(std::count(s.begin(), s.end(), 68), 1);
+    EXPECT_EQ(s.back(), 64);
+    // (transformers' T5Tokenizer.decode: no space after a sentinel.)
+    EXPECT_EQ(tok.decode(s), "the<extra_id_0> house<extra_id_4>");
+    for (int32_t id : tok.encode("<extra_id_5>")) EXPECT_LT(id, 64) << "past extra_ids: plain text";
+    GenerateOptions o;
+    o.beam = 2;
+    o.max_new_tokens = 8;
+    auto hyps = m.generate({ids}, o);
+    auto out = m.translate({"the red house"}, o);
+    ASSERT_TRUE(out[0].ok()) << out[0].error;
+    EXPECT_EQ(out[0].text, m.text_of(hyps[0][0].tokens));
+}
+
+// T5 at bf16 and int8: the gated feed-forward and the wide attention
+// through the packed kernels, near the float32 logits.
+TEST(HfT5, ReducedPrecisionStaysNearFloat32) {
+    for (const char *name : {"t5_v1_0", "t5_v1_1"}) {
+        Model m = Model::load(fixture(name));
+        json::Value g = golden(name);
+        const json::Value &c = g.find("logits")->array[0];
+        const auto f32 = m.logits(batch(*c.find("src")), batch(*c.find("tgt")));
+        for (Precision p : {Precision::BF16, Precision::INT8}) {
+            m.set_precision(p);
+            auto low = m.logits(batch(*c.find("src")), batch(*c.find("tgt")));
+            for (size_t b = 0; b < low.size(); b++) {
+                double num = 0, den = 0;
+                for (size_t k = 0; k < low[b].data.size(); k++) {
+                    num += std::pow(low[b].data[k] - f32[b].data[k], 2);
+                    den += std::pow(f32[b].data[k], 2);
+                }
+                EXPECT_LE(std::sqrt(num / den), p == Precision::BF16 ? 0.03 : 0.08) << name << " " << precision_name(p);
+            }
+        }
+    }
+}
+
+// fill-mask: the masked-LM head's top tokens at each [MASK] and their
+// probabilities, against the softmax of the reference logits.
+TEST(HfBert, FillMaskMatchesTheReferenceSoftmax) {
+    Model m = Model::load(fixture("bert_mlm"));
+    json::Value g = golden("bert_mlm");
+    const json::Value &c = g.find("logits")->array[0];
+    const Sequence src = batch(*c.find("src"))[0];
+    const int V = (int)c.find("width")->number;
+    std::vector<Tensor> ids, probs;
+    m.top_tokens({src}, 5, ids, probs);
+    ASSERT_EQ(ids[0].shape, (std::vector<int64_t>{(int64_t)src.size(), 5}));
+    const auto &ref = c.find("logits")->array[0].array;
+    for (size_t t = 0; t < src.size(); t++) {
+        std::vector<double> p(V);
+        double mx = -1e300, sum = 0;
+        for (int v = 0; v < V; v++) mx = std::max(mx, ref[t * V + v].number);
+        for (int v = 0; v < V; v++) sum += p[v] = std::exp(ref[t * V + v].number - mx);
+        std::vector<int> order(V);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
+        for (int j = 0; j < 5; j++) {
+            EXPECT_EQ((int)ids[0].data[t * 5 + j], order[j]) << "position " << t << " rank " << j;
+            EXPECT_NEAR(probs[0].data[t * 5 + j], p[order[j]] / sum, 1e-5) << "position " << t << " rank " << j;
+        }
+    }
+    // Text: each [MASK] gets its guesses; a text without one gets an error.
+    auto out = m.fill_mask({"the [MASK] sat on the [MASK].", "no mask here"}, 3);
+    ASSERT_TRUE(out[0].ok()) << out[0].error;
+    ASSERT_EQ(out[0].masks.size(), 2u);
+    const Sequence in = m.tokenizer().encode_input("the [MASK] sat on the [MASK].");
+    for (const MaskGuesses &mg : out[0].masks) {
+        EXPECT_EQ(in[(size_t)mg.position], m.tokenizer().mask_id());
+        ASSERT_EQ(mg.ids.size(), 3u);
+        EXPECT_GE(mg.probabilities[0], mg.probabilities[1]);
+        EXPECT_EQ(mg.tokens[0], m.tokenizer().decode({mg.ids[0]}));
+    }
+    EXPECT_FALSE(out[1].ok());
+    EXPECT_NE(out[1].error.find("no mask token"), std::string::npos) << out[1].error;
+    EXPECT_THROW(m.fill_mask({"a [MASK]"}, 9), Error);
 }

@@ -132,7 +132,7 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
     std::vector<Task> tasks;
     Task lin{"linear", "prefill", "hf_linear",
              {"hf_linear", "hf_linear_relu", "hf_linear_gelu", "hf_linear_gelu_tanh", "hf_linear_tanh",
-              "hf_linear_residual"},
+              "hf_linear_residual", "hf_linear_gelu_tanh_gated", "hf_linear_silu_gated"},
              {{"vectors_n", {0, 1, 2, 4}}, {"rows_m", {0, 2, 4, 6, 8, 10, 12, 14, 16, 20, 24}}},
              {linear_shape(P, d, 3 * d), linear_shape(P, d, d)},
              {linear_shape(1, d, 3 * d), linear_shape(17, 33, 71)}};
@@ -142,7 +142,7 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
 
     Task dot{"linear", "decode", "hf_linear_dot",
              {"hf_linear_dot", "hf_linear_dot_residual", "hf_linear_dot_relu", "hf_linear_dot_gelu",
-              "hf_linear_dot_gelu_tanh", "hf_linear_dot_silu"},
+              "hf_linear_dot_gelu_tanh", "hf_linear_dot_silu", "hf_linear_dot_gelu_tanh_gated", "hf_linear_dot_silu_gated"},
              {{"vectors_n", {0, 2, 4, 6, 12, 16}}},
              {linear_shape(1, d, 3 * d), linear_shape(1, d, F), linear_shape(1, F, d), linear_shape(R, d, 3 * d)},
              {linear_shape(3, 33, 71)}};
@@ -154,7 +154,8 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
     for (const char *fmt : {"bf16", "int8"}) {
         const std::string base = std::string("hf_linear_") + fmt;
         auto variants = [&](const std::string &k) {
-            return std::vector<std::string>{k, k + "_relu", k + "_gelu", k + "_gelu_tanh", k + "_silu", k + "_residual"};
+            return std::vector<std::string>{k,           k + "_relu",     k + "_gelu",           k + "_gelu_tanh",
+                                            k + "_silu", k + "_residual", k + "_gelu_tanh_gated", k + "_silu_gated"};
         };
         // (past 8 rows the block spills on AVX-512: packed_fits)
         const std::vector<int> rows_m{0, 1, 2, 3, 4, 5, 6, 7, 8};
@@ -203,7 +204,8 @@ inline std::vector<Task> attention_tasks(const halformer::Config &c, const Workl
         return s;
     };
     auto att = [&](int B, int Tq, int Tkv, bool causal) { return att_hd(B, H, Tq, Tkv, dk, causal); };
-    Task attp{"attention", "prefill", "hf_attention", {"hf_attention", "hf_attention_causal"},
+    Task attp{"attention", "prefill", "hf_attention",
+              {"hf_attention", "hf_attention_causal", "hf_attention_bias", "hf_attention_causal_bias"},
               {{"query_tile", {8, 1, 2, 4, 6, 12, 16}}, {"key_block", {64, 16, 32, 128, 256}},
                {"heads_per_task", {1, 2, 4}}, {"score_vectors", {2, 1, 3, 4}}, {"value_vectors", {2, 1, 3, 4}}},
               {att(1, P, P, false), att(1, P, P, true)},
@@ -228,7 +230,7 @@ inline std::vector<Task> attention_tasks(const halformer::Config &c, const Workl
     // (The decode schedule reads only key_block: schedule_attention_decode_cpu.)
     Task attd{"attention", "decode", "hf_attention_decode",
               {"hf_attention_decode", "hf_attention_causal_decode", "hf_attention_causal_decode_rows",
-               "hf_attention_decode_rows"},
+               "hf_attention_decode_rows", "hf_attention_causal_decode_bias", "hf_attention_causal_decode_rows_bias"},
               {{"key_block", {16, 8, 32, 64, 128}}},
               {att(1, 1, L, false), att(R, 1, L, false), att_rows(R, H, L, dk)},
               {att(3, 1, 1, false), att(2, 1, 19, true), att_hd(2, 3, 1, 9, 12, false), att_hd(2, 1, 1, 9, 20, true),
@@ -245,7 +247,8 @@ inline std::vector<Task> row_tasks(const halformer::Config &c, const Workload &w
     auto rows = [](int M, int D) {
         return Shape{shape_label("%dx%d", {M, D}), {{"M", M}, {"D", D}}, {}};
     };
-    tasks.push_back({"layer_norm", "prefill", "hf_layer_norm_residual", {"hf_layer_norm", "hf_layer_norm_residual"},
+    tasks.push_back({"layer_norm", "prefill", "hf_layer_norm_residual",
+                     {"hf_layer_norm", "hf_layer_norm_residual", "hf_rms_norm", "hf_rms_norm_residual"},
                      {{"rows_per_task", {4, 1, 2, 8, 16, 32}}}, {rows(P, d)}, {rows(1, d), rows(3, 17)}});
 
     auto srows = [](int Rr, int N) {
@@ -262,7 +265,8 @@ inline std::vector<Task> row_tasks(const halformer::Config &c, const Workload &w
         return Shape{shape_label("%dx%dx%d", {B, T, D}), {{"B", B}, {"T", T}, {"D", D}, {"V", V}}, {}};
     };
     tasks.push_back({"embedding", "prefill", emb,
-                     {"hf_embedding", "hf_embedding_concat", "hf_embedding_learned", "hf_embedding_learned_types"},
+                     {"hf_embedding", "hf_embedding_concat", "hf_embedding_learned", "hf_embedding_learned_types",
+                      "hf_embedding_none"},
                      {{"tokens_per_task", {8, 1, 2, 4, 16, 32}}}, {eshape(1, P, d)}, {eshape(2, 3, 18)}});
 
     // Sampling (temperature, top-k, top-p) over the vocabulary, one decode step.

@@ -4,7 +4,9 @@
 //   d_model, num_heads, d_ff, num_encoder_layers, num_decoder_layers,
 //   src_vocab_size, tgt_vocab_size, max_positions
 //   positional_encoding "sinusoidal" (interleaved sin/cos, the paper) |
-//                       "sinusoidal_concat" ([sin | cos] halves) | "learned"
+//                       "sinusoidal_concat" ([sin | cos] halves) | "learned" |
+//                       "relative" (T5: a bias on the attention scores by
+//                       bucketed relative position, learned per head)
 //   norm_first          false: post-LN as in the paper; true: pre-LN
 //   activation          "relu" | "gelu" | "gelu_tanh" | "silu"
 //   layer_norm_eps      (PyTorch's default 1e-5)
@@ -29,7 +31,7 @@
 namespace halformer {
 
 enum class Architecture { EncoderDecoder, Encoder, Decoder };
-enum class Positional { Sinusoidal, SinusoidalConcat, Learned };
+enum class Positional { Sinusoidal, SinusoidalConcat, Learned, Relative };
 enum class Act { ReLU, GELU, GELUTanh, SiLU };
 // What an encoder-only model's head is: a projection of each position
 // (Halformer's generator.*), BERT's masked-LM head (dense, activation,
@@ -76,10 +78,27 @@ struct Config {
     // logits() is unchanged): Marian's pad, config.json's single-token
     // bad_words_ids.
     std::vector<int> banned_ids;
+    // T5: heads of d_kv dimensions (0: d_model / num_heads; heads × d_kv
+    // may differ from d_model), attention scores not scaled (attention_scale
+    // 1; 0: 1/√head_dim), RMSNorm instead of LayerNorm, the gated
+    // feed-forward act(x·W0ᵀ)·(x·W1ᵀ), no bias vectors, and the relative
+    // positions' buckets.
+    int d_kv = 0;
+    float attention_scale = 0;
+    bool rms_norm = false;
+    bool gated_ffn = false;
+    bool biases = true;
+    int relative_buckets = 32;
+    int relative_max_distance = 128;
+    // T5's tie_word_embeddings: the head is the shared embedding (scaled
+    // input, v1.0) or a tensor of its own (v1.1).
+    bool tied_head = true;
 
     bool has_encoder() const { return architecture != Architecture::Decoder; }
     bool has_decoder() const { return architecture != Architecture::Encoder; }
-    int head_dim() const { return d_model / num_heads; }
+    int head_dim() const { return d_kv > 0 ? d_kv : d_model / num_heads; }
+    // The width of the attention's queries, keys and values: heads × head_dim.
+    int attention_width() const { return num_heads * head_dim(); }
 
     // The paper's base model (Table 3) with a shared 37000-token vocabulary.
     static Config base();

@@ -81,6 +81,20 @@ struct Classification {
     bool ok() const { return error.empty(); }
 };
 
+// A masked-LM's guesses at one [MASK] of a text (Model::fill_mask): the
+// most probable tokens, best first, with their softmax probabilities.
+struct MaskGuesses {
+    int position = 0;  // among the text's tokens ([CLS] is 0)
+    std::vector<int> ids;
+    std::vector<float> probabilities;
+    std::vector<std::string> tokens;  // each id decoded alone
+};
+struct FillMask {
+    std::vector<MaskGuesses> masks;  // one per [MASK], in order
+    std::string error;               // set when the text could not run
+    bool ok() const { return error.empty(); }
+};
+
 struct Hypothesis {
     std::vector<int32_t> tokens;  // generated ids (eos included when produced)
     // beam: total log-probability / ((5 + len) / 6)^α; greedy and sampling:
@@ -238,6 +252,16 @@ public:
     // one [1, labels] Tensor per sequence; with `logits`, logits(src) too,
     // from the same pass.
     std::vector<Tensor> class_probabilities(const std::vector<Sequence> &src, std::vector<Tensor> *logits = nullptr);
+
+    // A masked-LM (BertForMaskedLM): at every position of each sequence its
+    // `top` (1..8) most probable tokens, [len, top] ids (as floats, exact)
+    // and probabilities — the softmax and the selection in kernels.
+    void top_tokens(const std::vector<Sequence> &src, int top, std::vector<Tensor> &ids,
+                    std::vector<Tensor> &probabilities);
+    // ... of texts: the guesses at each [MASK] (transformers' fill-mask
+    // pipeline, top_k ≤ 8). A text without [MASK], or that cannot run,
+    // gets FillMask::error.
+    std::vector<FillMask> fill_mask(const std::vector<std::string> &texts, int top_k = 5);
 
     // Per-kernel times summed over the calls that have returned (all threads).
     Profile &profile();

@@ -77,6 +77,8 @@ public:
     int bos_id() const;
     int eos_id() const;
     int unk_id() const;
+    // BERT's [MASK] (-1: the tokenizer has none).
+    int mask_id() const;
     const std::string &path() const;
 
     // Throws Error when this tokenizer cannot feed a model of `config`: a

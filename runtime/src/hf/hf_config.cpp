@@ -62,8 +62,7 @@ struct Fields {
 };
 
 // transformers' ACT2FN names → the activations Halformer has kernels for.
-Act activation(const Fields &f, const char *key, const std::string &fallback) {
-    const std::string name = f.string(key, fallback);
+Act activation_named(const Fields &f, const char *key, const std::string &name) {
     static const std::map<std::string, Act> known{
         {"relu", Act::ReLU},         {"gelu", Act::GELU},           {"gelu_new", Act::GELUTanh},
         {"gelu_fast", Act::GELUTanh}, {"gelu_pytorch_tanh", Act::GELUTanh},
@@ -75,6 +74,9 @@ Act activation(const Fields &f, const char *key, const std::string &fallback) {
                "\" is not supported by Halformer (relu, gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, silu, swish)");
     }
     return it->second;
+}
+Act activation(const Fields &f, const char *key, const std::string &fallback) {
+    return activation_named(f, key, f.string(key, fallback));
 }
 
 // GPT2Config: a decoder-only, pre-LN stack with learned positions, a final
@@ -222,9 +224,66 @@ Config bert(const Fields &f) {
     return c;
 }
 
+// T5Config (T5ForConditionalGeneration): an encoder-decoder, pre-norm with
+// RMSNorm, no biases, no embedding scale, positions as a learned bias per
+// head by bucketed relative position (layer 0 of each stack holds the
+// table), scores not scaled, heads of d_kv. feed_forward_proj "{act}" or
+// "gated-{act}" ("gated-gelu" means gelu_new, as transformers reads it).
+// The head: tied to the shared embedding (v1.0; the decoder's output is
+// scaled by d_model^-0.5, folded into its final norm at load) or its own
+// lm_head (tie_word_embeddings false: v1.1, flan).
+Config t5(const Fields &f) {
+    Config c;
+    c.family = "t5";
+    c.architecture = Architecture::EncoderDecoder;
+    c.d_model = f.integer("d_model", 512);
+    c.d_kv = f.integer("d_kv", 64);
+    c.num_heads = f.integer("num_heads", 8);
+    c.d_ff = f.integer("d_ff", 2048);
+    c.num_encoder_layers = f.integer("num_layers", 6);
+    c.num_decoder_layers = f.integer("num_decoder_layers", c.num_encoder_layers);
+    c.src_vocab_size = c.tgt_vocab_size = f.integer("vocab_size", 32128);
+    c.max_positions = f.integer("n_positions", 512);
+    c.positional_encoding = Positional::Relative;
+    c.relative_buckets = f.integer("relative_attention_num_buckets", 32);
+    c.relative_max_distance = f.integer("relative_attention_max_distance", 128);
+    c.norm_first = true;
+    c.rms_norm = true;
+    c.biases = false;
+    c.attention_scale = 1.0f;
+    const std::string proj = f.string("feed_forward_proj", "relu");
+    const size_t dash = proj.find('-');
+    const std::string kind = dash == std::string::npos ? "" : proj.substr(0, dash);
+    const std::string act = dash == std::string::npos ? proj : proj.substr(dash + 1);
+    if ((dash != std::string::npos && kind != "gated") || act.empty() || act.find('-') != std::string::npos) {
+        f.fail("field \"feed_forward_proj\" = \"" + proj + "\" is not of the form {act} or gated-{act}");
+    }
+    c.gated_ffn = kind == "gated";
+    c.activation = activation_named(f, "feed_forward_proj", proj == "gated-gelu" ? "gelu_new" : act);
+    if (c.gated_ffn && c.activation != Act::GELUTanh && c.activation != Act::SiLU) {
+        f.fail("field \"feed_forward_proj\" = \"" + proj +
+               "\" is not supported by Halformer (gated: gated-gelu, gated-gelu_new, gated-silu)");
+    }
+    c.layer_norm_eps = f.number("layer_norm_epsilon", 1e-6f);
+    c.scale_embeddings = false;
+    c.tied_head = f.boolean("tie_word_embeddings", true);
+    c.pad_id = f.integer("pad_token_id", 0);
+    c.eos_id = f.integer("eos_token_id", 1);
+    c.bos_id = f.integer("decoder_start_token_id", c.pad_id);
+    f.require("is_encoder_decoder", f.boolean("is_encoder_decoder", true), "false");
+    std::string arch;
+    if (const json::Value *a = f.get("architectures", json::Value::Kind::Array)) {
+        if (!a->array.empty() && a->array[0].is_string()) arch = a->array[0].string;
+    }
+    if (!arch.empty() && arch != "T5ForConditionalGeneration") {
+        f.fail("architectures: \"" + arch + "\" is not supported by Halformer (T5ForConditionalGeneration)");
+    }
+    return c;
+}
+
 const std::map<std::string, std::function<Config(const Fields &)>> &families() {
     static const std::map<std::string, std::function<Config(const Fields &)>> f{
-        {"bert", bert}, {"gpt2", gpt2}, {"marian", marian}};
+        {"bert", bert}, {"gpt2", gpt2}, {"marian", marian}, {"t5", t5}};
     return f;
 }
 

@@ -14,6 +14,7 @@
 #include "halformer/files.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -24,10 +25,11 @@ namespace halformer {
 namespace hf {
 namespace {
 
-enum class How { Same, Transposed, Stacked, Flat };
+enum class How { Same, Transposed, Stacked, Flat, Scaled };
 struct Rule {
     How how;
     std::vector<std::string> theirs;  // "{i}": the layer
+    float factor = 1;                 // Scaled: times this, once at load
 };
 using Rules = std::map<std::string, Rule>;  // ours ("{i}": the layer) → theirs
 
@@ -129,6 +131,49 @@ Rules bert_rules(const std::string &p) {
     return r;
 }
 
+// T5ForConditionalGeneration: separate q, k, v, o without biases; RMSNorm
+// gains only; the relative-position tables of each stack's block 0; the
+// feed-forward's wi (or wi_0 gated by wi_1) and wo. With the head tied to
+// the shared embedding (v1.0) the decoder's output is scaled by
+// d_model^-0.5 before it: folded into the final norm's gain here.
+Rules t5_rules(const Config &c, bool tied) {
+    Rules r;
+    r["src_embed.weight"] = {How::Same, {"shared.weight"}};
+    r["tgt_embed.weight"] = {How::Same, {"shared.weight"}};
+    auto attention = [&](const std::string &ours, const std::string &theirs) {
+        r[ours + "in_proj_weight"] = {How::Stacked, {theirs + "q.weight", theirs + "k.weight", theirs + "v.weight"}};
+        r[ours + "out_proj.weight"] = {How::Same, {theirs + "o.weight"}};
+    };
+    for (const char *side : {"encoder", "decoder"}) {
+        const std::string s = side, ours = s + ".layers.{i}.", theirs = s + ".block.{i}.layer.";
+        const bool dec = s == "decoder";
+        attention(ours + "self_attn.", theirs + "0.SelfAttention.");
+        r[ours + "norm1.weight"] = {How::Same, {theirs + "0.layer_norm.weight"}};
+        if (dec) {
+            attention(ours + "multihead_attn.", theirs + "1.EncDecAttention.");
+            r[ours + "norm2.weight"] = {How::Same, {theirs + "1.layer_norm.weight"}};
+        }
+        const std::string ff = theirs + (dec ? "2." : "1.");
+        if (c.gated_ffn) {
+            r[ours + "linear1.weight"] = {How::Same, {ff + "DenseReluDense.wi_0.weight"}};
+            r[ours + "linear_gate.weight"] = {How::Same, {ff + "DenseReluDense.wi_1.weight"}};
+        } else {
+            r[ours + "linear1.weight"] = {How::Same, {ff + "DenseReluDense.wi.weight"}};
+        }
+        r[ours + "linear2.weight"] = {How::Same, {ff + "DenseReluDense.wo.weight"}};
+        r[ours + (dec ? "norm3.weight" : "norm2.weight")] = {How::Same, {ff + "layer_norm.weight"}};
+        r[s + ".rel_bias.weight"] = {How::Same, {s + ".block.0.layer.0.SelfAttention.relative_attention_bias.weight"}};
+        r[s + ".norm.weight"] = {How::Same, {s + ".final_layer_norm.weight"}};
+    }
+    if (tied) {
+        r["decoder.norm.weight"] = {How::Scaled, {"decoder.final_layer_norm.weight"},
+                                    1.0f / std::sqrt((float)c.d_model)};
+    } else {
+        r["generator.weight"] = {How::Same, {"lm_head.weight"}};
+    }
+    return r;
+}
+
 // Tensors transformers keeps beside the weights that no forward reads.
 bool ignored(const std::string &family, const std::string &name) {
     static const std::regex gpt2(R"(^(transformer\.)?h\.\d+\.attn\.(bias|masked_bias)$)");
@@ -143,6 +188,11 @@ bool ignored(const std::string &family, const std::string &name) {
     if (family == "gpt2") return std::regex_match(name, gpt2);
     if (family == "bert") return std::regex_match(name, bert);
     if (family == "marian") return std::regex_match(name, marian);
+    // (T5: the stacks' copies of the shared embedding; the cross-attention
+    // table old checkpoints hold in decoder block 0, which T5 never reads.)
+    static const std::regex t5(
+        R"(^(encoder|decoder)\.embed_tokens\.weight$|^decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight$)");
+    if (family == "t5") return std::regex_match(name, t5);
     return false;
 }
 
@@ -263,6 +313,7 @@ public:
             }
             break;
         case How::Flat: s = {numel(s)}; break;
+        case How::Scaled: break;
         }
         return s;
     }
@@ -274,7 +325,10 @@ public:
         if (!made.empty()) return made.data();
         const std::vector<int64_t> s = shape(name);
         made.resize((size_t)numel(s));
-        if (r.how == How::Transposed) {  // [in, out] → [out, in], once
+        if (r.how == How::Scaled) {
+            const float *src = read(key);
+            for (size_t k = 0; k < made.size(); k++) made[k] = src[k] * r.factor;
+        } else if (r.how == How::Transposed) {  // [in, out] → [out, in], once
             const float *src = read(key);
             const int64_t out = s[0], in = s[1];
             for (int64_t i = 0; i < in; i++)
@@ -301,7 +355,7 @@ public:
             if (has(ours) && std::find(out.begin(), out.end(), ours) == out.end()) out.push_back(ours);
         }
         for (auto &n : files_->names()) {
-            if (!used.count(n) && !ignored(family_, n)) out.push_back(n);
+            if (!used.count(n) && !ignored(family_, n) && !ignore_.count(n)) out.push_back(n);
         }
         return out;
     }
@@ -312,9 +366,12 @@ public:
         std::string out;
         for (auto &t : r->theirs) out += (out.empty() ? "'" : " + '") + subst(name, t) + "'";
         if (r->how == How::Transposed) out += " (transposed)";
+        if (r->how == How::Scaled) out += " (scaled)";
         return out;
     }
 
+    // A tensor of the file that this model does not read.
+    void ignore(const std::string &theirs) { ignore_.insert(theirs); }
     // Every tensor of ours a model of these layers may read: maps each of
     // the file's names it would use to ours (for names()).
     void expect(const std::vector<std::string> &ours) {
@@ -356,6 +413,7 @@ private:
     std::string family_;
     Rules rules_;
     std::map<std::string, std::string> used_by_;
+    std::set<std::string> ignore_;
     std::map<std::string, std::vector<float>> made_;
 };
 
@@ -382,6 +440,12 @@ std::unique_ptr<TensorSource> open_weights(const std::string &dir, Config &cfg) 
             rules["generator.bias"] = {How::Same, {"classifier.bias"}};
         }
         src = std::make_unique<HfSource>(std::move(files), cfg.family, rules);
+    } else if (cfg.family == "t5") {
+        // tie_word_embeddings (default true): no lm_head.weight is read (a
+        // file may still hold a copy of shared.weight under that name).
+        const bool tied = cfg.tied_head;
+        src = std::make_unique<HfSource>(std::move(files), cfg.family, t5_rules(cfg, tied));
+        if (tied) src->ignore("lm_head.weight");
     } else {
         throw Error(dir + ": internal: no weight names for model_type \"" + cfg.family + "\"");
     }

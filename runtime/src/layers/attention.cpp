@@ -11,6 +11,12 @@
 #include "hf_attention_causal_decode_rows.h"
 #include "hf_attention_decode.h"
 #include "hf_attention_decode_rows.h"
+#include "hf_attention_bias.h"
+#include "hf_attention_causal_bias.h"
+#include "hf_attention_causal_decode_bias.h"
+#include "hf_attention_causal_decode_rows_bias.h"
+#include "hf_position_bias.h"
+#include "hf_position_bias_causal.h"
 
 HF_DEVICE_KERNELS(hf_attention)
 HF_DEVICE_KERNELS(hf_attention_causal)
@@ -18,6 +24,12 @@ HF_DEVICE_KERNELS(hf_attention_causal_decode)
 HF_DEVICE_KERNELS(hf_attention_causal_decode_rows)
 HF_DEVICE_KERNELS(hf_attention_decode)
 HF_DEVICE_KERNELS(hf_attention_decode_rows)
+HF_DEVICE_KERNELS(hf_attention_bias)
+HF_DEVICE_KERNELS(hf_attention_causal_bias)
+HF_DEVICE_KERNELS(hf_attention_causal_decode_bias)
+HF_DEVICE_KERNELS(hf_attention_causal_decode_rows_bias)
+HF_DEVICE_KERNELS(hf_position_bias)
+HF_DEVICE_KERNELS(hf_position_bias_causal)
 #ifdef HALFORMER_HAS_TRAINING
 #include "hf_attention_backward.h"
 #include "hf_attention_causal_backward.h"
@@ -35,11 +47,12 @@ namespace halformer {
 namespace layers {
 namespace {
 
+// H heads of dk: queries, keys and values are D = H·dk wide (the
+// description's attn_width: d_model but for T5).
 struct Heads {
     int D, H, dk;
     float scale;
-    explicit Heads(const Config &c)
-        : D(c.d_model), H(c.num_heads), dk(c.d_model / c.num_heads), scale(1.0f / std::sqrt((float)dk)) {}
+    explicit Heads(const Description &d) : D(d.attn_width), H(d.heads), dk(d.head_dim), scale(d.attention_scale) {}
     // Queries (or outputs): T positions of R rows, row stride `stride`.
     View q(const float *p, int T, int R, int stride) const {
         return View(p, {{dk, 1}, {T, R * stride}, {H, dk}, {R, stride}});
@@ -81,25 +94,57 @@ void grouped_cross_attention(Kernels &k, const Heads &h, const LayerIO &io) {
 }  // namespace
 
 void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io) {
-    const int D = k.cfg.d_model;
+    const int D = k.cfg.d_model, A = k.desc.attn_width;
     const Mat x{in, io.M(), D, D};
     if (p.train) {
         // One fused [M, 3D] projection: the backward pass reads dQ|dK|dV at once.
-        return linear(k, p, "linear", x, w.in_w, w.in_b, 3 * D, io.q, 3 * D);
+        return linear(k, p, "linear", x, w.in_w, w.in_b, 3 * A, io.q, 3 * A);
     }
-    linear(k, p, "linear", x, w.in_w, w.in_b, D, io.q, D);
+    linear(k, p, "linear", x, w.in_w, w.in_b, A, io.q, A);
     // The new positions' K|V: one dense block of the time-major cache.
-    linear(k, p, "linear", x, w.in_w + (size_t)D * D, w.in_b + D, 2 * D,
+    linear(k, p, "linear", x, w.in_w + (size_t)A * D, w.in_b + A, 2 * A,
            io.kv + (size_t)io.start * io.cache_rows * io.kv_stride, io.kv_stride);
 }
 
+void position_bias(Kernels &k, const StackW &s, bool causal, float *out) {
+    const int H = k.desc.heads, B = k.desc.relative_buckets, R = k.desc.relative_max_distance;
+    View w(s.rel_bias, {{H, 1}, {B, H}}), vo(out, {{2 * R + 1, 1}, {H, 2 * R + 1}});
+    vo.dim[0].min = -R;  // entry n: relative position n (key − query)
+    auto fn = causal ? HF_PICK(k.device(), hf_position_bias_causal) : HF_PICK(k.device(), hf_position_bias);
+    k.run("position_bias", [&] { return fn(w.get(), R, vo.get()); });
+}
+
+size_t position_bias_size(const Description &d) {
+    return (size_t)(2 * d.relative_max_distance + 1) * d.heads;
+}
+
 void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
-    const Heads h(k.cfg);
+    const Heads h(k.desc);
     const int T = io.T, R = io.R, L = io.start + T, qs = p.train ? 3 * h.D : h.D;
     View vq = h.q(io.q, T, R, qs), vk = h.kv(io.kv, L, io.cache_rows, io.kv_stride);
     View vv = h.kv(io.kv + h.D, L, io.cache_rows, io.kv_stride), vo = h.q(io.att, T, R, h.D);
     View vl(io.kv_len, {{R, 1}}, true);
     const int start = io.start;
+    if (io.pos_bias) {
+        if (p.train) throw Error("training: no attention kernels with a relative-position bias (T5 is inference only)");
+        const int Rb = k.desc.relative_max_distance;
+        View vb(io.pos_bias, {{2 * Rb + 1, 1}, {h.H, 2 * Rb + 1}});
+        vb.dim[0].min = -Rb;
+        if (io.rows.kv_rows && causal && T == 1) {
+            View vrows(io.rows.kv_rows, {{L, 1}, {R, io.rows.kv_rows_stride}}, true);
+            k.run("attention", [&] {
+                return HF_PICK(k.device(), hf_attention_causal_decode_rows_bias)(
+                    vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, vrows.get(), vb.get(), vo.get());
+            });
+            return;
+        }
+        // The encoder's (bidirectional) always takes the prefill kernel.
+        auto fn = !causal ? HF_PICK(k.device(), hf_attention_bias)
+                          : T == 1 ? HF_PICK(k.device(), hf_attention_causal_decode_bias)
+                                   : HF_PICK(k.device(), hf_attention_causal_bias);
+        k.run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, vb.get(), vo.get()); });
+        return;
+    }
     if (io.rows.kv_rows && causal && T == 1) {
         View vrows(io.rows.kv_rows, {{L, 1}, {R, io.rows.kv_rows_stride}}, true);
         k.run("attention", [&] {
@@ -121,16 +166,17 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
 }
 
 void memory_kv(Kernels &k, const Pass &p, const AttnW &w, const float *memory, int rows, float *out) {
-    const int D = k.cfg.d_model;
-    linear(k, p, "linear", Mat{memory, rows, D, D}, w.in_w + (size_t)D * D, w.in_b + D, 2 * D, out, 2 * D, nullptr,
+    const int D = k.cfg.d_model, A = k.desc.attn_width;
+    linear(k, p, "linear", Mat{memory, rows, D, D}, w.in_w + (size_t)A * D, w.in_b + A, 2 * A, out, 2 * A, nullptr,
            Shape::Prefill);
 }
 
 void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io) {
-    const Heads h(k.cfg);
+    const Heads h(k.desc);
     const CrossMemory &c = io.cross;
     if (p.train) memory_kv(k, p, w, c.memory, c.S * c.rows, io.kv_mem);
-    linear(k, p, "linear", Mat{in, io.M(), h.D, h.D}, w.in_w, w.in_b, h.D, io.qc, h.D);
+    const int Dm = k.cfg.d_model;
+    linear(k, p, "linear", Mat{in, io.M(), Dm, Dm}, w.in_w, w.in_b, h.D, io.qc, h.D);
     if (!p.train && (c.group > 1 || io.rows.cross_rows)) return grouped_cross_attention(k, h, io);
     const float *kv = p.train ? io.kv_mem : c.kv;
     View vq = h.q(io.qc, io.T, io.R, h.D), vk = h.kv(kv, c.S, c.rows, 2 * h.D), vv = h.kv(kv + h.D, c.S, c.rows, 2 * h.D);
@@ -149,7 +195,7 @@ void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in,
 #ifdef HALFORMER_HAS_TRAINING
 
 void self_attention_backward(Kernels &k, bool causal, const LayerIO &io, const float *datt, const AttnGrad &g) {
-    const Heads h(k.cfg);
+    const Heads h(k.desc);
     const int T = io.T, R = io.R, D = h.D;
     View vq = h.q(io.q, T, R, 3 * D), vk = h.q(io.q + D, T, R, 3 * D), vv = h.q(io.q + 2 * D, T, R, 3 * D);
     View vo = h.q(io.att, T, R, D), vdo = h.q(datt, T, R, D), vl(io.kv_len, {{R, 1}}, true);
@@ -161,7 +207,7 @@ void self_attention_backward(Kernels &k, bool causal, const LayerIO &io, const f
 }
 
 void cross_attention_backward(Kernels &k, const LayerIO &io, const float *datt, const AttnGrad &g) {
-    const Heads h(k.cfg);
+    const Heads h(k.desc);
     const CrossMemory &c = io.cross;
     const int T = io.T, R = io.R, D = h.D;
     View vq = h.q(io.qc, T, R, D), vo = h.q(io.attc, T, R, D), vdo = h.q(datt, T, R, D);

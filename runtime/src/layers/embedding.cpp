@@ -8,11 +8,13 @@
 #include "hf_embedding_concat.h"
 #include "hf_embedding_learned.h"
 #include "hf_embedding_learned_types.h"
+#include "hf_embedding_none.h"
 
 HF_DEVICE_KERNELS(hf_embedding)
 HF_DEVICE_KERNELS(hf_embedding_concat)
 HF_DEVICE_KERNELS(hf_embedding_learned)
 HF_DEVICE_KERNELS(hf_embedding_learned_types)
+HF_DEVICE_KERNELS(hf_embedding_none)
 #ifdef HALFORMER_HAS_TRAINING
 #include "hf_embedding_backward.h"
 #include "hf_embedding_learned_backward.h"
@@ -37,6 +39,10 @@ void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int
     View out(x, {{D, 1}, {T, R * D}, {R, D}});
     const float scale = c.embedding_scale;
     switch (c.position) {
+    case Positional::Relative:  // (T5: positions enter the attention as a bias)
+        k.run("embedding",
+              [&] { return HF_PICK(k.device(), hf_embedding_none)(tok.get(), table.get(), start, scale, out.get()); });
+        break;
     case Positional::Sinusoidal:
         k.run("embedding", [&] { return HF_PICK(k.device(), hf_embedding)(tok.get(), table.get(), start, scale, out.get()); });
         break;

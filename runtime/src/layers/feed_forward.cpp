@@ -17,6 +17,10 @@
 #include "hf_ffn_silu.h"
 #include "hf_ffn_silu_residual.h"
 #include "hf_linear_dot_silu.h"
+#include "hf_linear_gelu_tanh_gated.h"
+#include "hf_linear_dot_gelu_tanh_gated.h"
+#include "hf_linear_silu_gated.h"
+#include "hf_linear_dot_silu_gated.h"
 
 HF_DEVICE_KERNELS(hf_ffn)
 HF_DEVICE_KERNELS(hf_ffn_gelu)
@@ -30,6 +34,10 @@ HF_DEVICE_KERNELS(hf_linear_dot_relu)
 HF_DEVICE_KERNELS(hf_ffn_silu)
 HF_DEVICE_KERNELS(hf_ffn_silu_residual)
 HF_DEVICE_KERNELS(hf_linear_dot_silu)
+HF_DEVICE_KERNELS(hf_linear_gelu_tanh_gated)
+HF_DEVICE_KERNELS(hf_linear_dot_gelu_tanh_gated)
+HF_DEVICE_KERNELS(hf_linear_silu_gated)
+HF_DEVICE_KERNELS(hf_linear_dot_silu_gated)
 #ifdef HALFORMER_HAS_TRAINING
 #include "hf_gelu.h"
 #include "hf_gelu_tanh.h"
@@ -108,6 +116,31 @@ void two_projections(Kernels &k, const Pass &p, const LayerW &L, const float *in
     if (!pre) add_layer_norm(k, L.ffn_norm, y, res, out, M);
 }
 
+// The gated feed-forward (T5 v1.1, flan): G = x·Wgᵀ + bg, then
+// H = act(x·W1ᵀ + b1)·G in one kernel, then H·W2ᵀ + b2 (+ the residual).
+void gated(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res, LayerIO &io,
+           float *out) {
+    const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
+    const bool pre = k.desc.norm_before();
+    const Act act = k.desc.activation;
+    if (act != Act::GELUTanh && act != Act::SiLU) throw Error("internal: no gated kernel for this activation");
+    float *gate = io.hidden->need((size_t)2 * M * F), *hidden = gate + (size_t)M * F;
+    linear(k, p, "ffn", Mat{in, M, D, D}, L.wg, L.bg, F, gate, F);
+    if (k.lowp()) {
+        k.linear_lowp_gated("ffn", in, M, D, L.w1, F, D, L.b1, act, gate, hidden, F);
+    } else {
+        View vin(in, {{D, 1}, {M, D}}), w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}});
+        View vg(gate, {{F, 1}, {M, F}}), vh(hidden, {{F, 1}, {M, F}});
+        const bool dot = M <= kDotRows, tanh = act == Act::GELUTanh;
+        auto fn = dot ? (tanh ? HF_PICK(k.device(), hf_linear_dot_gelu_tanh_gated) : HF_PICK(k.device(), hf_linear_dot_silu_gated))
+                      : (tanh ? HF_PICK(k.device(), hf_linear_gelu_tanh_gated) : HF_PICK(k.device(), hf_linear_silu_gated));
+        k.run("ffn", [&] { return fn(vin.get(), w1.get(), b1.get(), vg.get(), vh.get()); });
+    }
+    float *y = pre ? out : io.y3;
+    linear(k, p, "ffn", Mat{hidden, M, F, F}, L.w2, L.b2, D, y, D, pre ? res : nullptr);
+    if (!pre) add_layer_norm(k, L.ffn_norm, y, res, out, M);
+}
+
 void fused(Kernels &k, const LayerW &L, const float *in, const float *res, LayerIO &io, float *out) {
     const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
     View w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}}), w2(L.w2, {{F, 1}, {D, F}}), b2(L.b2, {{D, 1}});
@@ -129,6 +162,8 @@ void fused(Kernels &k, const LayerW &L, const float *in, const float *res, Layer
 void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res,
                        LayerIO &io) {
     const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
+    if (!p.train && k.desc.gated_ffn) return gated(k, p, L, in, res, io, io.x_out);
+    if (p.train && k.desc.gated_ffn) throw Error("training: no backward kernels for the gated feed-forward (T5 is inference only)");
     if (!p.train) {
         if (k.lowp() || M <= kDotRows) return two_projections(k, p, L, in, res, io, io.x_out);
         return fused(k, L, in, res, io, io.x_out);

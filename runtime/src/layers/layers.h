@@ -8,13 +8,13 @@
 //   linear.cpp          Y = X·Wᵀ + b (decode and prefill shapes, packed precisions); backward
 //   attention.cpp       Q|K|V projections, self (causal), cross and decode attention; backward
 //   residual.cpp        a sub-layer's output joining the residual stream (dropout, post-LN); backward
-//   feed_forward.cpp    act(X·W1ᵀ + b1)·W2ᵀ + b2 joined to the stream; backward
+//   feed_forward.cpp    act(X·W1ᵀ + b1)·W2ᵀ + b2 (or gated: act(X·W1ᵀ)·(X·Wgᵀ)) joined to the stream; backward
 //   output_head.cpp     the vocabulary projection (and log-softmax); the loss and its backward
 //   transformer_layer.cpp  the layer: the sequence of the above, forward and backward, once
 //
 // Activations are time-major (row m = t·R + r for R sequences). Shapes in
-// names: M rows, D = d_model, F = d_ff, H heads of dk = D / H, T positions, R
-// sequences, S source positions. Every function here only lays out views and
+// names: M rows, D = d_model, F = d_ff, H heads of dk (A = H·dk wide: D but
+// for T5), T positions, R sequences, S source positions. Every function here only lays out views and
 // calls kernels through Kernels::run, which checks each return code.
 #pragma once
 
@@ -56,7 +56,7 @@ void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int
 void embed_backward(Kernels &k, const StackW &w, const StackW &g, const int32_t *tokens, int T, int R,
                     const float *dx);
 
-// --- norm.cpp (D-wide rows)
+// --- norm.cpp (D-wide rows; RMSNorm where the description says so)
 void layer_norm(Kernels &k, const NormW &n, const float *x, float *out, int M);
 // out = LN(x + res)
 void add_layer_norm(Kernels &k, const NormW &n, const float *x, const float *res, float *out, int M);
@@ -120,6 +120,9 @@ struct LayerIO {
     Scratch *hidden = nullptr;           // inference: the FFN's hidden rows where needed
     CrossMemory cross;
     RowMap rows;
+    // T5: the stack's relative-position bias table (position_bias), read
+    // by its self-attention; null: none.
+    const float *pos_bias = nullptr;
     int tensor = 0;  // dropout key of the layer
     int M() const { return T * R; }
 };
@@ -130,7 +133,13 @@ void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in
 void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io);
 // Q from `in`, then attention over the encoder memory's K|V.
 void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io);
-// K|V of the encoder memory for one decoder layer (rows D..3D of in_proj).
+// T5: a stack's bias table [H, 2R+1] by relative position −R..R (R =
+// relative_max_distance; beyond ±R the buckets are those of ±R), made once
+// per stack and call from its rel_bias weights; encoder bidirectional,
+// decoder causal. position_bias_size: its floats.
+void position_bias(Kernels &k, const StackW &s, bool causal, float *out);
+size_t position_bias_size(const Description &d);
+// K|V of the encoder memory for one decoder layer (rows A..3A of in_proj).
 void memory_kv(Kernels &k, const Pass &p, const AttnW &w, const float *memory, int rows, float *out);
 // Gradients of both: dq and dk|dv from d(att) (see transformer_layer.cpp).
 struct AttnGrad {
@@ -168,6 +177,9 @@ void feed_forward_backward(Kernels &k, const LayerW &L, const LayerW &G, const L
 void pool(Kernels &k, const float *x, int T, int R, const int32_t *lens, bool mean, bool normalize, float *out);
 // out[R, N] = softmax of each row of x.
 void softmax(Kernels &k, const float *x, int R, int N, float *out);
+// The 8 largest probabilities of each row's softmax and their ids
+// (best first; probs[R, N] scratch): values[R, 8], ids[R, 8].
+void top8(Kernels &k, const float *x, int R, int N, float *probs, float *values, int32_t *ids);
 struct HeadW {
     const float *w = nullptr, *b = nullptr;  // [rows, D], [rows]
     int rows = 0;

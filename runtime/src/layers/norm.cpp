@@ -1,12 +1,16 @@
-// LayerNorm over D-wide rows, with and without the residual added first,
-// and the backward of each.
+// LayerNorm (or T5's RMSNorm) over D-wide rows, with and without the
+// residual added first, and the backward of each (LayerNorm only).
 #include "layers.h"
 
 #include "hf_layer_norm.h"
 #include "hf_layer_norm_residual.h"
+#include "hf_rms_norm.h"
+#include "hf_rms_norm_residual.h"
 
 HF_DEVICE_KERNELS(hf_layer_norm)
 HF_DEVICE_KERNELS(hf_layer_norm_residual)
+HF_DEVICE_KERNELS(hf_rms_norm)
+HF_DEVICE_KERNELS(hf_rms_norm_residual)
 #ifdef HALFORMER_HAS_TRAINING
 #include "hf_layer_norm_backward.h"
 #include "hf_layer_norm_backward_acc.h"
@@ -28,6 +32,10 @@ void layer_norm(Kernels &k, const NormW &n, const float *x, float *out, int M) {
     const int D = k.cfg.d_model;
     View vi = rows(x, D, M), vo = rows(out, D, M), g(n.g, {{D, 1}}), b(n.b, {{D, 1}});
     const float eps = k.desc.norm_eps;
+    if (k.desc.rms()) {
+        k.run("layer_norm", [&] { return HF_PICK(k.device(), hf_rms_norm)(vi.get(), g.get(), eps, vo.get()); });
+        return;
+    }
     k.run("layer_norm", [&] { return HF_PICK(k.device(), hf_layer_norm)(vi.get(), g.get(), b.get(), eps, vo.get()); });
 }
 
@@ -35,6 +43,12 @@ void add_layer_norm(Kernels &k, const NormW &n, const float *x, const float *res
     const int D = k.cfg.d_model;
     View vi = rows(x, D, M), vr = rows(res, D, M), vo = rows(out, D, M), g(n.g, {{D, 1}}), b(n.b, {{D, 1}});
     const float eps = k.desc.norm_eps;
+    if (k.desc.rms()) {
+        k.run("layer_norm", [&] {
+            return HF_PICK(k.device(), hf_rms_norm_residual)(vi.get(), g.get(), eps, vr.get(), vo.get());
+        });
+        return;
+    }
     k.run("layer_norm", [&] {
         return HF_PICK(k.device(), hf_layer_norm_residual)(vi.get(), g.get(), b.get(), eps, vr.get(), vo.get());
     });

@@ -8,12 +8,14 @@
 #include "hf_log_softmax.h"
 #include "hf_output_head.h"
 #include "hf_softmax.h"
+#include "hf_topk8.h"
 #include "hf_pool_first.h"
 #include "hf_pool_first_l2.h"
 #include "hf_pool_mean.h"
 #include "hf_pool_mean_l2.h"
 
 HF_DEVICE_KERNELS(hf_softmax)
+HF_DEVICE_KERNELS(hf_topk8)
 HF_DEVICE_KERNELS(hf_pool_first)
 HF_DEVICE_KERNELS(hf_pool_first_l2)
 HF_DEVICE_KERNELS(hf_pool_mean)
@@ -47,6 +49,12 @@ void pool(Kernels &k, const float *x, int T, int R, const int32_t *lens, bool me
     auto fn = mean ? (normalize ? HF_PICK(k.device(), hf_pool_mean_l2) : HF_PICK(k.device(), hf_pool_mean))
                    : (normalize ? HF_PICK(k.device(), hf_pool_first_l2) : HF_PICK(k.device(), hf_pool_first));
     k.run("pool", [&] { return fn(vx.get(), vl.get(), vo.get()); });
+}
+
+void top8(Kernels &k, const float *x, int R, int N, float *probs, float *values, int32_t *ids) {
+    softmax(k, x, R, N, probs);
+    View vp(probs, {{N, 1}, {R, N}}), vv(values, {{8, 1}, {R, 8}}), vi(ids, {{8, 1}, {R, 8}}, true);
+    k.run("topk", [&] { return HF_PICK(k.device(), hf_topk8)(vp.get(), vv.get(), vi.get()); });
 }
 
 void project(Kernels &k, const HeadW &h, const float *x, int M, int row_stride, float *out, bool log_softmax) {

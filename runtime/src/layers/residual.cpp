@@ -47,8 +47,8 @@ void join(Kernels &k, const Pass &p, float *y, const float *res, float *out, con
 
 void project_join(Kernels &k, const Pass &p, const AttnW &w, const float *att, const float *res, float *y,
                   float *out, const NormW &n, int M, int tensor) {
-    const int D = k.cfg.d_model;
-    const Mat a{att, M, D, D};
+    const int D = k.cfg.d_model, A = k.desc.attn_width;
+    const Mat a{att, M, A, A};
     // Inference, pre-LN: the residual is added by the projection's kernel.
     if (!p.train && k.desc.norm_before()) return linear(k, p, "linear", a, w.out_w, w.out_b, D, out, D, res);
     linear(k, p, "linear", a, w.out_w, w.out_b, D, y, D);

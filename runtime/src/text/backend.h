@@ -22,7 +22,7 @@ struct Tokenizer::Impl {
     virtual int vocab_size() const = 0;
 
     std::string path;  // the file (or directory) it was loaded from
-    int pad = -1, bos = -1, eos = -1, unk = -1;
+    int pad = -1, bos = -1, eos = -1, unk = -1, mask = -1;  // mask: BERT's [MASK]
     // What the checkpoint's tokenizer adds around a model input
     // (add_special_tokens): BERT's [CLS] … [SEP], Marian's and T5's eos.
     Sequence prefix, suffix;

@@ -6,6 +6,8 @@
 //           language code (">>fra<<", multilingual OPUS-MT) is one token; a
 //           piece the vocabulary lacks is <unk>; eos after each input;
 //           decoding drops pad, eos and unk (skip_special_tokens)
+//   t5      spiece.model + tokenizer_config.json's extra_ids (sentinels
+//           <extra_id_i> at the top of the vocabulary); eos after each input
 // The special ids come from config.json (Config), as the model uses them.
 #include "backend.h"
 #include "byte_level_bpe.h"
@@ -18,6 +20,7 @@
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -91,6 +94,7 @@ std::unique_ptr<Tokenizer::Impl> bert(const std::string &dir, const Config &c) {
     auto t = std::make_unique<BertImpl>(files::exists(cfg) ? WordPiece::load(vocab, cfg) : WordPiece::load(vocab));
     t->path = vocab;
     t->unk = t->wp.unk_id();
+    t->mask = t->wp.mask_id();
     t->pad = c.pad_id;
     const int32_t cls = t->wp.cls_id(), sep = t->wp.sep_id();
     if (cls < 0 || sep < 0) throw Error(vocab + ": no " + (cls < 0 ? "[CLS]" : "[SEP]") + " token");
@@ -205,12 +209,160 @@ std::unique_ptr<Tokenizer::Impl> marian(const std::string &dir, const Config &c)
     return t;
 }
 
+// T5Tokenizer: spiece.model's pieces and ids, then `extra_ids` sentinels
+// <extra_id_0> … <extra_id_{n-1}> counting down from the top (id of
+// <extra_id_i> = pieces + n − 1 − i). In text, the sentinels and the
+// special pieces (</s>, <pad>, <unk>) are single tokens, the whitespace
+// around them dropped (transformers' AddedToken lstrip/rstrip); the text
+// between them goes through spiece.model. Inputs end in eos.
+struct T5Impl : Tokenizer::Impl {
+    sentencepiece::SentencePieceProcessor sp;
+    int extra = 0;
+
+    int pieces_in_model() const { return sp.GetPieceSize(); }
+    // The special token at text[at] (returning its id and length), if any.
+    bool special_at(const std::string &text, size_t at, int32_t &id, size_t &len) const {
+        if (text[at] != '<') return false;
+        const size_t end = text.find('>', at);
+        if (end == std::string::npos) return false;
+        const std::string tok = text.substr(at, end - at + 1);
+        len = tok.size();
+        if (tok == "</s>") return id = eos, true;
+        if (tok == "<pad>") return id = pad, true;
+        if (tok == "<unk>") return id = unk, true;
+        static const std::string sentinel = "<extra_id_";
+        if (tok.compare(0, sentinel.size(), sentinel) != 0) return false;
+        const std::string num = tok.substr(sentinel.size(), tok.size() - sentinel.size() - 1);
+        if (num.empty() || num.size() > 6 || num.find_first_not_of("0123456789") != std::string::npos ||
+            (num.size() > 1 && num[0] == '0')) {
+            return false;
+        }
+        const int i = std::stoi(num);
+        if (i >= extra) return false;
+        id = pieces_in_model() + extra - 1 - i;
+        return true;
+    }
+    // Text split at its special tokens: (text, -1) chunks and (token, id) ones.
+    std::vector<std::pair<std::string, int32_t>> split(const std::string &text) const {
+        std::vector<std::pair<std::string, int32_t>> out;
+        std::string chunk;
+        for (size_t at = 0; at < text.size();) {
+            int32_t id;
+            size_t len;
+            if (special_at(text, at, id, len)) {
+                out.push_back({chunk, -1});
+                out.push_back({text.substr(at, len), id});
+                chunk.clear();
+                at += len;
+            } else {
+                chunk += text[at++];
+            }
+        }
+        out.push_back({chunk, -1});
+        return out;
+    }
+    static bool blank(const std::string &s) { return s.find_first_not_of(" \t\n\r") == std::string::npos; }
+
+    Sequence encode(const std::string &text) const override {
+        Sequence ids;
+        for (auto &[chunk, id] : split(text)) {
+            if (id >= 0) {
+                ids.push_back(id);
+            } else if (!blank(chunk)) {
+                std::vector<int> part;
+                auto st = sp.Encode(chunk, &part);
+                if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+                ids.insert(ids.end(), part.begin(), part.end());
+            }
+        }
+        return ids;
+    }
+    std::vector<std::string> pieces(const std::string &text) const override {
+        std::vector<std::string> out;
+        for (auto &[chunk, id] : split(text)) {
+            if (id >= 0) {
+                out.push_back(chunk);
+            } else if (!blank(chunk)) {
+                std::vector<std::string> part;
+                auto st = sp.Encode(chunk, &part);
+                if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+                out.insert(out.end(), part.begin(), part.end());
+            }
+        }
+        return out;
+    }
+    // Special ids dropped; sentinels kept, written as transformers'
+    // T5Tokenizer.convert_tokens_to_string writes them (a space before a
+    // sentinel that follows pieces, none after it, the ends stripped: "the
+    // <extra_id_0> house" → "the<extra_id_0> house"); ids past the
+    // tokenizer's (the model's vocabulary is often padded past it: t5-small's
+    // 32128 against 32100) dropped.
+    std::string decode(const Sequence &ids) const override {
+        std::string out;
+        std::vector<int> run;
+        bool prev_sentinel = false;
+        auto pieces_text = [&] {
+            std::string text;
+            auto st = sp.Decode(run, &text);
+            if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+            run.clear();
+            return text;
+        };
+        for (int32_t id : without(ids, {pad, eos, unk})) {
+            if (id < pieces_in_model()) {
+                run.push_back(id);
+                prev_sentinel = false;
+            } else if (id < pieces_in_model() + extra) {
+                if (!prev_sentinel) out += " ";
+                out += pieces_text() + "<extra_id_" + std::to_string(pieces_in_model() + extra - 1 - id) + ">";
+                prev_sentinel = true;
+            }
+        }
+        out += pieces_text();
+        const size_t a = out.find_first_not_of(' '), b = out.find_last_not_of(' ');
+        return a == std::string::npos ? "" : out.substr(a, b - a + 1);
+    }
+    // The model's rows: ids past the tokenizer's decode to nothing.
+    int vocab_size() const override { return std::max(pieces_in_model() + extra, model_vocab); }
+    int model_vocab = 0;
+};
+
+std::unique_ptr<Tokenizer::Impl> t5(const std::string &dir, const Config &c) {
+    const std::string model = dir + "/spiece.model";
+    if (!files::exists(model)) return nullptr;
+    auto t = std::make_unique<T5Impl>();
+    load_spm(t->sp, model);
+    t->extra = 100;  // T5Tokenizer's default
+    const std::string cfg = dir + "/tokenizer_config.json";
+    if (files::exists(cfg)) {
+        json::Value root = read_json(cfg);
+        const json::Value *e = root.is_object() ? root.find("extra_ids") : nullptr;
+        if (e && (!e->is_number() || e->number < 0 || e->number > 100000 || e->number != (int)e->number)) {
+            throw Error(cfg + ": \"extra_ids\" is not an integer in [0, 100000]");
+        }
+        if (e) t->extra = (int)e->number;
+    }
+    t->path = model;
+    t->pad = c.pad_id;
+    t->eos = c.eos_id;
+    t->bos = c.bos_id;
+    t->unk = t->sp.unk_id();
+    t->model_vocab = c.tgt_vocab_size;
+    t->suffix = {c.eos_id};
+    if (t->pieces_in_model() + t->extra > c.tgt_vocab_size) {
+        throw Error(model + ": " + std::to_string(t->pieces_in_model()) + " pieces + " + std::to_string(t->extra) +
+                    " extra ids are more than the model's vocab_size " + std::to_string(c.tgt_vocab_size));
+    }
+    return t;
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer::Impl> load_hf_tokenizer(const std::string &dir, const Config &c) {
     if (c.family == "gpt2") return gpt2(dir, c);
     if (c.family == "marian") return marian(dir, c);
     if (c.family == "bert") return bert(dir, c);
+    if (c.family == "t5") return t5(dir, c);
     return nullptr;
 }
 

@@ -57,6 +57,11 @@ void Trainer::Impl::prepare(const Config &c, Device device) {
         throw Error("training a Hugging Face checkpoint (model_type \"" + c.family +
                     "\") is not supported: Halformer trains its own configs");
     }
+    if (c.rms_norm || c.gated_ffn || c.positional_encoding == Positional::Relative || c.d_kv != 0 || !c.biases ||
+        c.attention_scale != 0) {
+        throw Error("training: RMSNorm, the gated feed-forward, relative positions, d_kv, bias-free layers and "
+                    "attention_scale (T5's features) have no backward kernels: inference only");
+    }
     cfg = c;
 #ifndef HALFORMER_HAS_GPU
     if (device != Device::CPU) {
