@@ -38,17 +38,27 @@ struct Case {
 
 bool is_causal(const std::string &name) { return name.find("causal") != std::string::npos; }
 
+// A case's random q, k, v (inputs in ±range) and key lengths.
+struct Inputs {
+    Buffer<float> q, k, v;
+    std::vector<int> lens;
+    Buffer<int32_t> len;
+    Inputs(const Case &c, uint32_t seed)
+        : q(ref::random_buffer({c.dk, c.Tq, c.H, c.B}, seed, -c.range, c.range)),
+          k(ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 1, -c.range, c.range)),
+          v(ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 2)),
+          lens(c.kv_len.empty() ? std::vector<int>(c.B, c.Tkv) : c.kv_len),
+          len(c.B) {
+        for (int b = 0; b < c.B; b++) len(b) = lens[b];
+    }
+};
+
 void run_case(const Kernel<AttnFn> &fn, bool causal, const Case &c, uint32_t seed, double tol = ref::kTolerance) {
-    Buffer<float> q = ref::random_buffer({c.dk, c.Tq, c.H, c.B}, seed, -c.range, c.range);
-    Buffer<float> k = ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 1, -c.range, c.range);
-    Buffer<float> v = ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 2);
-    std::vector<int> lens = c.kv_len.empty() ? std::vector<int>(c.B, c.Tkv) : c.kv_len;
-    Buffer<int32_t> len(c.B);
-    for (int b = 0; b < c.B; b++) len(b) = lens[b];
+    Inputs in(c, seed);
     Buffer<float> o(c.dk, c.Tq, c.H, c.B);
     const float scale = 1.0f / std::sqrt((float)c.dk);
-    HF_CALL(fn(q, k, v, len, c.q_offset, scale, o));
-    auto r = ref::attention(ref::to_array(q), ref::to_array(k), ref::to_array(v), lens, c.q_offset,
+    HF_CALL(fn(in.q, in.k, in.v, in.len, c.q_offset, scale, o));
+    auto r = ref::attention(ref::to_array(in.q), ref::to_array(in.k), ref::to_array(in.v), in.lens, c.q_offset,
                             scale, causal);
     EXPECT_LE(ref::rel_error(o, r), tol) << "B=" << c.B << " H=" << c.H << " Tq=" << c.Tq
                                          << " Tkv=" << c.Tkv << " dk=" << c.dk;
@@ -289,17 +299,12 @@ class AttentionBiasTest : public OpTest<AttnBiasFn> {};
 
 static void run_bias_case(const Kernel<AttnBiasFn> &fn, bool causal, const Case &c, int R, float bias_range,
                           uint32_t seed) {
-    Buffer<float> q = ref::random_buffer({c.dk, c.Tq, c.H, c.B}, seed, -c.range, c.range);
-    Buffer<float> k = ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 1, -c.range, c.range);
-    Buffer<float> v = ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 2);
-    std::vector<int> lens = c.kv_len.empty() ? std::vector<int>(c.B, c.Tkv) : c.kv_len;
-    Buffer<int32_t> len(c.B);
-    for (int b = 0; b < c.B; b++) len(b) = lens[b];
+    Inputs in(c, seed);
     BiasTable bias(c.H, R, seed + 3, bias_range);
     Buffer<float> o(c.dk, c.Tq, c.H, c.B);
-    HF_CALL(fn(q, k, v, len, c.q_offset, 1.0f, bias.buf, o));
-    auto r = ref::attention(ref::to_array(q), ref::to_array(k), ref::to_array(v), lens, c.q_offset, 1.0, causal,
-                            &bias.fn);
+    HF_CALL(fn(in.q, in.k, in.v, in.len, c.q_offset, 1.0f, bias.buf, o));
+    auto r = ref::attention(ref::to_array(in.q), ref::to_array(in.k), ref::to_array(in.v), in.lens, c.q_offset, 1.0,
+                            causal, &bias.fn);
     EXPECT_LE(ref::rel_error(o, r), bias_range > 100 ? 1e-4 : ref::kTolerance)
         << "B=" << c.B << " H=" << c.H << " Tq=" << c.Tq << " Tkv=" << c.Tkv << " dk=" << c.dk << " R=" << R;
 }

@@ -10,7 +10,6 @@
 #include "common.h"
 
 #include <cstdio>
-#include <iostream>
 
 namespace halformer {
 
@@ -29,12 +28,7 @@ int cmd_classify(int argc, char **argv) {
         throw Error(dir + ": classify needs a sequence classifier (architectures: BertForSequenceClassification)");
     }
     m.tokenizer();
-    if (texts.empty()) {
-        for (std::string s; std::getline(std::cin, s);) {
-            if (!s.empty() && s.back() == '\r') s.pop_back();
-            texts.push_back(std::move(s));
-        }
-    }
+    texts = texts_or_stdin(std::move(texts));
     int failed = 0;
     auto res = m.classify(texts);
     for (size_t i = 0; i < res.size(); i++) {

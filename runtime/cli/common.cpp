@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <sys/resource.h>
 
@@ -217,5 +218,14 @@ void write_npy(const std::string &path, const Tensor &t, bool force) {
     files::write_atomic(path, write, force);
 }
 
+
+std::vector<std::string> texts_or_stdin(std::vector<std::string> texts) {
+    if (!texts.empty()) return texts;
+    for (std::string s; std::getline(std::cin, s);) {
+        if (!s.empty() && s.back() == '\r') s.pop_back();
+        texts.push_back(std::move(s));
+    }
+    return texts;
+}
 
 }  // namespace halformer

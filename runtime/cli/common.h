@@ -66,6 +66,9 @@ double peak_rss_mb();
 // produce through its byte pieces) become spaces, so one input line is one
 // output line and tab-separated fields stay fields.
 std::string one_line(std::string text);
+// `texts` as given, or when it is empty every line of stdin (a trailing \r
+// dropped).
+std::vector<std::string> texts_or_stdin(std::vector<std::string> texts);
 
 // A float32 Tensor as a NumPy .npy file (v1.0, little-endian, C order),
 // written atomically; an existing file only with force.

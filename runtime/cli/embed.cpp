@@ -15,7 +15,6 @@
 #include "halformer/files.h"
 
 #include <cstdio>
-#include <iostream>
 
 namespace halformer {
 
@@ -39,12 +38,7 @@ int cmd_embed(int argc, char **argv) {
     if (!out.empty() && !force && files::exists(out)) throw Error(out + " exists; pass --force to replace it");
     Model m = load_model(dir, mo);
     m.tokenizer();  // a clear error now when there is none
-    if (texts.empty()) {
-        for (std::string s; std::getline(std::cin, s);) {
-            if (!s.empty() && s.back() == '\r') s.pop_back();
-            texts.push_back(std::move(s));
-        }
-    }
+    texts = texts_or_stdin(std::move(texts));
     if (texts.empty()) throw Error("embed: no text");
     const PoolOptions o{pooling == "cls" ? Pooling::First : Pooling::Mean, normalize};
     std::vector<Tensor> vecs;

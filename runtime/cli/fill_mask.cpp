@@ -14,7 +14,6 @@
 #include "halformer/json.h"
 
 #include <cstdio>
-#include <iostream>
 
 namespace halformer {
 
@@ -35,12 +34,7 @@ int cmd_fill_mask(int argc, char **argv) {
         throw Error(dir + ": fill-mask needs a masked-LM head (architectures: BertForMaskedLM)");
     }
     m.tokenizer();
-    if (texts.empty()) {
-        for (std::string s; std::getline(std::cin, s);) {
-            if (!s.empty() && s.back() == '\r') s.pop_back();
-            texts.push_back(std::move(s));
-        }
-    }
+    texts = texts_or_stdin(std::move(texts));
     int failed = 0;
     auto res = m.fill_mask(texts, top_k);
     for (size_t i = 0; i < res.size(); i++) {

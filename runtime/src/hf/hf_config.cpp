@@ -54,6 +54,11 @@ struct Fields {
         const json::Value *v = get(key, json::Value::Kind::String);
         return v ? v->string : fallback;
     }
+    // The first of "architectures" ("" when absent): the model class saved.
+    std::string architecture() const {
+        const json::Value *a = get("architectures", json::Value::Kind::Array);
+        return a && !a->array.empty() && a->array[0].is_string() ? a->array[0].string : "";
+    }
     // A feature Halformer does not run: the field must keep the value that
     // means "off".
     void require(const char *key, bool ok, const std::string &value) const {
@@ -190,10 +195,7 @@ Config bert(const Fields &f) {
     f.require("position_embedding_type", pe == "absolute", "\"" + pe + "\"");
     f.require("is_decoder", !f.boolean("is_decoder", false), "true");
     f.require("add_cross_attention", !f.boolean("add_cross_attention", false), "true");
-    std::string arch;
-    if (const json::Value *a = f.get("architectures", json::Value::Kind::Array)) {
-        if (!a->array.empty() && a->array[0].is_string()) arch = a->array[0].string;
-    }
+    const std::string arch = f.architecture();
     if (arch == "BertForMaskedLM" || arch == "BertForPreTraining") {
         c.encoder_head = EncoderHead::MaskedLM;
         // The head's transform runs the activation in a plain projection kernel.
@@ -271,10 +273,7 @@ Config t5(const Fields &f) {
     c.eos_id = f.integer("eos_token_id", 1);
     c.bos_id = f.integer("decoder_start_token_id", c.pad_id);
     f.require("is_encoder_decoder", f.boolean("is_encoder_decoder", true), "false");
-    std::string arch;
-    if (const json::Value *a = f.get("architectures", json::Value::Kind::Array)) {
-        if (!a->array.empty() && a->array[0].is_string()) arch = a->array[0].string;
-    }
+    const std::string arch = f.architecture();
     if (!arch.empty() && arch != "T5ForConditionalGeneration") {
         f.fail("architectures: \"" + arch + "\" is not supported by Halformer (T5ForConditionalGeneration)");
     }
