@@ -579,7 +579,7 @@ def main():
                 # Check: Halformer's greedy tokens for the first source are PyTorch's.
                 p, _ = run([a.halformer, "generate", d, "--src", ",".join(map(str, src[0].tolist())),
                             "--max-new-tokens", "8", "--threads", str(a.threads)])
-                ours = [int(x) for x in p.stdout.split()[0].split(",")] if p.stdout.strip() else []
+                ours = [int(x) for x in p.stdout.splitlines()[0].split()] if p.stdout.strip() else []
                 with inference():
                     want = t5.greedy(src[:1], 8, [])[0].tolist()
                 eos = cfg["eos_token_id"]
