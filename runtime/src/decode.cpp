@@ -33,6 +33,7 @@ HF_DEVICE_KERNELS(hf_topk8)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 
 namespace halformer {
 namespace {
@@ -318,19 +319,44 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
     }
     m.check_tokens(src, c.tgt_vocab_size, "prompt", 0);
     for (auto &s : src) fits(1, 0, (int64_t)s.size(), limit((int)s.size()));
-    std::vector<std::vector<Hypothesis>> out;
-    for (size_t b = 0; b < src.size(); b++) {
-        GenerateOptions o = opt;
-        o.seed = (opt.seeds.empty() ? opt.seed : opt.seeds[b]) * 0x9E3779B97F4A7C15ull + (opt.seeds.empty() ? b : 0);
-        o.seeds.clear();
-        o.max_new_tokens_each.clear();
-        if (!opt.max_new_tokens_each.empty()) o.max_new_tokens_each = {opt.max_new_tokens_each[b]};
-        if (opt.on_finished) {
-            o.on_finished = [&opt, b](int, const std::vector<Hypothesis> &h) { opt.on_finished((int)b, h); };
+    // Prompts of one length run as one batch (their positions line up; the
+    // kernels take one start position per call), as many at a time as the
+    // memory budget holds; the groups one after another. Each prompt keeps
+    // the seed it has alone.
+    std::map<size_t, std::vector<size_t>> by_length;
+    for (size_t b = 0; b < src.size(); b++) by_length[src[b].size()].push_back(b);
+    std::vector<std::vector<Hypothesis>> out(src.size());
+    for (auto &[P, all] : by_length) {
+        size_t chunk = all.size();
+        while (chunk > 1) {
+            try {
+                fits((int64_t)chunk, 0, (int64_t)P, limit((int)P));
+                break;
+            } catch (const Error &) {
+                chunk = (chunk + 1) / 2;
+            }
         }
-        if (opt.cancelled) o.cancelled = [&opt, b](int) { return opt.cancelled((int)b); };
-        auto r = m.decode({src[b]}, nullptr, 0, {}, o, limit((int)src[b].size()));
-        out.push_back(std::move(r[0]));
+        for (size_t at = 0; at < all.size(); at += chunk) {
+            const std::vector<size_t> idx(all.begin() + (ptrdiff_t)at, all.begin() + (ptrdiff_t)std::min(all.size(), at + chunk));
+            GenerateOptions o = opt;
+            o.seeds.clear();
+            o.max_new_tokens_each.clear();
+            std::vector<Sequence> prompts;
+            for (size_t b : idx) {
+                prompts.push_back(src[b]);
+                o.seeds.push_back((opt.seeds.empty() ? opt.seed : opt.seeds[b]) * 0x9E3779B97F4A7C15ull +
+                                  (opt.seeds.empty() ? b : 0));
+                if (!opt.max_new_tokens_each.empty()) o.max_new_tokens_each.push_back(opt.max_new_tokens_each[b]);
+            }
+            if (opt.on_finished) {
+                o.on_finished = [&opt, &idx](int i, const std::vector<Hypothesis> &h) {
+                    opt.on_finished((int)idx[(size_t)i], h);
+                };
+            }
+            if (opt.cancelled) o.cancelled = [&opt, &idx](int i) { return opt.cancelled((int)idx[(size_t)i]); };
+            auto r = m.decode(prompts, nullptr, 0, {}, o, limit((int)P));
+            for (size_t i = 0; i < idx.size(); i++) out[idx[i]] = std::move(r[i]);
+        }
     }
     return out;
 }

@@ -344,48 +344,58 @@ TEST(Generate, PerInputSeedsLimitsAndCallbacks) {
         Model m = Model::random(config(arch), 41, dev);
         const int vocab = arch == Architecture::Decoder ? 280 : 300;
         std::mt19937 rng(13);
-        const auto src = random_batch(rng, 4, vocab, 9);
-        for (int beam : {1, 3}) {
-            for (bool sample : {false, true}) {
-                if (sample && beam > 1) continue;
-                SCOPED_TRACE(std::string(arch == Architecture::Decoder ? "decoder" : "encoder-decoder") +
-                             " beam " + std::to_string(beam) + (sample ? " sampled" : ""));
-                GenerateOptions o;
-                o.beam = beam;
-                o.sample = sample;
-                o.stop_at_eos = false;  // random weights: run to each limit
-                o.max_new_tokens = 12;
-                o.seeds = {7, 8, 9, 10};
-                o.max_new_tokens_each = {12, 3, 7, 12};
-                std::vector<int> order;
-                std::vector<std::vector<Hypothesis>> reported(4);
-                o.on_finished = [&](int b, const std::vector<Hypothesis> &h) {
-                    order.push_back(b);
-                    reported[b] = h;
-                };
-                const auto batch = m.generate(src, o);
-                ASSERT_EQ(order.size(), 4u);
-                if (arch == Architecture::EncoderDecoder) EXPECT_EQ(order[0], 1) << "the 3-token input first";
-                for (int b = 0; b < 4; b++) {
-                    GenerateOptions a;
-                    a.beam = beam;
-                    a.sample = sample;
-                    a.stop_at_eos = false;
-                    a.seed = o.seeds[b];
-                    a.max_new_tokens = o.max_new_tokens_each[b];
-                    const auto alone = m.generate({src[b]}, a)[0];
-                    ASSERT_EQ(batch[b].size(), alone.size()) << "input " << b;
-                    EXPECT_EQ(batch[b][0].tokens, alone[0].tokens) << "input " << b;
-                    EXPECT_EQ((int)batch[b][0].tokens.size(), o.max_new_tokens_each[b]) << "input " << b;
-                    EXPECT_EQ(reported[b][0].tokens, batch[b][0].tokens) << "input " << b;
+        const auto mixed = random_batch(rng, 4, vocab, 9);
+        // Decoder-only: prompts of one length run as one batch (decode.cpp),
+        // prompts of several lengths group by group; both as alone.
+        auto equal = mixed;
+        for (auto &s : equal) s.resize(std::min_element(mixed.begin(), mixed.end(), [](auto &a, auto &b) {
+                                            return a.size() < b.size();
+                                        })->size());
+        for (const std::vector<Sequence> *batch_src : {&mixed, (const std::vector<Sequence> *)&equal}) {
+            if (arch != Architecture::Decoder && batch_src == &equal) continue;
+            const auto &src = *batch_src;
+            for (int beam : {1, 3}) {
+                for (bool sample : {false, true}) {
+                    if (sample && beam > 1) continue;
+                    SCOPED_TRACE(std::string(arch == Architecture::Decoder ? "decoder" : "encoder-decoder") +
+                                 " beam " + std::to_string(beam) + (sample ? " sampled" : ""));
+                    GenerateOptions o;
+                    o.beam = beam;
+                    o.sample = sample;
+                    o.stop_at_eos = false;  // random weights: run to each limit
+                    o.max_new_tokens = 12;
+                    o.seeds = {7, 8, 9, 10};
+                    o.max_new_tokens_each = {12, 3, 7, 12};
+                    std::vector<int> order;
+                    std::vector<std::vector<Hypothesis>> reported(4);
+                    o.on_finished = [&](int b, const std::vector<Hypothesis> &h) {
+                        order.push_back(b);
+                        reported[b] = h;
+                    };
+                    const auto batch = m.generate(src, o);
+                    ASSERT_EQ(order.size(), 4u);
+                    if (arch == Architecture::EncoderDecoder) EXPECT_EQ(order[0], 1) << "the 3-token input first";
+                    for (int b = 0; b < 4; b++) {
+                        GenerateOptions a;
+                        a.beam = beam;
+                        a.sample = sample;
+                        a.stop_at_eos = false;
+                        a.seed = o.seeds[b];
+                        a.max_new_tokens = o.max_new_tokens_each[b];
+                        const auto alone = m.generate({src[b]}, a)[0];
+                        ASSERT_EQ(batch[b].size(), alone.size()) << "input " << b;
+                        EXPECT_EQ(batch[b][0].tokens, alone[0].tokens) << "input " << b;
+                        EXPECT_EQ((int)batch[b][0].tokens.size(), o.max_new_tokens_each[b]) << "input " << b;
+                        EXPECT_EQ(reported[b][0].tokens, batch[b][0].tokens) << "input " << b;
+                    }
+                    // Input 2 cancelled after its third step; the others as before.
+                    int steps = 0;
+                    o.on_finished = nullptr;
+                    o.cancelled = [&](int b) { return b == 2 && ++steps > 3; };
+                    const auto cut = m.generate(src, o);
+                    EXPECT_LE(cut[2][0].tokens.size(), 4u);
+                    for (int b : {0, 1, 3}) EXPECT_EQ(cut[b][0].tokens, batch[b][0].tokens) << "input " << b;
                 }
-                // Input 2 cancelled after its third step; the others as before.
-                int steps = 0;
-                o.on_finished = nullptr;
-                o.cancelled = [&](int b) { return b == 2 && ++steps > 3; };
-                const auto cut = m.generate(src, o);
-                EXPECT_LE(cut[2][0].tokens.size(), 4u);
-                for (int b : {0, 1, 3}) EXPECT_EQ(cut[b][0].tokens, batch[b][0].tokens) << "input " << b;
             }
         }
     }
