@@ -273,71 +273,70 @@ void check_generate(const Config &c, const std::vector<Sequence> &src, const Gen
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence> &src,
-                                                     const GenerateOptions &opt) {
-    Lease lease(*pool_, true);
-    Session &m = *lease;
+namespace {
+
+// New tokens per input for prefixes of P tokens: max_new_tokens (-1: up to
+// 256), within max_positions.
+int new_token_limit(const Config &c, const GenerateOptions &opt, int P) {
+    const int allowed = c.max_positions - P + 1;
+    if (opt.max_new_tokens == -1) return std::min(256, allowed);
+    if (opt.max_new_tokens < 1) throw Error("generate: max_new_tokens must be >= 1");
+    if (opt.max_new_tokens > allowed) {
+        throw Error("generate: " + std::to_string(P) + " prefix tokens + " + std::to_string(opt.max_new_tokens) +
+                    " new tokens need " + std::to_string(P + opt.max_new_tokens - 1) +
+                    " positions; the model has max_positions = " + std::to_string(c.max_positions));
+    }
+    return opt.max_new_tokens;
+}
+
+// Activations and caches of B inputs (S source and P prefix tokens, new_tokens
+// more), estimated from the shapes (64-bit, checked), within the budget.
+void require_generate_fits(Session &m, const GenerateOptions &opt, int64_t B, int64_t S, int64_t P,
+                           int64_t new_tokens) {
     const Config &c = m.cfg;
-    check_generate(c, src, opt);
-    const bool ed = c.architecture == Architecture::EncoderDecoder;
-    DeviceScope scope(m.dev.get());
-    auto limit = [&](int P) {
-        const int allowed = c.max_positions - P + 1;
-        if (opt.max_new_tokens == -1) return std::min(256, allowed);
-        if (opt.max_new_tokens < 1) throw Error("generate: max_new_tokens must be >= 1");
-        if (opt.max_new_tokens > allowed) {
-            throw Error("generate: " + std::to_string(P) + " prefix tokens + " +
-                        std::to_string(opt.max_new_tokens) + " new tokens need " +
-                        std::to_string(P + opt.max_new_tokens - 1) + " positions; the model has max_positions = " +
-                        std::to_string(c.max_positions));
-        }
-        return opt.max_new_tokens;
-    };
-    // Activations and caches, estimated from the shapes (64-bit, checked).
     const int64_t D = std::max(c.d_model, m.desc.attn_width), F = c.d_ff * (m.desc.gated_ffn ? 2 : 1),
                   Ld = c.num_decoder_layers, V = c.tgt_vocab_size;
-    auto fits = [&](int64_t B, int64_t S, int64_t P, int64_t new_tokens) {
-        const int64_t R = checked_product({B, opt.beam}, "generate"), cap = P + new_tokens;
-        const int64_t enc = checked_product({S, B, 6 * D + F}, "generate"),
-                      cross = checked_product({Ld, S, B, 2 * D}, "generate"),
-                      self = checked_product({Ld, cap, R, 2 * D}, "generate"),
-                      acts = checked_product({std::max<int64_t>(P, 1), R, 6 * D + F}, "generate"),
-                      head = checked_product({R, V + 64}, "generate");
-        m.require_fits(enc + cross + self + acts + head,
-                       "generate (" + std::to_string(B) + " inputs x beam " + std::to_string(opt.beam) + ", " +
-                           std::to_string(std::max(S, P)) + " input tokens, " + std::to_string(new_tokens) + " new)");
-    };
-    if (ed) {
-        m.check_tokens(src, c.src_vocab_size, "source", 0);
-        int S = 0;
-        for (auto &s : src) S = std::max(S, (int)s.size());
-        fits((int64_t)src.size(), S, 1, limit(1));
-        std::vector<int32_t> lens;
-        const float *memory = m.encoder(src, S, lens);
-        std::vector<Sequence> prefix(src.size(), Sequence{c.bos_id});
-        return m.decode(prefix, memory, S, lens, opt, limit(1));
+    const int64_t R = checked_product({B, opt.beam}, "generate"), cap = P + new_tokens;
+    const int64_t enc = checked_product({S, B, 6 * D + F}, "generate"),
+                  cross = checked_product({Ld, S, B, 2 * D}, "generate"),
+                  self = checked_product({Ld, cap, R, 2 * D}, "generate"),
+                  acts = checked_product({std::max<int64_t>(P, 1), R, 6 * D + F}, "generate"),
+                  head = checked_product({R, V + 64}, "generate");
+    m.require_fits(enc + cross + self + acts + head,
+                   "generate (" + std::to_string(B) + " inputs x beam " + std::to_string(opt.beam) + ", " +
+                       std::to_string(std::max(S, P)) + " input tokens, " + std::to_string(new_tokens) + " new)");
+}
+
+// How many of n prompts of P tokens run at once: all, or halved until
+// they fit the memory budget.
+size_t prompts_at_once(Session &m, const GenerateOptions &opt, size_t n, int P) {
+    const int new_tokens = new_token_limit(m.cfg, opt, P);
+    while (n > 1) {
+        try {
+            require_generate_fits(m, opt, (int64_t)n, 0, P, new_tokens);
+            return n;
+        } catch (const Error &) {
+            n = (n + 1) / 2;
+        }
     }
-    m.check_tokens(src, c.tgt_vocab_size, "prompt", 0);
-    for (auto &s : src) fits(1, 0, (int64_t)s.size(), limit((int)s.size()));
-    // Prompts of one length run as one batch (their positions line up; the
-    // kernels take one start position per call), as many at a time as the
-    // memory budget holds; the groups one after another. Each prompt keeps
-    // the seed it has alone.
+    return 1;
+}
+
+// A decoder-only model's prompts: those of one length run as one batch
+// (their positions line up; the kernels take one start position per call),
+// as many at a time as the memory budget holds; the groups one after
+// another. Each prompt keeps the seed, limit, callbacks and cancellation it
+// has alone.
+std::vector<std::vector<Hypothesis>> generate_prompts(Session &m, const std::vector<Sequence> &src,
+                                                      const GenerateOptions &opt) {
     std::map<size_t, std::vector<size_t>> by_length;
     for (size_t b = 0; b < src.size(); b++) by_length[src[b].size()].push_back(b);
     std::vector<std::vector<Hypothesis>> out(src.size());
     for (auto &[P, all] : by_length) {
-        size_t chunk = all.size();
-        while (chunk > 1) {
-            try {
-                fits((int64_t)chunk, 0, (int64_t)P, limit((int)P));
-                break;
-            } catch (const Error &) {
-                chunk = (chunk + 1) / 2;
-            }
-        }
+        const size_t chunk = prompts_at_once(m, opt, all.size(), (int)P);
         for (size_t at = 0; at < all.size(); at += chunk) {
-            const std::vector<size_t> idx(all.begin() + (ptrdiff_t)at, all.begin() + (ptrdiff_t)std::min(all.size(), at + chunk));
+            const std::vector<size_t> idx(all.begin() + (ptrdiff_t)at,
+                                          all.begin() + (ptrdiff_t)std::min(all.size(), at + chunk));
             GenerateOptions o = opt;
             o.seeds.clear();
             o.max_new_tokens_each.clear();
@@ -354,11 +353,36 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
                 };
             }
             if (opt.cancelled) o.cancelled = [&opt, &idx](int i) { return opt.cancelled((int)idx[(size_t)i]); };
-            auto r = m.decode(prompts, nullptr, 0, {}, o, limit((int)P));
+            auto r = m.decode(prompts, nullptr, 0, {}, o, new_token_limit(m.cfg, opt, (int)P));
             for (size_t i = 0; i < idx.size(); i++) out[idx[i]] = std::move(r[i]);
         }
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence> &src,
+                                                     const GenerateOptions &opt) {
+    Lease lease(*pool_, true);
+    Session &m = *lease;
+    const Config &c = m.cfg;
+    check_generate(c, src, opt);
+    DeviceScope scope(m.dev.get());
+    if (c.architecture == Architecture::EncoderDecoder) {
+        m.check_tokens(src, c.src_vocab_size, "source", 0);
+        int S = 0;
+        for (auto &s : src) S = std::max(S, (int)s.size());
+        const int new_tokens = new_token_limit(c, opt, 1);
+        require_generate_fits(m, opt, (int64_t)src.size(), S, 1, new_tokens);
+        std::vector<int32_t> lens;
+        const float *memory = m.encoder(src, S, lens);
+        std::vector<Sequence> prefix(src.size(), Sequence{c.bos_id});
+        return m.decode(prefix, memory, S, lens, opt, new_tokens);
+    }
+    m.check_tokens(src, c.tgt_vocab_size, "prompt", 0);
+    for (auto &s : src) require_generate_fits(m, opt, 1, 0, (int64_t)s.size(), new_token_limit(c, opt, (int)s.size()));
+    return generate_prompts(m, src, opt);
 }
 
 }  // namespace halformer

@@ -88,6 +88,53 @@ std::vector<int64_t> head_shape(const TensorSource &src, const std::string &name
     return shape;
 }
 
+// One zero vector, as long as the longest bias a family's files lack (T5).
+void fill_zeros(Scratch &zeros, const std::vector<ParamSpec> &specs) {
+    int64_t n = 0;
+    for (const ParamSpec &spec : specs) {
+        if (spec.zero_if_absent) n = std::max(n, numel(spec.shape));
+    }
+    if (n == 0) return;
+    float *z = zeros.need((size_t)n);
+    std::fill(z, z + n, 0.0f);
+}
+
+// The head's bias (zeros when the file has none) and its decoding copy with
+// the banned ids at -1e30.
+void head_biases(ModelWeights &w) {
+    if (w.gen_w && !w.gen_b) {
+        float *z = w.zero_bias.need((size_t)w.gen_rows);
+        std::fill(z, z + w.gen_rows, 0.0f);
+        w.gen_b = z;
+    }
+    if (!w.gen_w || w.cfg.banned_ids.empty()) return;
+    float *b = w.decode_bias.need((size_t)w.gen_rows);
+    std::copy(w.gen_b, w.gen_b + w.gen_rows, b);
+    for (int id : w.cfg.banned_ids) {
+        if (id < 0 || id >= w.gen_rows) {
+            throw Error("config: banned token id " + std::to_string(id) + " is outside the head's " +
+                        std::to_string(w.gen_rows) + " rows");
+        }
+        b[id] = -1e30f;
+    }
+    w.gen_b_decode = b;
+}
+
+// Every tensor of the file is one the model reads (else an Error naming them).
+void require_all_read(const TensorSource &source, const std::map<std::string, const float *> &bound,
+                      const Config &cfg) {
+    std::vector<std::string> extra;
+    for (auto &n : source.names()) {
+        if (!bound.count(n)) extra.push_back(n);
+    }
+    if (extra.empty()) return;
+    std::string list;
+    for (size_t k = 0; k < extra.size() && k < 5; k++) list += (k ? ", '" : "'") + extra[k] + "'";
+    if (extra.size() > 5) list += ", ... (" + std::to_string(extra.size()) + " in all)";
+    throw Error(source.where() + ": tensors the " + architecture_name(cfg.architecture) + " config does not use: " +
+                list + " (do num_encoder_layers / num_decoder_layers / architecture match the file?)");
+}
+
 }  // namespace
 
 void ModelWeights::bind() {
@@ -103,14 +150,7 @@ void ModelWeights::bind() {
     std::map<std::string, const float *> bound;
     std::set<const float *> counted;
     const std::vector<ParamSpec> specs = param_specs(cfg);
-    int64_t zeros_needed = 0;
-    for (const ParamSpec &spec : specs) {
-        if (spec.zero_if_absent) zeros_needed = std::max(zeros_needed, numel(spec.shape));
-    }
-    if (zeros_needed > 0) {
-        float *z = zeros.need((size_t)zeros_needed);
-        std::fill(z, z + zeros_needed, 0.0f);
-    }
+    fill_zeros(zeros, specs);
     for (const ParamSpec &spec : specs) {
         const float *&slot = slot_of(enc, dec, gen_w, gen_b, spec.slot);
         std::vector<int64_t> shape = spec.shape;
@@ -144,35 +184,8 @@ void ModelWeights::bind() {
         slot = bound[spec.name] = source->data(spec.name);
         if (counted.insert(slot).second) params += numel(shape);  // shared storage counts once
     }
-    if (gen_w && !gen_b) {
-        float *z = zero_bias.need((size_t)gen_rows);
-        std::fill(z, z + gen_rows, 0.0f);
-        gen_b = z;
-    }
-    if (gen_w && !cfg.banned_ids.empty()) {
-        float *b = decode_bias.need((size_t)gen_rows);
-        std::copy(gen_b, gen_b + gen_rows, b);
-        for (int id : cfg.banned_ids) {
-            if (id < 0 || id >= gen_rows) {
-                throw Error("config: banned token id " + std::to_string(id) + " is outside the head's " +
-                            std::to_string(gen_rows) + " rows");
-            }
-            b[id] = -1e30f;
-        }
-        gen_b_decode = b;
-    }
-    std::vector<std::string> extra;
-    for (auto &n : source->names()) {
-        if (!bound.count(n)) extra.push_back(n);
-    }
-    if (!extra.empty()) {
-        std::string list;
-        for (size_t k = 0; k < extra.size() && k < 5; k++) list += (k ? ", '" : "'") + extra[k] + "'";
-        if (extra.size() > 5) list += ", ... (" + std::to_string(extra.size()) + " in all)";
-        throw Error(source->where() + ": tensors the " + architecture_name(cfg.architecture) +
-                    " config does not use: " + list +
-                    " (do num_encoder_layers / num_decoder_layers / architecture match the file?)");
-    }
+    head_biases(*this);
+    require_all_read(*source, bound, cfg);
 }
 
 namespace {
