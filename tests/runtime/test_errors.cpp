@@ -36,32 +36,10 @@ protected:
         fs::copy_file(fixture("ed_post_relu") + "/model.safetensors", dir + "/model.safetensors");
     }
     void TearDown() override { fs::remove_all(dir); }
-    // Loading must throw an Error whose message contains every piece.
-    void expect_error(std::initializer_list<const char *> pieces) {
-        try {
-            Model::load(dir);
-            ADD_FAILURE() << "loaded without an error";
-        } catch (const Error &e) {
-            for (const char *p : pieces) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-        }
-    }
-    // Rewrites model.safetensors with `edit` applied to the tensor list.
+    void expect_error(std::initializer_list<const char *> pieces) { test_files::expect_load_error(dir, pieces); }
     template <typename F>
     void rewrite(F edit) {
-        std::vector<std::pair<std::string, std::vector<float>>> keep;
-        std::vector<std::vector<int64_t>> shapes;
-        {
-            SafeTensors f(dir + "/model.safetensors");
-            for (auto &t : f.tensors()) {
-                const float *p = f.f32(t);
-                keep.push_back({t.name, std::vector<float>(p, p + t.numel())});
-                shapes.push_back(t.shape);
-            }
-        }
-        std::vector<TensorRef> refs;
-        for (size_t k = 0; k < keep.size(); k++) refs.push_back({keep[k].first, shapes[k], keep[k].second.data()});
-        edit(refs);
-        write_safetensors(dir + "/model.safetensors", refs);
+        test_files::rewrite_safetensors(dir + "/model.safetensors", edit);
     }
     void header(const std::string &json, size_t data_bytes) {
         std::string h = json;

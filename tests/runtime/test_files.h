@@ -1,9 +1,19 @@
-// Whole files as strings, for the suites that copy a fixture and break it.
+// Whole files as strings, and what the suites that copy a fixture and
+// break it share: a model.safetensors rewritten with an edit, and the load
+// that must fail with a message naming the problem.
 #pragma once
 
+#include "halformer/model.h"
+#include "halformer/safetensors.h"
+
+#include <gtest/gtest.h>
+
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace test_files {
 
@@ -16,6 +26,38 @@ inline std::string read(const std::string &path) {
 inline void write(const std::string &path, const std::string &bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << bytes;
+}
+
+// Model::load(dir) must throw an Error whose message contains every piece.
+inline void expect_load_error(const std::string &dir, std::initializer_list<const char *> pieces) {
+    try {
+        halformer::Model::load(dir);
+        ADD_FAILURE() << "loaded without an error";
+    } catch (const halformer::Error &e) {
+        for (const char *p : pieces) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+    }
+}
+
+// Rewrites a safetensors file (as F32; tensors of other dtypes dropped)
+// with `edit` applied to its tensor list.
+template <typename F>
+void rewrite_safetensors(const std::string &path, F edit) {
+    using namespace halformer;
+    std::vector<std::pair<std::string, std::vector<float>>> data;
+    std::vector<std::vector<int64_t>> shapes;
+    {
+        SafeTensors f(path, true);
+        for (auto &t : f.tensors()) {
+            if (t.dtype == DType::Other) continue;
+            const float *p = f.f32(t);
+            data.push_back({t.name, std::vector<float>(p, p + t.numel())});
+            shapes.push_back(t.shape);
+        }
+    }
+    std::vector<TensorRef> refs;
+    for (size_t k = 0; k < data.size(); k++) refs.push_back({data[k].first, shapes[k], data[k].second.data()});
+    edit(refs);
+    write_safetensors(path, refs);
 }
 
 }  // namespace test_files

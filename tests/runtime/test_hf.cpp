@@ -92,32 +92,10 @@ protected:
     void edit_config(const std::string &from, const std::string &to) {
         write(dir + "/config.json", replaced(read(dir + "/config.json"), from, to));
     }
-    void expect_error(std::initializer_list<const char *> pieces) {
-        try {
-            Model::load(dir);
-            ADD_FAILURE() << "loaded without an error";
-        } catch (const Error &e) {
-            for (const char *p : pieces) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-        }
-    }
-    // Rewrites model.safetensors (as F32) with `edit` applied to its tensors.
+    void expect_error(std::initializer_list<const char *> pieces) { test_files::expect_load_error(dir, pieces); }
     template <typename F>
     void rewrite(F edit) {
-        std::vector<std::pair<std::string, std::vector<float>>> data;
-        std::vector<std::vector<int64_t>> shapes;
-        {
-            SafeTensors f(dir + "/model.safetensors", true);
-            for (auto &t : f.tensors()) {
-                if (t.dtype == DType::Other) continue;
-                const float *p = f.f32(t);
-                data.push_back({t.name, std::vector<float>(p, p + t.numel())});
-                shapes.push_back(t.shape);
-            }
-        }
-        std::vector<TensorRef> refs;
-        for (size_t k = 0; k < data.size(); k++) refs.push_back({data[k].first, shapes[k], data[k].second.data()});
-        edit(refs);
-        write_safetensors(dir + "/model.safetensors", refs);
+        test_files::rewrite_safetensors(dir + "/model.safetensors", edit);
     }
     std::string dir;
 };
