@@ -164,12 +164,20 @@ void require_pass_fits(Session &m, int64_t B, int64_t S, int64_t R, int64_t T, i
                                                 std::to_string(std::max(S, T)) + " tokens)");
 }
 
-std::vector<Tensor> encode_in(Session &m, const std::vector<Sequence> &src) {
-    if (!m.cfg.has_encoder()) throw Error("encode: a decoder-only model has no encoder");
+// An encoder pass's sources checked (ids, positions) and its activations
+// plus `width` outputs a position within the budget; returns the longest
+// source's length.
+int checked_sources(Session &m, const std::vector<Sequence> &src, int64_t width, const char *what) {
     m.check_tokens(src, m.cfg.src_vocab_size, "source", 0);
     int S = 0;
     for (auto &s : src) S = std::max(S, (int)s.size());
-    require_pass_fits(m, (int64_t)src.size(), S, 0, 0, 0, "encode");
+    require_pass_fits(m, (int64_t)src.size(), S, 0, 0, width, what);
+    return S;
+}
+
+std::vector<Tensor> encode_in(Session &m, const std::vector<Sequence> &src) {
+    if (!m.cfg.has_encoder()) throw Error("encode: a decoder-only model has no encoder");
+    const int S = checked_sources(m, src, 0, "encode");
     std::vector<int32_t> lens;
     DeviceScope scope(m.dev.get());
     const float *x = m.encoder(src, S, lens);
@@ -237,10 +245,7 @@ std::vector<Tensor> Model::class_probabilities(const std::vector<Sequence> &src,
     if (m.desc.encoder_head != EncoderHead::Classifier) {
         throw Error("class_probabilities: the model is no sequence classifier");
     }
-    m.check_tokens(src, m.cfg.src_vocab_size, "source", 0);
-    int S = 0;
-    for (auto &s : src) S = std::max(S, (int)s.size());
-    require_pass_fits(m, (int64_t)src.size(), S, 0, 0, m.w->gen_rows, "class_probabilities");
+    const int S = checked_sources(m, src, m.w->gen_rows, "class_probabilities");
     std::vector<int32_t> lens;
     DeviceScope scope(m.dev.get());
     const float *x = m.encoder(src, S, lens);
@@ -255,11 +260,8 @@ void Model::top_tokens(const std::vector<Sequence> &src, int top, std::vector<Te
         throw Error("top_tokens: the model has no masked-LM head (architectures: BertForMaskedLM)");
     }
     if (top < 1 || top > 8) throw Error("top_tokens: top must be in [1, 8], not " + std::to_string(top));
-    m.check_tokens(src, m.cfg.src_vocab_size, "source", 0);
-    int S = 0;
-    for (auto &s : src) S = std::max(S, (int)s.size());
+    const int S = checked_sources(m, src, 2 * (int64_t)m.w->gen_rows, "top_tokens");
     const int R = (int)src.size(), rows = S * R, V = m.w->gen_rows;
-    require_pass_fits(m, R, S, 0, 0, 2 * (int64_t)V, "top_tokens");
     std::vector<int32_t> lens;
     DeviceScope scope(m.dev.get());
     const float *x = m.encoder(src, S, lens);
@@ -285,11 +287,8 @@ std::vector<Tensor> Model::pool(const std::vector<Sequence> &src, const PoolOpti
     Lease lease(*pool_);
     Session &m = *lease;
     if (!m.cfg.has_encoder()) throw Error("pool: a decoder-only model has no encoder");
-    m.check_tokens(src, m.cfg.src_vocab_size, "source", 0);
-    int S = 0;
-    for (auto &s : src) S = std::max(S, (int)s.size());
+    const int S = checked_sources(m, src, 0, "pool");
     const int R = (int)src.size(), D = m.cfg.d_model;
-    require_pass_fits(m, R, S, 0, 0, 0, "pool");
     std::vector<int32_t> lens;
     DeviceScope scope(m.dev.get());
     const float *x = m.encoder(src, S, lens);
@@ -307,10 +306,7 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
     if (c.architecture == Architecture::Encoder) {
         if (!tgt.empty()) throw Error("logits: an encoder-only model takes no target sequence");
         if (!m.w->gen_w) return encode_in(m, src);
-        m.check_tokens(src, c.src_vocab_size, "source", 0);
-        int S = 0;
-        for (auto &s : src) S = std::max(S, (int)s.size());
-        require_pass_fits(m, (int64_t)src.size(), S, 0, 0, m.w->gen_rows, "logits");
+        const int S = checked_sources(m, src, m.w->gen_rows, "logits");
         std::vector<int32_t> lens;
         DeviceScope scope(m.dev.get());
         const float *x = m.encoder(src, S, lens);

@@ -8,6 +8,9 @@
 #include "halformer/tokenizer.h"
 #include "halformer/train.h"
 
+#define HALFORMER_SCRATCH_PREFIX "halformer_text"
+#include "scratch.h"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -26,22 +29,6 @@ using namespace halformer;
 namespace fs = std::filesystem;
 
 namespace {
-
-// One scratch directory for the whole run, removed at the end.
-const std::string &scratch() {
-    static const std::string dir = [] {
-        std::string d = (fs::temp_directory_path() / ("halformer_text_" + std::to_string(::getpid()))).string();
-        fs::remove_all(d);
-        fs::create_directories(d);
-        return d;
-    }();
-    return dir;
-}
-class ScratchCleanup : public testing::Environment {
-public:
-    void TearDown() override { fs::remove_all(scratch()); }
-};
-const auto *const cleanup = testing::AddGlobalTestEnvironment(new ScratchCleanup);
 
 std::string read_file(const std::string &path) {
     std::ifstream in(path, std::ios::binary);

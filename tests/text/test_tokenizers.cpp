@@ -16,6 +16,9 @@
 
 #include "halformer/error.h"
 
+#define HALFORMER_SCRATCH_PREFIX "halformer_tokenizers"
+#include "scratch.h"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -44,22 +47,6 @@ const std::string kBert = kFixtures + "/bert/";
 
 using Ids = std::vector<int32_t>;
 using Strings = std::vector<std::string>;
-
-// One scratch directory for the whole run, removed at the end.
-const std::string &scratch() {
-    static const std::string dir = [] {
-        std::string d = (fs::temp_directory_path() / ("halformer_tokenizers_" + std::to_string(::getpid()))).string();
-        fs::remove_all(d);
-        fs::create_directories(d);
-        return d;
-    }();
-    return dir;
-}
-class ScratchCleanup : public testing::Environment {
-public:
-    void TearDown() override { fs::remove_all(scratch()); }
-};
-const auto *const cleanup = testing::AddGlobalTestEnvironment(new ScratchCleanup);
 
 std::string write_file(const std::string &name, const std::string &bytes) {
     const std::string path = scratch() + "/" + name;
