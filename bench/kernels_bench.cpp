@@ -11,6 +11,7 @@
 #include <HalideBuffer.h>
 
 #include "bench_common.h"
+#include "halformer/build_info.h"
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -36,6 +37,9 @@
 #include "hf_linear_bf16_dot.h"
 #include "hf_linear_int8.h"
 #include "hf_linear_int8_dot.h"
+#include "hf_linear_f32.h"
+#include "hf_linear_f32_dot.h"
+#include "hf_pack_f32.h"
 #include "hf_pack_bf16.h"
 #include "hf_pack_int8.h"
 #include "hf_attention_adams2019.h"
@@ -230,6 +234,13 @@ void linear(int M, int K, int N) {
     const double work = compute ? 2.0 * M * K * N : 4.0 * ((double)K * N + (double)M * K + (double)M * N);
     add(s + "hand", work, compute, [=] { return hf_linear(*x, *w, *b, *y); });
     if (M <= 32) add(s + "hand_dot", work, compute, [=] { return hf_linear_dot(*x, *w, *b, *y); });
+    // W packed once into 48-column panels (what float32 inference runs on
+    // AVX-512, runtime/src/packed.cpp: the one-row kernel at M = 1).
+    const int Np = (N + 47) / 48 * 48;
+    auto wp = keep(Buffer<float>(1, 48, K, Np / 48));
+    if (int rc = hf_pack_f32(*w, *wp)) halformer::check_kernel(rc, "pack");
+    add(s + "packed", work, compute, [=] { return hf_linear_f32(*x, *wp, *b, *y); });
+    if (M <= 32) add(s + "packed_dot", work, compute, [=] { return hf_linear_f32_dot(*x, *wp, *b, *y); });
     add(s + "adams2019", work, compute, [=] { return hf_linear_adams2019(*x, *w, *b, *y); });
     add(s + "mullapudi2016", work, compute, [=] { return hf_linear_mullapudi2016(*x, *w, *b, *y); });
     // OpenBLAS: Y = X·Wᵀ (no bias: a lower bound on its time for our op).
@@ -442,6 +453,10 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("fma_peak_gflops", std::to_string(g_peak_flops / 1e9));
     benchmark::AddCustomContext("read_bandwidth_gbs", std::to_string(g_peak_bytes / 1e9));
     benchmark::AddCustomContext("halformer_variant", halformer::isa_name(halformer::selected_isa()));
+    const std::string record = halformer::record_note(halformer::tuned_record(halformer::selected_isa()));
+    std::printf("schedules: %s\n", record.c_str());
+    benchmark::AddCustomContext("halformer_schedules", record);
+    benchmark::AddCustomContext("cpu", halformer::this_cpu().describe());
     for (int M : {1, 4, 32, 128, 1024}) {
         for (auto kn : std::vector<std::pair<int, int>>{{512, 512}, {512, 2048}, {2048, 512}, {512, 37000}}) {
             linear(M, kn.first, kn.second);

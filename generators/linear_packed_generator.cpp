@@ -35,6 +35,7 @@ public:
     GeneratorParam<bool> gated{"gated", false};
     // Schedule knobs (schedules/linear_packed_schedule.h).
     GeneratorParam<int> rows_m{"rows_m", 0};
+    GeneratorParam<int> task_blocks{"task_blocks", 0};
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};
 
     Input<Buffer<float, 2>> x{"x"};
@@ -105,6 +106,10 @@ public:
         w->dim(1).set_bounds(0, kPanel).set_stride(kf);
         w->dim(2).set_stride(kf * kPanel);
         x.dim(0).set_stride(1);
+        // y starts at (0, 0): which panel column and block row an output
+        // is then follows from its index alone.
+        y.dim(0).set_min(0);
+        y.dim(1).set_min(0);
 
         /* ESTIMATES: a Transformer-base FFN input, 128 tokens */
         x.set_estimates({{0, 512}, {0, 128}});
@@ -122,7 +127,8 @@ public:
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         schedule_linear_packed_cpu({y, acc, xin, absmax, step, n, m, j, p, mi, mo, rr, kk, r},
-                                   {row_block(), k_group(format)}, get_pipeline(), get_target());
+                                   {row_block(), k_group(format), rec.get("task_blocks", task_blocks)},
+                                   get_pipeline(), get_target());
     }
 
 private:
@@ -132,7 +138,7 @@ private:
     // the target's vector registers hold next to one panel (9 on AVX-512).
     int row_block() {
         Tuned rec(tuned_as, get_target());
-        return linear_packed_rows(rec.get("rows_m", rows_m), get_target());
+        return linear_packed_rows(rec.get("rows_m", rows_m), get_target(), k_group(format));
     }
     Func acc{"acc"}, xin{"xin"}, absmax{"absmax"}, step{"step"};
     RDom r;

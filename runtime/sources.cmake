@@ -14,7 +14,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/forward.cpp
   src/hf/hf_config.cpp
   src/hf/hf_weights.cpp
-  src/lowp.cpp
+  src/packed.cpp
   src/halide_hooks.cpp
   src/json.cpp
   src/layers/attention.cpp

@@ -14,4 +14,14 @@ grep -q "logits: \[1, 40\] and \[1, 40\]" <<< "$out"
 [ "$(grep -c $'\t' <<< "$out")" = 2 ]   # two n-best lines
 # The installed CLI runs too.
 "$prefix/bin/halformer" info "$src/tests/fixtures/dec_pre_gelu" | grep -q "kernel variant this CPU runs"
-echo "install + find_package example: OK"
+# The installed tuner runs from the package, away from the source tree: a
+# short search writes a record that names this CPU.
+(cd "$prefix" && "$prefix/bin/halformer" tune --ops layer_norm --budget 6s --no-adams \
+     --out "$prefix/tuned-here" --work "$prefix/tune-work" > /dev/null 2> "$prefix/tune.err") \
+    || { cat "$prefix/tune.err"; echo "the installed tuner failed"; exit 1; }
+grep -q '"cpu": {"key": "' "$prefix/tuned-here/record.json"
+[ -e "$prefix/share/halformer/plot_tuning.py" ]
+# info says which record this CPU's kernels use, made on which CPU.
+"$prefix/bin/halformer" info | grep -q "^schedules this CPU runs: "
+"$prefix/bin/halformer" info | grep -q "^this CPU: "
+echo "install + find_package example + installed tuner: OK"

@@ -1,5 +1,5 @@
-// The reduced-precision projections: pack_weights (hf_pack_bf16/int8) and
-// linear_packed (hf_linear_{bf16,int8}[_dot][_act|_residual]) against double
+// The packed projections: pack_weights (hf_pack_f32/bf16/int8) and
+// linear_packed (hf_linear_{f32,bf16,int8}[_dot][_act|_residual]) against double
 // precision references. Two references each:
 //   * the same quantization done here (bf16 rounding to nearest even; int8
 //     steps max|·|/127 per weight column and per activation row), then exact
@@ -42,6 +42,23 @@
 #include "hf_linear_int8_silu_gated.h"
 #include "hf_linear_int8_dot_silu_gated.h"
 #include "hf_pack_int8.h"
+#include "hf_pack_f32.h"
+#include "hf_linear_f32.h"
+#include "hf_linear_f32_dot.h"
+#include "hf_linear_f32_relu.h"
+#include "hf_linear_f32_dot_relu.h"
+#include "hf_linear_f32_gelu.h"
+#include "hf_linear_f32_dot_gelu.h"
+#include "hf_linear_f32_gelu_tanh.h"
+#include "hf_linear_f32_dot_gelu_tanh.h"
+#include "hf_linear_f32_silu.h"
+#include "hf_linear_f32_dot_silu.h"
+#include "hf_linear_f32_residual.h"
+#include "hf_linear_f32_dot_residual.h"
+#include "hf_linear_f32_gelu_tanh_gated.h"
+#include "hf_linear_f32_dot_gelu_tanh_gated.h"
+#include "hf_linear_f32_silu_gated.h"
+#include "hf_linear_f32_dot_silu_gated.h"
 
 #include <gtest/gtest.h>
 
@@ -57,7 +74,7 @@ using ref::Buffer;
 constexpr int kPanel = 48;
 
 #define SKIP_ON_DEVICE()                                                              \
-    if (std::getenv("HALFORMER_DEVICE")) GTEST_SKIP() << "bf16/int8 kernels are CPU only"
+    if (std::getenv("HALFORMER_DEVICE")) GTEST_SKIP() << "packed kernels are CPU only"
 
 // float32 → bfloat16 → float32, rounding to nearest, ties to even.
 float bf16_round(float v) {
@@ -88,30 +105,38 @@ struct Packed {
     Buffer<int32_t> colsum;
 };
 
-Packed pack(Buffer<float> w, bool int8) {
+enum class Fmt { F32, BF16, Int8 };
+const char *fmt_name(Fmt f) { return f == Fmt::F32 ? "f32" : f == Fmt::BF16 ? "bf16" : "int8"; }
+
+Packed pack(Buffer<float> w, Fmt fmt) {
     Packed p;
     p.K = w.dim(0).extent();
     p.N = w.dim(1).extent();
-    p.kf = int8 ? 4 : 2;
+    p.kf = fmt == Fmt::Int8 ? 4 : fmt == Fmt::BF16 ? 2 : 1;
     p.Np = (p.N + kPanel - 1) / kPanel * kPanel;
     p.groups = (p.K + p.kf - 1) / p.kf;
-    halide_type_t t = int8 ? halide_type_t(halide_type_int, 8) : halide_type_t(halide_type_bfloat, 16);
+    halide_type_t t = fmt == Fmt::Int8   ? halide_type_t(halide_type_int, 8)
+                      : fmt == Fmt::BF16 ? halide_type_t(halide_type_bfloat, 16)
+                                         : halide_type_t(halide_type_float, 32);
     p.w = Buffer<void>(t, {p.kf, kPanel, p.groups, p.Np / kPanel});
-    if (int8) {
+    if (fmt == Fmt::Int8) {
         p.scale = Buffer<float>(p.Np);
         p.colsum = Buffer<int32_t>(p.Np);
         EXPECT_EQ(hf_pack_int8(w, p.w, p.scale, p.colsum), 0);
-    } else {
+    } else if (fmt == Fmt::BF16) {
         EXPECT_EQ(hf_pack_bf16(w, p.w), 0);
+    } else {
+        EXPECT_EQ(hf_pack_f32(w, p.w), 0);
     }
     return p;
 }
 
-// The packed value of W[n, k] as a float (bf16) or code (int8).
+// The packed value of W[n, k] as a float (f32, bf16) or code (int8).
 double packed_at(const Packed &p, int n, int k) {
     const size_t i = (size_t)k % p.kf + (size_t)p.kf * (n % kPanel) + (size_t)p.kf * kPanel * (k / p.kf) +
                      (size_t)p.kf * kPanel * p.groups * (n / kPanel);
     if (p.kf == 4) return ((const int8_t *)p.w.data())[i];
+    if (p.kf == 1) return ((const float *)p.w.data())[i];
     return bf16_value(((const uint16_t *)p.w.data())[i]);
 }
 
@@ -126,6 +151,7 @@ using Int8ResFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t 
 struct Variant {
     std::string name, act;
     bool int8, residual;
+    Fmt fmt() const { return int8 ? Fmt::Int8 : f32 ? Fmt::F32 : Fmt::BF16; }
     Bf16Fn bf16 = nullptr;
     Bf16ResFn bf16_res = nullptr;
     Int8Fn i8 = nullptr;
@@ -133,6 +159,8 @@ struct Variant {
     // The gated feed-forward's kernels (same arguments as the residual
     // ones): y = act(x·wᵀ + b)·gate, the gate in res's place.
     bool gated = false;
+    // float32 weights (bf16's arguments, no rounding).
+    bool f32 = false;
 };
 
 std::vector<Variant> variants() {
@@ -181,6 +209,24 @@ std::vector<Variant> variants() {
     ig("hf_linear_int8_dot_gelu_tanh_gated", "gelu_tanh", hf_linear_int8_dot_gelu_tanh_gated);
     ig("hf_linear_int8_silu_gated", "silu", hf_linear_int8_silu_gated);
     ig("hf_linear_int8_dot_silu_gated", "silu", hf_linear_int8_dot_silu_gated);
+    const size_t f32_from = v.size();
+    b("hf_linear_f32", "none", hf_linear_f32);
+    b("hf_linear_f32_relu", "relu", hf_linear_f32_relu);
+    b("hf_linear_f32_gelu", "gelu", hf_linear_f32_gelu);
+    b("hf_linear_f32_gelu_tanh", "gelu_tanh", hf_linear_f32_gelu_tanh);
+    b("hf_linear_f32_silu", "silu", hf_linear_f32_silu);
+    b("hf_linear_f32_dot", "none", hf_linear_f32_dot);
+    b("hf_linear_f32_dot_relu", "relu", hf_linear_f32_dot_relu);
+    b("hf_linear_f32_dot_gelu", "gelu", hf_linear_f32_dot_gelu);
+    b("hf_linear_f32_dot_gelu_tanh", "gelu_tanh", hf_linear_f32_dot_gelu_tanh);
+    b("hf_linear_f32_dot_silu", "silu", hf_linear_f32_dot_silu);
+    br("hf_linear_f32_residual", hf_linear_f32_residual);
+    br("hf_linear_f32_dot_residual", hf_linear_f32_dot_residual);
+    bg("hf_linear_f32_gelu_tanh_gated", "gelu_tanh", hf_linear_f32_gelu_tanh_gated);
+    bg("hf_linear_f32_dot_gelu_tanh_gated", "gelu_tanh", hf_linear_f32_dot_gelu_tanh_gated);
+    bg("hf_linear_f32_silu_gated", "silu", hf_linear_f32_silu_gated);
+    bg("hf_linear_f32_dot_silu_gated", "silu", hf_linear_f32_dot_silu_gated);
+    for (size_t i = f32_from; i < v.size(); i++) v[i].f32 = true;
     return v;
 }
 
@@ -220,6 +266,10 @@ Result reference(const Variant &v, const Buffer<float> &x, const Buffer<float> &
                 if (v.int8) {
                     exact += (double)quantize(x(k, m), sx) * packed_at(p, n, k);
                     bound += std::fabs(xv) * sw / 2 + std::fabs(wv) * sx / 2 + sx * sw / 4;
+                } else if (v.f32) {
+                    // float32 summation only: the worst case of K roundings
+                    exact += xv * packed_at(p, n, k);
+                    bound += std::fabs(xv * wv) * K * std::ldexp(1.0, -24);
                 } else {
                     exact += (double)bf16_round(x(k, m)) * packed_at(p, n, k);
                     bound += std::fabs(xv * wv) * (2.0 / 256 + 1.0 / 65536);  // two roundings of 2^-8
@@ -240,7 +290,7 @@ void check(const Variant &v, int M, int K, int N, float xs, float ws, uint32_t s
     Buffer<float> w = ref::random_buffer({K, N}, seed + 1, -ws, ws);
     Buffer<float> b = ref::random_buffer({N}, seed + 2);
     Buffer<float> res = ref::random_buffer({N, M}, seed + 3);
-    Packed p = pack(w, v.int8);
+    Packed p = pack(w, v.fmt());
     Buffer<float> y(N, M);
     ASSERT_EQ(call(v, x, p, b, res, y), 0) << v.name;
     Result r = reference(v, x, w, p, b, res);
@@ -265,13 +315,14 @@ void check(const Variant &v, int M, int K, int N, float xs, float ws, uint32_t s
 // Packing: every value, the padding, the int8 scales and column sums.
 TEST(PackWeights, LayoutScalesAndPadding) {
     SKIP_ON_DEVICE();
-    for (bool int8 : {false, true}) {
+    for (Fmt fmt : {Fmt::F32, Fmt::BF16, Fmt::Int8}) {
+        const bool int8 = fmt == Fmt::Int8;
         for (auto [K, N] : std::vector<std::pair<int, int>>{{1, 1}, {5, 49}, {64, 48}, {37, 100}}) {
             Buffer<float> w = ref::random_buffer({K, N}, 11 + K + N, -3, 3);
             if (N > 2) {
                 for (int k = 0; k < K; k++) w(k, 2) = 0.0f;  // an all-zero column: step 1, codes 0
             }
-            Packed p = pack(w, int8);
+            Packed p = pack(w, fmt);
             for (int n = 0; n < p.Np; n++) {
                 float amax = 0;
                 for (int k = 0; k < K && n < N; k++) amax = std::fmax(amax, std::fabs(w(k, n)));
@@ -283,8 +334,8 @@ TEST(PackWeights, LayoutScalesAndPadding) {
                 for (int k = 0; k < p.groups * p.kf; k++) {
                     const double got = packed_at(p, n, k);
                     double want = 0;
-                    if (n < N && k < K) want = int8 ? quantize(w(k, n), step) : bf16_round(w(k, n));
-                    ASSERT_EQ(got, want) << (int8 ? "int8" : "bf16") << " K=" << K << " N=" << N << " n=" << n
+                    if (n < N && k < K) want = int8 ? quantize(w(k, n), step) : fmt == Fmt::BF16 ? bf16_round(w(k, n)) : w(k, n);
+                    ASSERT_EQ(got, want) << fmt_name(fmt) << " K=" << K << " N=" << N << " n=" << n
                                          << " k=" << k;
                     sum += (int64_t)got;
                 }
@@ -325,7 +376,7 @@ TEST(LinearPacked, HostileValues) {
         for (int k = 0; k < K; k++) x(k, 3) = 0.0f;
         Buffer<float> w = ref::random_buffer({K, N}, 903, -1, 1);
         Buffer<float> b = ref::random_buffer({N}, 904), res = ref::random_buffer({N, M}, 905), y(N, M);
-        Packed p = pack(w, v.int8);
+        Packed p = pack(w, v.fmt());
         ASSERT_EQ(call(v, x, p, b, res, y), 0);
         Result r = reference(v, x, w, p, b, res);
         EXPECT_LE(ref::rel_error(y, r.exact), 2e-5) << v.name;

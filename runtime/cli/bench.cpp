@@ -13,7 +13,9 @@
 //   beam_tokens_per_s   the same with beam search (best hypothesis)
 #include "common.h"
 
+#include "halformer/build_info.h"
 #include "halformer/isa.h"
+#include "halformer/json.h"
 
 #include <algorithm>
 #include <chrono>
@@ -122,18 +124,22 @@ void print_report(const Model &m, const std::string &source, const BenchOptions 
                     "\"src_len\": %d, \"beam\": %d, \"new_tokens\": %d, \"threads\": %d, \"iters\": %d, "
                     "\"variant\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"encoder_ms\": %.4f, "
                     "\"decoder_step_ms\": %.4f, \"greedy_tokens_per_s\": %.2f, \"beam_tokens_per_s\": %.2f, "
-                    "\"peak_rss_mb\": %.1f}\n",
+                    "\"peak_rss_mb\": %.1f, \"schedules\": %s}\n",
                     source.c_str(), architecture_name(c.architecture), (long long)m.parameter_count(), b.batch,
                     b.src_len, b.beam, b.new_tokens,
                     b.machine.threads ? b.machine.threads : (int)std::thread::hardware_concurrency(), b.iters,
                     device == Device::CPU ? running_variant() : device_name(device), precision_name(m.precision()),
                     device_description(device).c_str(), median(t.encoder_ms), median(t.step_ms),
-                    median(t.greedy_tps), median(t.beam_tps), rss);
+                    median(t.greedy_tps), median(t.beam_tps), rss,
+                    json::quote(device == Device::CPU ? record_note(tuned_record(selected_isa())) : "").c_str());
         return;
     }
     std::printf("model: %s (%s, %.1f M parameters), kernels: %s, precision %s\n", source.c_str(),
                 architecture_name(c.architecture), m.parameter_count() / 1e6, kernels_label(device).c_str(),
                 precision_name(m.precision()));
+    if (device == Device::CPU) {
+        std::printf("schedules: %s\n", record_note(tuned_record(selected_isa())).c_str());
+    }
     std::printf("workload: batch %d, source length %d, %d new tokens, beam %d; medians of %d runs\n", b.batch,
                 b.src_len, b.new_tokens, b.beam, b.iters);
     std::printf("  encoder_ms            %10.3f\n", median(t.encoder_ms));

@@ -31,14 +31,22 @@ void print_build_info() {
     for (Device d : {Device::CUDA, Device::OpenCL}) {
         std::printf("device %s: %s\n", device_name(d), device_description(d).c_str());
     }
+    std::printf("this CPU: %s\n", this_cpu().describe().c_str());
+    std::printf("float32 projections: %s\n", fp32_packs() ? "weights packed once into 48-column panels (hf_linear_f32*)"
+                                                         : "weights as stored (hf_linear*)");
+    {
+        const TunedRecord *r = tuned_record(selected_isa());
+        std::printf("schedules this CPU runs: %s\n", record_note(r).c_str());
+    }
     for (Isa i : all_isas()) {
         const TunedRecord *r = tuned_record(i);
         if (!r) {
             std::printf("schedules, %s: hand (no tuned record for this target)\n", isa_name(i));
             continue;
         }
-        std::printf("schedules, %s: tuned record %s (%s, %s), %zu kernels tuned, the rest hand:\n", isa_name(i),
-                    r->path.c_str(), r->machine.c_str(), r->date.c_str(), r->kernels.size());
+        std::printf("schedules, %s: tuned record %s (%s%s, %s), %zu kernels tuned, the rest hand:\n", isa_name(i),
+                    r->path.c_str(), r->machine.c_str(), r->cpu.empty() ? "" : ("; " + r->cpu).c_str(),
+                    r->date.c_str(), r->kernels.size());
         for (const auto &k : r->kernels) std::printf("  %-28s %s\n", k.kernel.c_str(), k.params.c_str());
     }
 }

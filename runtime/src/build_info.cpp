@@ -1,18 +1,21 @@
 #include "halformer/build_info.h"
 
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
 
 namespace halformer {
 
 namespace {
 
 struct TargetRow {
-    const char *target, *machine, *date, *path;
+    const char *target, *machine, *cpu, *date, *path;
     int kernels, schedules;
 };
 const TargetRow kTargets[] = {
 #include "halformer_tuned_targets.inc"
-    {nullptr, nullptr, nullptr, nullptr, 0, 0}};
+    {nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0}};
 
 struct KernelRow {
     const char *target, *kernel, *params;
@@ -30,13 +33,79 @@ const ScheduleRow kSchedules[] = {
 #include "halformer_tuned_schedule_names.inc"
     {nullptr, nullptr}};
 
+// "32K" / "1024K" / "32M" → KiB (0: unreadable).
+int cache_kb(int index) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+    std::string v;
+    if (!(f >> v) || v.empty()) return 0;
+    try {
+        const int n = std::stoi(v);
+        return v.back() == 'M' ? n * 1024 : n;
+    } catch (const std::exception &) {
+        return 0;
+    }
+}
+
+std::string cpuinfo_field(const std::string &line) {
+    const size_t c = line.find(':');
+    const size_t v = c == std::string::npos ? c : line.find_first_not_of(" \t", c + 1);
+    return v == std::string::npos ? "" : line.substr(v);
+}
+
 }  // namespace
+
+std::string CpuInfo::key() const {
+    return vendor + " family " + std::to_string(family) + " model " + std::to_string(model);
+}
+
+std::string CpuInfo::describe() const {
+    return name + " (" + key() + "), " + std::to_string(threads) + " threads, L1d " + std::to_string(l1d_kb) +
+           " KiB, L2 " + std::to_string(l2_kb) + " KiB, L3 " + std::to_string(l3_kb) + " KiB";
+}
+
+const CpuInfo &this_cpu() {
+    static const CpuInfo cpu = [] {
+        CpuInfo c;
+        std::ifstream in("/proc/cpuinfo");
+        for (std::string line; std::getline(in, line);) {
+            auto field = [&](const char *name) { return line.rfind(name, 0) == 0; };
+            if (field("vendor_id") && c.vendor.empty()) c.vendor = cpuinfo_field(line);
+            if (field("cpu family") && !c.family) c.family = std::atoi(cpuinfo_field(line).c_str());
+            if (field("model name") && c.name.empty()) c.name = cpuinfo_field(line);
+            if (field("model") && !field("model name") && !c.model) c.model = std::atoi(cpuinfo_field(line).c_str());
+            if (line.empty() && !c.vendor.empty()) break;  // the first CPU's block
+        }
+        if (c.vendor.empty()) c.vendor = "unknown";
+        if (c.name.empty()) c.name = "unknown CPU";
+        c.threads = (int)std::thread::hardware_concurrency();
+        // index0..3: L1d, L1i, L2, L3 on x86 Linux
+        c.l1d_kb = cache_kb(0);
+        c.l2_kb = cache_kb(2);
+        c.l3_kb = cache_kb(3);
+        return c;
+    }();
+    return cpu;
+}
+
+bool record_matches_cpu(const TunedRecord &r) { return !r.cpu.empty() && r.cpu == this_cpu().key(); }
+
+std::string record_note(const TunedRecord *r) {
+    if (!r) return "hand schedules (no tuned record for this variant)";
+    std::string s = "tuned record " + r->path + ", made on " + r->machine + (r->cpu.empty() ? "" : " (" + r->cpu + ")") +
+                    " " + r->date;
+    if (!record_matches_cpu(*r)) {
+        s += "; WARNING: this CPU is " + this_cpu().describe() +
+             ", another microarchitecture than the record's: its values may be far from this CPU's best "
+             "(`halformer tune` makes a record for it)";
+    }
+    return s;
+}
 
 const std::vector<TunedRecord> &tuned_records() {
     static const std::vector<TunedRecord> records = [] {
         std::vector<TunedRecord> out;
         for (const TargetRow *t = kTargets; t->target; t++) {
-            TunedRecord r{t->target, t->machine, t->date, t->path, {}};
+            TunedRecord r{t->target, t->machine, t->cpu, t->date, t->path, {}};
             for (const KernelRow *k = kKernels; k->target; k++)
                 if (std::strcmp(k->target, t->target) == 0) r.kernels.push_back({k->kernel, k->params});
             for (const ScheduleRow *k = kSchedules; k->target; k++)

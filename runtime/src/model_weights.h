@@ -92,6 +92,9 @@ struct ModelWeights {
     const float *gen_b_decode = nullptr;
     Scratch decode_bias;
     Precision precision = Precision::FP32;
+    // Float32 projections may run packed (packed.cpp); false where the
+    // weights change in place (the trainer's model).
+    bool pack_fp32 = true;
     // Packed copies of the projections' weights, by (W's address, rows).
     std::shared_ptr<PackCache> packs = std::make_shared<PackCache>();
 

@@ -79,13 +79,19 @@ public:
     // Y[M, N] (row stride y_stride) = act(X·Wᵀ + b) [+ residual] in the
     // reduced precision: X [M, K] with row stride x_stride, W [N, K] (packed
     // on first use), residual with y's strides. act: null for none.
-    void linear_lowp(const char *name, const float *x, int M, int x_stride, const float *weight, int N, int K,
+    void linear_packed(const char *name, const float *x, int M, int x_stride, const float *weight, int N, int K,
                      const float *bias, const Act *act, const float *residual, float *y, int y_stride);
     // The same with a gate: Y = act(X·Wᵀ + b)·gate (gate with y's strides;
     // act GELUTanh or SiLU), the gated feed-forward's first projection.
-    void linear_lowp_gated(const char *name, const float *x, int M, int x_stride, const float *weight, int N, int K,
+    void linear_packed_gated(const char *name, const float *x, int M, int x_stride, const float *weight, int N, int K,
                            const float *bias, Act act, const float *gate, float *y, int y_stride);
-    bool lowp() const { return w->precision != Precision::FP32; }
+    // Whether inference projections run packed: a reduced precision, or
+    // float32 where fp32_packs() and the weights do not change.
+    bool packed() const;
+    // One packed kernel call (packed.cpp): kind picks the variant, extra is
+    // the residual or the gate.
+    void run_packed(const char *name, const float *x, int M, int x_stride, const float *weight, int N, int K,
+                    const float *bias, int kind, const float *extra, float *y, int y_stride);
     Profile prof;
     std::vector<double> step_seconds;
     std::vector<int> step_rows;  // rows of the batch at each step of the last decode

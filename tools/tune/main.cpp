@@ -69,8 +69,18 @@ void Tuner::curve(const Task &t, double best, double hand, const std::string &ki
 // The output and work directories; the journal loaded (--resume) or the last
 // run's set aside; the journal and the curve opened. Returns the journal's path.
 std::string Tuner::open_work() {
-    out_dir_ = o_.out_dir.empty() ? std::string(HALFORMER_SOURCE_DIR) + "/schedules/tuned/" + target_name_ : o_.out_dir;
-    work_dir_ = o_.work_dir.empty() ? std::string(HALFORMER_BINARY_DIR) + "/tune/" + target_name_ : o_.work_dir;
+    // A developer's build writes into its source tree, where the next build
+    // applies the record; an installed tuner (cmake --install), away from
+    // any source tree, into ./tuned/<target> and a scratch work directory.
+    const bool in_tree = files::exists(std::string(HALFORMER_SOURCE_DIR) + "/schedules/tuned");
+    const std::string tmp = std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+    out_dir_ = !o_.out_dir.empty() ? o_.out_dir
+               : in_tree           ? std::string(HALFORMER_SOURCE_DIR) + "/schedules/tuned/" + target_name_
+                                   : "tuned/" + target_name_;
+    work_dir_ = !o_.work_dir.empty() ? o_.work_dir
+                : files::exists(HALFORMER_BINARY_DIR)
+                    ? std::string(HALFORMER_BINARY_DIR) + "/tune/" + target_name_
+                    : tmp + "/halformer-tune-" + std::to_string(getuid()) + "/" + target_name_;
     if (files::exists(out_dir_ + "/record.json") && !o_.force && !o_.resume)
         throw halformer::Error(out_dir_ + "/record.json exists: pass --force to replace it, or --out DIR");
     files::make_dirs(work_dir_);

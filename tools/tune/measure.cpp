@@ -1,5 +1,7 @@
 #include "measure.h"
 
+#include "halformer/build_info.h"
+
 #include "halformer/error.h"
 #include "progress.h"
 
@@ -138,8 +140,12 @@ void autoschedule(Halide::Pipeline &pipe, const Task &task, const std::map<std::
     }
     // Guarded: the autoscheduler's schedule with every tail guarded, as the
     // build's autoscheduled kernels (schedules/guarded_autoschedulers.cpp).
+    // Machine parameters measured here: the tuner's threads and this CPU's
+    // last-level cache (L3, else L2; 32 MiB when /sys does not say).
+    const halformer::CpuInfo &cpu = halformer::this_cpu();
+    const int64_t llc_kb = cpu.l3_kb > 0 ? cpu.l3_kb : cpu.l2_kb > 0 ? cpu.l2_kb : 32 << 10;
     auto res = pipe.auto_schedule(s == Sched::Adams ? "GuardedAdams2019" : "GuardedMullapudi2016", target,
-                                  Halide::MachineParams(threads, 32 << 20, 40));
+                                  Halide::MachineParams(threads, llc_kb << 10, 40));
     m.featurization = res.featurization;
     m.schedule_source = res.schedule_source;
 }

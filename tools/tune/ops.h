@@ -10,6 +10,7 @@
 // The AOT packers (linked from halformer_kernels): the tuner's packed
 // weights are the runtime's, byte for byte.
 #include "hf_pack_bf16.h"
+#include "hf_pack_f32.h"
 #include "hf_pack_int8.h"
 
 #include <cmath>
@@ -120,25 +121,28 @@ private:
     Buffer<float> x, w, b, res, y;
 };
 
-// linear_packed: x [M, K], w [N, K] packed by hf_pack_bf16 / hf_pack_int8
+// linear_packed: x [M, K], w [N, K] packed by hf_pack_f32 / bf16 / int8
 // (+ int8 scale, colsum), bias [N] (+ residual) → y [M, N]. The reference
 // applies the format's quantization (as tests/test_linear_packed.cpp) and
 // sums in double: only float32 summation separates it from the kernel.
 class LinearPackedData : public OpData {
 public:
     LinearPackedData(const Shape &s, const std::string &format, const std::string &act, bool residual)
-        : M(dim(s, "M")), K(dim(s, "K")), N(dim(s, "N")), int8(format == "int8"), act(act), has_res(residual),
-          kf(int8 ? 4 : 2), groups((K + kf - 1) / kf), Np((N + kPanel - 1) / kPanel * kPanel),
+        : M(dim(s, "M")), K(dim(s, "K")), N(dim(s, "N")), int8(format == "int8"), f32(format == "f32"), act(act),
+          has_res(residual), kf(int8 ? 4 : f32 ? 1 : 2), groups((K + kf - 1) / kf), Np((N + kPanel - 1) / kPanel * kPanel),
           x(ref::random_buffer({K, M}, 1)), w(ref::random_buffer({K, N}, 2, -0.1f, 0.1f)),
           b(ref::random_buffer({N}, 3)), res(ref::random_buffer({N, M}, 4)), y(N, M) {
-        if (format != "bf16" && format != "int8")
+        if (format != "f32" && format != "bf16" && format != "int8")
             throw std::runtime_error("the tuner has no linear_packed data for format=" + format);
-        wp = Buffer<>(int8 ? Halide::Int(8) : Halide::BFloat(16), {kf, kPanel, groups, Np / kPanel});
+        wp = Buffer<>(int8 ? Halide::Int(8) : f32 ? Halide::Float(32) : Halide::BFloat(16),
+                      {kf, kPanel, groups, Np / kPanel});
         int rc;
         if (int8) {
             scale = Buffer<float>(Np);
             colsum = Buffer<int32_t>(Np);
             rc = hf_pack_int8(w.raw_buffer(), wp.raw_buffer(), scale.raw_buffer(), colsum.raw_buffer());
+        } else if (f32) {
+            rc = hf_pack_f32(w.raw_buffer(), wp.raw_buffer());
         } else {
             rc = hf_pack_bf16(w.raw_buffer(), wp.raw_buffer());
         }
@@ -170,7 +174,7 @@ public:
                 double sum = 0;
                 for (int k = 0; k < K; k++) {
                     double xq = int8 ? std::fmax(-127.0f, std::fmin(127.0f, std::nearbyint(x(k, m) / sx)))
-                                     : bf16_round(x(k, m));
+                                     : f32 ? x(k, m) : bf16_round(x(k, m));
                     sum += xq * packed_at(n, k);
                 }
                 if (int8) sum *= (double)sx * scale(n);
@@ -183,7 +187,7 @@ public:
 private:
     static constexpr int kPanel = 48;  // generators/packing.h
     int M, K, N;
-    bool int8;
+    bool int8, f32;
     std::string act;
     bool has_res;
     int kf, groups, Np;
@@ -201,11 +205,12 @@ private:
         std::memcpy(&v, &u, 4);
         return v;
     }
-    // W[n, k] as packed: a bfloat16 value, or an int8 code.
+    // W[n, k] as packed: a float32 or bfloat16 value, or an int8 code.
     double packed_at(int n, int k) const {
         const size_t i = (size_t)k % kf + (size_t)kf * (n % kPanel) + (size_t)kf * kPanel * (k / kf) +
                          (size_t)kf * kPanel * groups * (n / kPanel);
         if (int8) return ((const int8_t *)wp.data())[i];
+        if (f32) return ((const float *)wp.data())[i];
         uint32_t u = (uint32_t)((const uint16_t *)wp.data())[i] << 16;
         float v;
         std::memcpy(&v, &u, 4);

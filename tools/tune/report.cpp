@@ -3,6 +3,7 @@
 #include "halformer/files.h"
 #include "worker.h"
 
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -59,7 +60,15 @@ std::string table_row(const TaskResult &r) {
 
 // The best time (relative to hand) against tuning time.
 void plot(const std::string &out_dir, const std::string &work_dir, const RunInfo &run) {
+    // The source tree's script, or the installed one (share/halformer/ beside bin/).
     std::string script = std::string(HALFORMER_SOURCE_DIR) + "/tools/tune/plot_tuning.py";
+    if (!files::exists(script)) {
+        char self[4096];
+        const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        const std::string exe = n > 0 ? std::string(self, (size_t)n) : "";
+        const std::string bin = exe.substr(0, exe.rfind('/'));
+        script = bin.substr(0, bin.rfind('/')) + "/share/halformer/plot_tuning.py";
+    }
     std::string python = files::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
     std::string cmd = python + " " + shell_quote(script) + " " + shell_quote(work_dir + "/curve.csv") + " " +
                       shell_quote(out_dir + "/tuning.png") + " " + shell_quote(run.target_name + ", " + run.machine);

@@ -148,10 +148,11 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
              {linear_shape(3, 33, 71)}};
     tasks.push_back(dot);
 
-    // Reduced precision (Model::set_precision): every projection, the FFN's
-    // two included, is one of these; decode rows above 1 take the prefill
-    // kernels (runtime/src/lowp.cpp: kDotRows).
-    for (const char *fmt : {"bf16", "int8"}) {
+    // Packed projections (runtime/src/packed.cpp): float32 inference on
+    // AVX-512 and the reduced precisions (Model::set_precision); every
+    // projection, the FFN's two included, is one of these; decode rows above
+    // 1 take the prefill kernels (kDotRows).
+    for (const char *fmt : {"f32", "bf16", "int8"}) {
         const std::string base = std::string("hf_linear_") + fmt;
         auto variants = [&](const std::string &k) {
             return std::vector<std::string>{k,           k + "_relu",     k + "_gelu",           k + "_gelu_tanh",
@@ -159,13 +160,16 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
         };
         // (past 8 rows the block spills on AVX-512: packed_fits)
         const std::vector<int> rows_m{0, 1, 2, 3, 4, 5, 6, 7, 8};
-        Task pre{std::string("linear_") + fmt, "prefill", base, variants(base), {{"rows_m", rows_m}},
+        const std::vector<int> task_blocks{0, 1, 2, 4, 8, 16};
+        Task pre{std::string("linear_") + fmt, "prefill", base, variants(base),
+                 {{"rows_m", rows_m}, {"task_blocks", task_blocks}},
                  {linear_shape(P, d, 3 * d), linear_shape(P, d, d), linear_shape(P, d, F), linear_shape(P, F, d),
                   linear_shape(R, d, 3 * d)},
                  {linear_shape(1, d, 3 * d), linear_shape(17, 33, 71)}};
         pre.feasible = packed_fits;
         tasks.push_back(pre);
-        Task dec{std::string("linear_") + fmt, "decode", base + "_dot", variants(base + "_dot"), {{"rows_m", rows_m}},
+        Task dec{std::string("linear_") + fmt, "decode", base + "_dot", variants(base + "_dot"),
+                 {{"rows_m", {0, 1, 2}}, {"task_blocks", task_blocks}},
                  {linear_shape(1, d, 3 * d), linear_shape(1, d, F), linear_shape(1, F, d)},
                  {linear_shape(3, 33, 71)}};
         dec.feasible = packed_fits;

@@ -16,11 +16,42 @@ struct TunedKernel {
 
 struct TunedRecord {
     std::string target;   // the variant's name: "sapphirerapids", "avx2", ...
-    std::string machine;  // where it was tuned
+    std::string machine;  // where it was tuned, in words
+    std::string cpu;      // its microarchitecture, CpuInfo::key() (empty in records older than the key)
     std::string date;
     std::string path;     // the record, relative to the source tree
     std::vector<TunedKernel> kernels;
 };
+
+// The CPU this process runs on (/proc/cpuinfo, /sys's cache sizes): what a
+// tuned record says it was made on.
+struct CpuInfo {
+    std::string vendor;  // "AuthenticAMD", "GenuineIntel", ...
+    int family = 0, model = 0;
+    std::string name;    // "model name"
+    int threads = 0;     // online CPUs
+    int l1d_kb = 0, l2_kb = 0, l3_kb = 0;
+    // The microarchitecture, "AuthenticAMD family 25 model 17": records tuned
+    // on the same key were made on this kind of core.
+    std::string key() const;
+    // The key, threads and caches in words.
+    std::string describe() const;
+};
+const CpuInfo &this_cpu();
+
+// Whether a record was tuned on this CPU's microarchitecture. A record
+// without a key matches nothing.
+bool record_matches_cpu(const TunedRecord &r);
+
+// A line for a run that uses `r` (null: the hand schedules): which record,
+// made where, and a warning when that was another microarchitecture.
+std::string record_note(const TunedRecord *r);
+
+// Whether float32 inference runs its projections on weights packed once
+// into 48-column panels (hf_linear_f32*) on this CPU: an AVX-512 variant runs
+// and the build has the packed kernels (x86). Elsewhere: W as stored
+// (hf_linear*).
+bool fp32_packs();
 
 // Every record the kernels were built with (none with -DHALFORMER_TUNED=OFF).
 const std::vector<TunedRecord> &tuned_records();

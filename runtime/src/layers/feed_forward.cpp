@@ -104,9 +104,9 @@ void two_projections(Kernels &k, const Pass &p, const LayerW &L, const float *in
     const bool pre = k.desc.norm_before();
     float *hidden = io.hidden->need((size_t)M * F);
     float *y = pre ? out : io.y3;
-    if (k.lowp()) {
-        k.linear_lowp("ffn", in, M, D, L.w1, F, D, L.b1, &k.desc.activation, nullptr, hidden, F);
-        k.linear_lowp("ffn", hidden, M, F, L.w2, D, F, L.b2, nullptr, pre ? res : nullptr, y, D);
+    if (k.packed()) {
+        k.linear_packed("ffn", in, M, D, L.w1, F, D, L.b1, &k.desc.activation, nullptr, hidden, F);
+        k.linear_packed("ffn", hidden, M, F, L.w2, D, F, L.b2, nullptr, pre ? res : nullptr, y, D);
     } else {
         View vin(in, {{D, 1}, {M, D}}), w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}}), vh(hidden, {{F, 1}, {M, F}});
         auto first = linear_dot_act_kernel(k.device(), k.desc.activation);
@@ -126,8 +126,8 @@ void gated(Kernels &k, const Pass &p, const LayerW &L, const float *in, const fl
     if (act != Act::GELUTanh && act != Act::SiLU) throw Error("internal: no gated kernel for this activation");
     float *gate = io.hidden->need((size_t)2 * M * F), *hidden = gate + (size_t)M * F;
     linear(k, p, "ffn", Mat{in, M, D, D}, L.wg, L.bg, F, gate, F);
-    if (k.lowp()) {
-        k.linear_lowp_gated("ffn", in, M, D, L.w1, F, D, L.b1, act, gate, hidden, F);
+    if (k.packed()) {
+        k.linear_packed_gated("ffn", in, M, D, L.w1, F, D, L.b1, act, gate, hidden, F);
     } else {
         View vin(in, {{D, 1}, {M, D}}), w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}});
         View vg(gate, {{F, 1}, {M, F}}), vh(hidden, {{F, 1}, {M, F}});
@@ -165,7 +165,7 @@ void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *
     if (!p.train && k.desc.gated_ffn) return gated(k, p, L, in, res, io, io.x_out);
     if (p.train && k.desc.gated_ffn) throw Error("training: no backward kernels for the gated feed-forward (T5 is inference only)");
     if (!p.train) {
-        if (k.lowp() || M <= kDotRows) return two_projections(k, p, L, in, res, io, io.x_out);
+        if (k.packed() || M <= kDotRows) return two_projections(k, p, L, in, res, io, io.x_out);
         return fused(k, L, in, res, io, io.x_out);
     }
 #ifndef HALFORMER_HAS_TRAINING

@@ -63,7 +63,7 @@ void project(Kernels &k, const HeadW &h, const float *x, int M, int row_stride, 
     if (!log_softmax) {
         return linear(k, Pass{}, "output_projection", Mat{x, M, D, row_stride}, h.w, h.b, V, out, V);
     }
-    if (k.lowp() || M <= kDotRows) {
+    if (k.packed() || M <= kDotRows) {
         // The projection (packed, or the one-pass dot for the decode shape:
         // the fused head's panels would transpose all of W on every call),
         // then the log-softmax.

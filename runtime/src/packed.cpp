@@ -1,0 +1,312 @@
+// Packed projections: weights packed once (hf_pack_f32 / bf16 / int8, on
+// first use or by prepack) into the panels of generators/packing.h, products
+// by the hf_linear_{f32,bf16,int8}* kernels. CPU only, and x86 only: a build
+// without them (the ARM one, built with HALFORMER_NO_LOWP by tests/arm)
+// refuses set_precision(BF16 / INT8) and runs float32 unpacked.
+//
+// Float32 inference packs too where the panel kernels beat the unpacked ones
+// (an AVX-512 variant: 48 columns are 3 of its 32 vector registers; AVX2's
+// 16 leave a one-row block): measured 2026-11-25, AMD EPYC, 2 threads,
+// 512 → 2048 against oneDNN: M=32 0.90 packed vs 0.55 unpacked, M=128 0.98 vs
+// 0.79, M=1 0.89 vs 0.69 (bench/results/amd-epyc-2026-11-25). A model whose
+// weights change (the trainer's) never packs float32.
+#include "session.h"
+
+#include "halformer/build_info.h"
+#include "halformer/isa.h"
+
+#include <cstdlib>
+#include <string>
+
+#ifndef HALFORMER_NO_LOWP
+#include "hf_linear_f32.h"
+#include "hf_linear_f32_dot.h"
+#include "hf_linear_f32_dot_gelu.h"
+#include "hf_linear_f32_dot_gelu_tanh.h"
+#include "hf_linear_f32_dot_gelu_tanh_gated.h"
+#include "hf_linear_f32_dot_relu.h"
+#include "hf_linear_f32_dot_residual.h"
+#include "hf_linear_f32_dot_silu.h"
+#include "hf_linear_f32_dot_silu_gated.h"
+#include "hf_linear_f32_gelu.h"
+#include "hf_linear_f32_gelu_tanh.h"
+#include "hf_linear_f32_gelu_tanh_gated.h"
+#include "hf_linear_f32_relu.h"
+#include "hf_linear_f32_residual.h"
+#include "hf_linear_f32_silu.h"
+#include "hf_linear_f32_silu_gated.h"
+#include "hf_linear_bf16.h"
+#include "hf_linear_bf16_dot.h"
+#include "hf_linear_bf16_dot_gelu.h"
+#include "hf_linear_bf16_dot_gelu_tanh.h"
+#include "hf_linear_bf16_dot_gelu_tanh_gated.h"
+#include "hf_linear_bf16_dot_relu.h"
+#include "hf_linear_bf16_dot_residual.h"
+#include "hf_linear_bf16_dot_silu.h"
+#include "hf_linear_bf16_dot_silu_gated.h"
+#include "hf_linear_bf16_gelu.h"
+#include "hf_linear_bf16_gelu_tanh.h"
+#include "hf_linear_bf16_gelu_tanh_gated.h"
+#include "hf_linear_bf16_relu.h"
+#include "hf_linear_bf16_residual.h"
+#include "hf_linear_bf16_silu.h"
+#include "hf_linear_bf16_silu_gated.h"
+#include "hf_linear_int8.h"
+#include "hf_linear_int8_dot.h"
+#include "hf_linear_int8_dot_gelu.h"
+#include "hf_linear_int8_dot_gelu_tanh.h"
+#include "hf_linear_int8_dot_gelu_tanh_gated.h"
+#include "hf_linear_int8_dot_relu.h"
+#include "hf_linear_int8_dot_residual.h"
+#include "hf_linear_int8_dot_silu.h"
+#include "hf_linear_int8_dot_silu_gated.h"
+#include "hf_linear_int8_gelu.h"
+#include "hf_linear_int8_gelu_tanh.h"
+#include "hf_linear_int8_gelu_tanh_gated.h"
+#include "hf_linear_int8_relu.h"
+#include "hf_linear_int8_residual.h"
+#include "hf_linear_int8_silu.h"
+#include "hf_linear_int8_silu_gated.h"
+#include "hf_pack_bf16.h"
+#include "hf_pack_f32.h"
+#include "hf_pack_int8.h"
+#endif
+
+namespace halformer {
+
+namespace {
+
+#ifndef HALFORMER_NO_LOWP
+constexpr int kPanel = 48;  // generators/packing.h
+
+// Rows up to which a projection uses the one-row register blocks (_dot):
+// measured 2026-11-23 (sapphirerapids, 2 threads, 1 × 512 → 2048) 84 GFLOP/s
+// bf16 and 136 GOP/s int8 against 38 and 56 with the 9-row blocks.
+constexpr int kDotRows = 1;
+
+using Buf = halide_buffer_t *;
+using PlainFn = int (*)(Buf, Buf, Buf, Buf);          // f32, bf16: x, w, bias, y
+using PlainResFn = int (*)(Buf, Buf, Buf, Buf, Buf);  // ... residual (or gate), y
+using Int8Fn = int (*)(Buf, Buf, Buf, Buf, Buf, Buf);  // x, w, scale, colsum, bias, y
+using Int8ResFn = int (*)(Buf, Buf, Buf, Buf, Buf, Buf, Buf);
+
+// One format's kernels: [dot][variant], variants in the order of Kind.
+enum Kind { kNone, kReLU, kGELU, kGELUTanh, kSiLU, kResidual, kGELUTanhGated, kSiLUGated, kKinds };
+
+int kind_of(const Act *act) {
+    if (!act) return kNone;
+    switch (*act) {
+    case Act::ReLU: return kReLU;
+    case Act::GELU: return kGELU;
+    case Act::GELUTanh: return kGELUTanh;
+    case Act::SiLU: return kSiLU;
+    }
+    throw Error("internal: activation out of range");
+}
+
+// The kernels as untyped pointers, cast to the signature where called.
+using AnyFn = void (*)();
+#define HF_FN(f) reinterpret_cast<AnyFn>(&f)
+const AnyFn kKernels[3][2][kKinds] = {
+    {{HF_FN(hf_linear_f32), HF_FN(hf_linear_f32_relu), HF_FN(hf_linear_f32_gelu), HF_FN(hf_linear_f32_gelu_tanh), HF_FN(hf_linear_f32_silu), HF_FN(hf_linear_f32_residual), HF_FN(hf_linear_f32_gelu_tanh_gated), HF_FN(hf_linear_f32_silu_gated)},
+     {HF_FN(hf_linear_f32_dot), HF_FN(hf_linear_f32_dot_relu), HF_FN(hf_linear_f32_dot_gelu), HF_FN(hf_linear_f32_dot_gelu_tanh), HF_FN(hf_linear_f32_dot_silu), HF_FN(hf_linear_f32_dot_residual), HF_FN(hf_linear_f32_dot_gelu_tanh_gated), HF_FN(hf_linear_f32_dot_silu_gated)}},
+    {{HF_FN(hf_linear_bf16), HF_FN(hf_linear_bf16_relu), HF_FN(hf_linear_bf16_gelu), HF_FN(hf_linear_bf16_gelu_tanh), HF_FN(hf_linear_bf16_silu), HF_FN(hf_linear_bf16_residual), HF_FN(hf_linear_bf16_gelu_tanh_gated), HF_FN(hf_linear_bf16_silu_gated)},
+     {HF_FN(hf_linear_bf16_dot), HF_FN(hf_linear_bf16_dot_relu), HF_FN(hf_linear_bf16_dot_gelu), HF_FN(hf_linear_bf16_dot_gelu_tanh), HF_FN(hf_linear_bf16_dot_silu), HF_FN(hf_linear_bf16_dot_residual), HF_FN(hf_linear_bf16_dot_gelu_tanh_gated), HF_FN(hf_linear_bf16_dot_silu_gated)}},
+    {{HF_FN(hf_linear_int8), HF_FN(hf_linear_int8_relu), HF_FN(hf_linear_int8_gelu), HF_FN(hf_linear_int8_gelu_tanh), HF_FN(hf_linear_int8_silu), HF_FN(hf_linear_int8_residual), HF_FN(hf_linear_int8_gelu_tanh_gated), HF_FN(hf_linear_int8_silu_gated)},
+     {HF_FN(hf_linear_int8_dot), HF_FN(hf_linear_int8_dot_relu), HF_FN(hf_linear_int8_dot_gelu), HF_FN(hf_linear_int8_dot_gelu_tanh), HF_FN(hf_linear_int8_dot_silu), HF_FN(hf_linear_int8_dot_residual), HF_FN(hf_linear_int8_dot_gelu_tanh_gated), HF_FN(hf_linear_int8_dot_silu_gated)}}};
+#undef HF_FN
+
+// The format a session's packed projections use.
+enum Format { kF32, kBF16, kInt8 };
+Format format_of(Precision p) { return p == Precision::INT8 ? kInt8 : p == Precision::BF16 ? kBF16 : kF32; }
+int k_group(Format f) { return f == kInt8 ? 4 : f == kBF16 ? 2 : 1; }
+halide_type_t packed_type(Format f) {
+    return f == kInt8   ? halide_type_t(halide_type_int, 8)
+           : f == kBF16 ? halide_type_t(halide_type_bfloat, 16)
+                        : halide_type_t(halide_type_float, 32);
+}
+#endif
+
+}  // namespace
+
+Precision parse_precision(const std::string &name) {
+    if (name == "fp32" || name == "f32" || name == "float32") return Precision::FP32;
+    if (name == "bf16" || name == "bfloat16") return Precision::BF16;
+    if (name == "int8") return Precision::INT8;
+    throw Error("unknown precision '" + name + "' (expected fp32, bf16 or int8)");
+}
+
+const char *precision_name(Precision p) {
+    switch (p) {
+    case Precision::FP32: return "fp32";
+    case Precision::BF16: return "bf16";
+    case Precision::INT8: return "int8";
+    }
+    return "?";
+}
+
+bool fp32_packs() {
+#ifdef HALFORMER_NO_LOWP
+    return false;
+#else
+    // HALFORMER_FP32_PACK=0 keeps W as stored (half the projections' memory).
+    static const bool off = [] {
+        const char *v = std::getenv("HALFORMER_FP32_PACK");
+        return v && std::string(v) == "0";
+    }();
+    const Isa isa = selected_isa();
+    return !off && (isa == Isa::AVX512 || isa == Isa::SapphireRapids);
+#endif
+}
+
+bool Session::packed() const {
+    if (w->precision != Precision::FP32) return true;
+    return w->pack_fp32 && device() == Device::CPU && fp32_packs();
+}
+
+#ifndef HALFORMER_NO_LOWP
+namespace {
+
+View packed_view(const PackedLinear &p, Format f) {
+    return View(p.data.get(),
+                {{p.kf, 1}, {kPanel, p.kf}, {p.groups, p.kf * kPanel}, {p.Np / kPanel, p.kf * kPanel * p.groups}},
+                packed_type(f));
+}
+
+}  // namespace
+
+const PackedLinear &Session::pack(const float *weight, int N, int K) {
+    // Sessions share the cache: prepack() has filled it, or the first call
+    // packs under the lock (entries of a std::map stay where they are while
+    // others are added).
+    std::lock_guard<std::mutex> lock(w->packs->mu);
+    auto key = std::make_pair(weight, N);
+    auto it = w->packs->map.find(key);
+    if (it != w->packs->map.end()) return it->second;
+    PackedLinear &p = w->packs->map[key];
+    const Format f = format_of(w->precision);
+    p.N = N;
+    p.K = K;
+    p.kf = k_group(f);
+    p.Np = (N + kPanel - 1) / kPanel * kPanel;
+    p.groups = (K + p.kf - 1) / p.kf;
+    const size_t values = (size_t)p.Np * p.groups * p.kf, bytes = values * packed_type(f).bytes();
+    p.data.need((bytes + 3) / 4);
+    View vw(weight, {{K, 1}, {N, K}}), vp = packed_view(p, f);
+    switch (f) {
+    case kInt8: {
+        View vs(p.scale.need(p.Np), {{p.Np, 1}}), vc(p.colsum.need(p.Np), {{p.Np, 1}}, true);
+        run("pack", [&] { return hf_pack_int8(vw.get(), vp.get(), vs.get(), vc.get()); });
+        break;
+    }
+    case kBF16: run("pack", [&] { return hf_pack_bf16(vw.get(), vp.get()); }); break;
+    case kF32: run("pack", [&] { return hf_pack_f32(vw.get(), vp.get()); }); break;
+    }
+    return p;
+}
+
+// One call of a packed kernel: `extra` is the residual or the gate (null:
+// neither), `kind` the variant.
+void Session::run_packed(const char *name, const float *x, int M, int x_stride, const float *weight, int N, int K,
+                         const float *bias, int kind, const float *extra, float *y, int y_stride) {
+    const PackedLinear &p = pack(weight, N, K);
+    const Format f = format_of(w->precision);
+    const AnyFn any = kKernels[f][M <= kDotRows ? 1 : 0][kind];
+    View vx(x, {{K, 1}, {M, x_stride}}), vb(bias, {{N, 1}}), vy(y, {{N, 1}, {M, y_stride}}), vp = packed_view(p, f),
+        ve(extra ? extra : y, {{N, 1}, {M, y_stride}});
+    if (f == kInt8) {
+        View vs(p.scale.get(), {{p.Np, 1}}), vc(p.colsum.get(), {{p.Np, 1}}, true);
+        if (extra) {
+            auto fn = reinterpret_cast<Int8ResFn>(any);
+            run(name, [&] { return fn(vx.get(), vp.get(), vs.get(), vc.get(), vb.get(), ve.get(), vy.get()); });
+        } else {
+            auto fn = reinterpret_cast<Int8Fn>(any);
+            run(name, [&] { return fn(vx.get(), vp.get(), vs.get(), vc.get(), vb.get(), vy.get()); });
+        }
+    } else if (extra) {
+        auto fn = reinterpret_cast<PlainResFn>(any);
+        run(name, [&] { return fn(vx.get(), vp.get(), vb.get(), ve.get(), vy.get()); });
+    } else {
+        auto fn = reinterpret_cast<PlainFn>(any);
+        run(name, [&] { return fn(vx.get(), vp.get(), vb.get(), vy.get()); });
+    }
+}
+
+void Session::linear_packed(const char *name, const float *x, int M, int x_stride, const float *weight, int N,
+                            int K, const float *bias, const Act *act, const float *residual, float *y,
+                            int y_stride) {
+    if (residual && act) throw Error("internal: no packed kernel with both an activation and a residual");
+    run_packed(name, x, M, x_stride, weight, N, K, bias, residual ? kResidual : kind_of(act), residual, y, y_stride);
+}
+
+void Session::linear_packed_gated(const char *name, const float *x, int M, int x_stride, const float *weight, int N,
+                                  int K, const float *bias, Act act, const float *gate, float *y, int y_stride) {
+    if (act != Act::GELUTanh && act != Act::SiLU) throw Error("internal: no gated kernel for this activation");
+    run_packed(name, x, M, x_stride, weight, N, K, bias, act == Act::GELUTanh ? kGELUTanhGated : kSiLUGated, gate,
+               y, y_stride);
+}
+#else
+const PackedLinear &Session::pack(const float *, int, int) {
+    throw Error("this build has no packed (bf16 / int8) kernels (x86 only)");
+}
+
+void Session::run_packed(const char *, const float *, int, int, const float *, int, int, const float *, int,
+                         const float *, float *, int) {
+    throw Error("this build has no packed (bf16 / int8) kernels (x86 only)");
+}
+
+void Session::linear_packed(const char *, const float *, int, int, const float *, int, int, const float *,
+                            const Act *, const float *, float *, int) {
+    throw Error("this build has no packed (bf16 / int8) kernels (x86 only)");
+}
+
+void Session::linear_packed_gated(const char *, const float *, int, int, const float *, int, int, const float *,
+                                  Act, const float *, float *, int) {
+    throw Error("this build has no packed (bf16 / int8) kernels (x86 only)");
+}
+#endif
+
+void Model::set_precision(Precision p) {
+    Session &m = *impl_->first;
+    if (p != Precision::FP32 && m.device() != Device::CPU) {
+        throw Error(std::string("precision ") + precision_name(p) + " runs on the CPU only (this model is on " +
+                    device_name(m.device()) + ")");
+    }
+#ifdef HALFORMER_NO_LOWP
+    if (p != Precision::FP32) {
+        throw Error(std::string("precision ") + precision_name(p) +
+                    " needs the x86 bf16 / int8 kernels, which this build (no x86) does not have: fp32 only");
+    }
+#endif
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    pool_->require_idle("set_precision");
+    // The weights' packed copies are shared by every session.
+    impl_->w->packs = std::make_shared<PackCache>();
+    impl_->w->precision = p;
+    if (p != Precision::FP32) {
+        DeviceScope scope(m.dev.get());
+        m.prepack();
+    }
+}
+
+void Session::prepack() {
+    const int D = cfg.d_model, F = cfg.d_ff, A = desc.attn_width;
+    for (const StackW *s : {&w->enc, &w->dec}) {
+        for (const LayerW &L : s->layers) {
+            for (const AttnW *a : {&L.self, &L.cross}) {
+                if (!a->in_w) continue;
+                pack(a->in_w, A, D);                      // the queries
+                pack(a->in_w + (size_t)A * D, 2 * A, D);  // keys and values
+                pack(a->out_w, D, A);
+            }
+            pack(L.w1, F, D);
+            if (L.wg) pack(L.wg, F, D);
+            pack(L.w2, D, F);
+        }
+    }
+    if (w->gen_w) pack(w->gen_w, w->gen_rows, D);
+}
+
+Precision Model::precision() const { return impl_->w->precision; }
+
+}  // namespace halformer
