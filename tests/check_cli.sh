@@ -55,7 +55,7 @@ grep -q "tied to tgt_embed.weight" "$tmp/info" || fail "info: tied head"
 grep -q "kernel variant this CPU runs: " "$tmp/info" || fail "info: variant"
 # sse41: the one variant every x86-64 CPU the kernels support runs (avx2 is not
 # on every host).
-HALFORMER_ISA=sse41 "$hf" info "$fx/ed_post_relu" | grep -q "runs: sse41" || fail "info: HALFORMER_ISA"
+grep -q "runs: sse41" <<< "$(HALFORMER_ISA=sse41 "$hf" info "$fx/ed_post_relu")" || fail "info: HALFORMER_ISA"
 
 # logits: .npy with the documented shape; never overwrites without --force.
 "$hf" logits "$fx/ed_post_relu" --src 5,6,7 --tgt 1,9,4 --out "$tmp/a.npy"
@@ -98,7 +98,7 @@ for case in 0 2; do
   golden_npy "$d" $case "$tmp/tg$case.npy"
   npy_close "$tmp/t$case.npy" "$tmp/tg$case.npy" 1e-4 || fail "logits: t5 case $case"
 done
-"$hf" info "$fx/hf/gpt2_lm" | grep -q 'model_type "gpt2"' || fail "info: a Hugging Face directory"
+grep -q 'model_type "gpt2"' <<< "$("$hf" info "$fx/hf/gpt2_lm")" || fail "info: a Hugging Face directory"
 "$hf" generate "$fx/hf/gpt2_lm" --text "the cat" --max-new-tokens 4 > "$tmp/gen" || fail "generate --text: gpt2"
 "$hf" translate "$fx/hf/marian" "the red house" > "$tmp/tr" || fail "translate: marian"
 "$hf" embed "$fx/hf/bert_base" "the red house" "a film" > "$tmp/emb" || fail "embed: bert"

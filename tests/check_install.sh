@@ -13,7 +13,7 @@ echo "$out"
 grep -q "logits: \[1, 40\] and \[1, 40\]" <<< "$out"
 [ "$(grep -c $'\t' <<< "$out")" = 2 ]   # two n-best lines
 # The installed CLI runs too.
-"$prefix/bin/halformer" info "$src/tests/fixtures/dec_pre_gelu" | grep -q "kernel variant this CPU runs"
+grep -q "kernel variant this CPU runs" <<< "$("$prefix/bin/halformer" info "$src/tests/fixtures/dec_pre_gelu")"
 # The installed tuner runs from the package, away from the source tree: a
 # short search writes a record that names this CPU.
 (cd "$prefix" && "$prefix/bin/halformer" tune --ops layer_norm --budget 6s --no-adams \
@@ -22,6 +22,7 @@ grep -q "logits: \[1, 40\] and \[1, 40\]" <<< "$out"
 grep -q '"cpu": {"key": "' "$prefix/tuned-here/record.json"
 [ -e "$prefix/share/halformer/plot_tuning.py" ]
 # info says which record this CPU's kernels use, made on which CPU.
-"$prefix/bin/halformer" info | grep -q "^schedules this CPU runs: "
-"$prefix/bin/halformer" info | grep -q "^this CPU: "
+info=$("$prefix/bin/halformer" info)
+grep -q "^schedules this CPU runs: " <<< "$info"
+grep -q "^this CPU: " <<< "$info"
 echo "install + find_package example + installed tuner: OK"

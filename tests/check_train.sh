@@ -106,7 +106,7 @@ expect_error "needs a head" "$hf" train "$tmp/f_nohead" --config "$tmp/encoder.j
 
 # 6. The same training on OpenCL (PoCL in CI): the losses of 20 steps equal
 #    the CPU's within 1e-4 relative.
-if "$hf" info 2>&1 | grep -q "^device opencl: OpenCL"; then
+if grep -q "^device opencl: OpenCL" <<< "$("$hf" info 2>&1)"; then
     gp=(--task copy --steps 20 --d-model 32 --d-ff 64 --dropout 0.1 --eval-examples 50)
     "$hf" train "$tmp/cpu20" "${gp[@]}" --threads 2 > /dev/null 2>&1 || fail "20 steps on the CPU"
     "$hf" train "$tmp/ocl20" "${gp[@]}" --device opencl > "$tmp/ocl.out" 2>&1 || { cat "$tmp/ocl.out"; fail "OpenCL training"; }
