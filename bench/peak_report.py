@@ -5,7 +5,7 @@ attention against the FMA peak, in one run of build/bench/halformer_bench_kernel
 with every benchmark's repetitions interleaved in random order. Writes
 bench/results/<cpu>-<date>/peak.md, peak.json and peak.png.
 
-  /usr/bin/python3 bench/peak_report.py [--build build] [--out DIR] [--reps 5]
+  /usr/bin/python3 bench/peak_report.py [--build build] [--out DIR]
 
 "ours" is the kernel the runtime calls for that shape on this CPU
 (runtime/src/packed.cpp, layers/linear.cpp): float32 packed panels on an
@@ -20,6 +20,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import run_kernels  # noqa: E402  (the benchmark run and its medians)
+
 MS = [1, 4, 32, 128, 1024]
 
 
@@ -33,24 +36,8 @@ def cpu_tag():
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def run(exe, reps, out):
-    filt = (r"^(linear|linear_int8)/(1|4|32|128|1024)x512x2048/(hand|hand_dot|packed|packed_dot|onednn)/"
-            r"|^attention(_causal)?/8x(128|512|2048)x64/hand/")
-    cmd = [exe, f"--benchmark_filter={filt}", f"--benchmark_repetitions={reps}",
-           "--benchmark_enable_random_interleaving=true", "--benchmark_out_format=json", f"--benchmark_out={out}"]
-    print("running " + " ".join(cmd[1:]), file=sys.stderr, flush=True)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
-    header = [l for l in p.stdout.splitlines() if l.startswith(("machine:", "schedules:"))]
-    with open(out) as f:
-        data = json.load(f)
-    rows = {}
-    for b in data["benchmarks"]:
-        if b.get("aggregate_name") != "median" or b.get("error_occurred"):
-            continue
-        op, shape, impl = re.sub(r"/min_time:.*$", "", b["run_name"]).split("/")[:3]
-        metric = "GFLOP/s" if "GFLOP/s" in b else "GB/s"
-        rows[(op, shape, impl)] = {"ms": b["real_time"], "metric": metric, "value": b[metric], "peak": b["peak"]}
-    return data["context"], header, rows
+FILTER = (r"^(linear|linear_int8)/(1|4|32|128|1024)x512x2048/(hand|hand_dot|packed|packed_dot|onednn)/"
+          r"|^attention(_causal)?/8x(128|512|2048)x64/hand/")
 
 
 def ours(rows, op, M, packs):
@@ -69,14 +56,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="")
-    ap.add_argument("--reps", type=int, default=5)
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     date = datetime.date.today().isoformat()
     outdir = a.out or os.path.join(root, "bench", "results", f"{cpu_tag()}-{date}")
     os.makedirs(outdir, exist_ok=True)
     exe = os.path.join(a.build, "bench", "halformer_bench_kernels")
-    context, header, rows = run(exe, a.reps, os.path.join(outdir, "peak.json"))
+    context, rows = run_kernels(exe, None, FILTER, os.path.join(outdir, "peak.json"))
+    header = [f"machine: {context.get('num_cpus')} threads; probes: FMA peak "
+              f"{float(context.get('fma_peak_gflops', 0)):.1f} GFLOP/s, read bandwidth "
+              f"{float(context.get('read_bandwidth_gbs', 0)):.1f} GB/s",
+              f"schedules: {context.get('halformer_schedules', '?')}"]
     variant = context.get("halformer_variant", "?")
     packs = variant in ("avx512", "sapphirerapids")
     peak = float(context.get("fma_peak_gflops", 0))
@@ -85,7 +75,7 @@ def main():
     lines = [f"# Near the peak: {context.get('cpu', cpu_tag())}", "",
              f"- {date}, commit `{commit}`, {context.get('num_cpus')} threads, variant `{variant}`"] + \
             [f"- {h}" for h in header] + \
-            [f"- medians of {a.reps} repetitions, all benchmarks' repetitions interleaved in random order; "
+            ["- medians of 5 repetitions, all benchmarks' repetitions interleaved in random order; "
              "ratio = oneDNN's time / ours (> 1: ours faster); `peak` = fraction of the FMA peak (GFLOP/s) or "
              "of the read bandwidth (GB/s: cache-resident weights exceed 1)", "",
              "## linear 512 → 2048 against oneDNN (its weights prepacked in its own layout)", "",

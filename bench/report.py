@@ -35,14 +35,16 @@ def cpu_name():
 
 
 def run_kernels(exe, variant, filt, out):
-    env = dict(os.environ, HALFORMER_ISA=variant)
+    """Runs the kernel benchmarks forced onto `variant` (None: the CPU's own);
+    returns the run's context and {(op, shape, impl): median row}."""
+    env = dict(os.environ, HALFORMER_ISA=variant) if variant else dict(os.environ)
     # Repetitions of all benchmarks in random order: ours and the baselines
     # are measured interleaved in time, so a machine that slows down or
     # speeds up mid-run moves both (this machine is shared and noisy).
     cmd = [exe, f"--benchmark_filter={filt}", "--benchmark_format=json", f"--benchmark_out={out}",
            "--benchmark_enable_random_interleaving=true",
            "--benchmark_out_format=json"]
-    print(f"[{variant}] kernels: {' '.join(cmd[1:2])}", file=sys.stderr, flush=True)
+    print(f"[{variant or 'native'}] kernels: {' '.join(cmd[1:2])}", file=sys.stderr, flush=True)
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
     with open(out) as f:
         data = json.load(f)
