@@ -4,7 +4,10 @@
 #   P/lib/libhalformer.a           runtime + every hand-scheduled kernel (all
 #                                  x86 variants, and the CUDA and OpenCL builds)
 #                                  + the shared Halide runtime
-#   P/lib/cmake/Halformer/         find_package(Halformer) → Halformer::halformer
+#   P/include/halformer/generator/ the generator and schedule helpers a
+#                                  user's own op includes
+#   P/lib/cmake/Halformer/         find_package(Halformer) → Halformer::halformer,
+#                                  halformer_add_kernel() (HalformerAddKernel.cmake)
 #   P/bin/halformer                the command-line tool
 # The single archive is merged from the build's static libraries with ar.
 
@@ -43,4 +46,19 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/HalformerConfig.cmake.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/HalformerConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/HalformerConfig.cmake ${PROJECT_BINARY_DIR}/HalformerConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/HalformerAddKernel.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Halformer)
+# The generator helpers a user's op includes (halformer_add_kernel): the
+# algorithm pieces, the schedule helpers and the tuned-record lookup they use,
+# with empty record tables (the package's records name its own kernels and
+# may include schedules from its source tree; a user's kernel keeps its hand
+# values).
+set(user_inc ${PROJECT_BINARY_DIR}/generator_include)
+foreach (inc IN ITEMS halformer_tuned_schedules halformer_tuned_schedule_rows halformer_tuned_records)
+  file(WRITE ${user_inc}/${inc}.inc "// Installed with Halformer: no tuned records for a user's kernels.\n")
+endforeach ()
+install(FILES ${PROJECT_SOURCE_DIR}/generators/common.h ${PROJECT_SOURCE_DIR}/schedules/schedule_common.h
+              ${PROJECT_SOURCE_DIR}/schedules/tuned.h
+              ${user_inc}/halformer_tuned_schedules.inc ${user_inc}/halformer_tuned_schedule_rows.inc
+              ${user_inc}/halformer_tuned_records.inc
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/halformer/generator)
