@@ -12,7 +12,9 @@
 # `halformer tune`, `halformer train` and bench/report.py; CLI11 for the
 # command line; Open MPI for data-parallel training; gettext (msgfmt) for the
 # corpus builder's test catalogs; NLTK (python3-nltk) for the reference BLEU
-# and chrF that tests/check_metrics.py compares `halformer eval` with.
+# and chrF that tests/check_metrics.py compares `halformer eval` with;
+# pybind11, the Python headers, numpy and pytest for the Python module and
+# its tests (python/).
 # (bench/torch_baseline.py, torch_train.py and the fixture scripts also want
 # python3-torch: optional.)
 # Does nothing when everything is already there.
@@ -24,7 +26,8 @@ if [ "${1:-}" = "--runtime" ]; then
 else
 pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev libopenblas-dev libdnnl-dev
       ocl-icd-opencl-dev pocl-opencl-icd g++-aarch64-linux-gnu qemu-user python3-matplotlib
-      libcli11-dev libopenmpi-dev openmpi-bin gettext libsentencepiece-dev libicu-dev python3-nltk libcpp-httplib-dev nlohmann-json3-dev pkg-config)
+      libcli11-dev libopenmpi-dev openmpi-bin gettext libsentencepiece-dev libicu-dev python3-nltk libcpp-httplib-dev nlohmann-json3-dev pkg-config
+      pybind11-dev python3-dev python3-numpy python3-pytest)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -25,4 +25,13 @@ grep -q '"cpu": {"key": "' "$prefix/tuned-here/record.json"
 info=$("$prefix/bin/halformer" info)
 grep -q "^schedules this CPU runs: " <<< "$info"
 grep -q "^this CPU: " <<< "$info"
-echo "install + find_package example + installed tuner: OK"
+# The installed Python module (when the build made it) loads a model.
+if [ -e "$build/python/halformer/__init__.py" ]; then
+  PYTHONPATH="$prefix/lib/python3/dist-packages" /usr/bin/python3 -c "
+import sys, halformer
+assert halformer.__file__.startswith('$prefix'), halformer.__file__
+m = halformer.Model.load(sys.argv[1])
+print('installed python module:', m, m.logits([[5, 6, 7]], [[1, 9, 4]])[0].shape)
+" "$src/tests/fixtures/ed_post_relu"
+fi
+echo "install + find_package example + installed tuner + python module: OK"

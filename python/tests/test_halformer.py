@@ -1,0 +1,459 @@
+"""The Python module against PyTorch's golden outputs, against itself by a
+second path, and its kernels against float64 numpy references.
+
+Environment:
+  HALFORMER_SOURCE_DIR  the source tree (tests/fixtures, models/en-de);
+                        default: two levels above this file
+  PYTHONPATH            must reach the built package (e.g. the build's
+                        python/ directory, or /tmp/pybuild standalone)
+"""
+import functools
+import json
+import os
+import threading
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import halformer
+from halformer import kernels
+
+SOURCE = Path(os.environ.get("HALFORMER_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+FIXTURES = SOURCE / "tests" / "fixtures"
+EN_DE = SOURCE / "models" / "en-de"
+
+# tests/fixtures/<name>: small models PyTorch made, with golden.json
+# (tests/make_fixtures.py): batched logits, greedy and beam outputs.
+MODELS = ["ed_post_relu", "ed_pre_gelu", "ed_learned_tanh", "enc_head", "enc_hidden", "dec_pre_gelu",
+          "dec_post_relu"]
+GENERATORS = [m for m in MODELS if not m.startswith("enc")]
+
+
+@functools.lru_cache(maxsize=None)
+def model(name):
+    return halformer.Model.load(str(FIXTURES / name))
+
+
+@functools.lru_cache(maxsize=None)
+def golden(name):
+    return json.loads((FIXTURES / name / "golden.json").read_text())
+
+
+@functools.lru_cache(maxsize=None)
+def translator():
+    return halformer.Model.load(str(EN_DE))
+
+
+def rel_error(out, ref):
+    out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    return np.sqrt(np.sum((out - ref) ** 2) / np.sum(ref ** 2))
+
+
+# ---- models ----
+
+@pytest.mark.parametrize("name", MODELS)
+def test_logits_match_pytorch(name):
+    cases = golden(name)["logits"]
+    assert len(cases) == 3
+    for case in cases:
+        out = model(name).logits(case["src"], case["tgt"])
+        assert len(out) == len(case["logits"])
+        for b, (got, ref) in enumerate(zip(out, case["logits"])):
+            assert got.dtype == np.float32 and got.ndim == 2
+            assert got.shape[1] == case["width"]
+            assert got.size == len(ref), f"sequence {b}"
+            assert rel_error(got.ravel(), ref) <= 1e-4, f"{name} sequence {b}"
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_greedy_matches_pytorch(name):
+    cases = golden(name)["greedy"]
+    m = model(name)
+    for case in cases:
+        hyps = m.generate([case["src"]], max_new_tokens=case["max_new_tokens"])
+        assert len(hyps) == 1 and len(hyps[0]) == 1
+        assert hyps[0][0].tokens == case["tokens"]
+    # The same inputs as one padded batch.
+    together = m.generate([c["src"] for c in cases], max_new_tokens=cases[0]["max_new_tokens"])
+    assert [h[0].tokens for h in together] == [c["tokens"] for c in cases]
+
+
+def greedy_by_logits(m, src, max_new_tokens):
+    """Greedy decoding the slow way: the full teacher-forced forward pass per
+    step and numpy's argmax (ties to the lowest id, as the runtime's)."""
+    c = m.config
+    out = []
+    for _ in range(max_new_tokens):
+        if c.architecture == halformer.Architecture.EncoderDecoder:
+            rows = m.logits([src], [[c.bos_id] + out])[0]
+        else:
+            rows = m.logits([src + out])[0]
+        out.append(int(np.argmax(rows[-1])))
+        if out[-1] == c.eos_id:
+            break
+    return out
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_greedy_is_argmax_of_logits(name):
+    m = model(name)
+    rng = np.random.default_rng(3)
+    vocab = m.src_vocab_size if m.architecture == "encoder-decoder" else m.tgt_vocab_size
+    for length in (1, 4, 9):
+        src = [int(t) for t in rng.integers(3, vocab, length)]
+        expected = greedy_by_logits(m, src, 8)
+        assert m.generate([src], max_new_tokens=8, beam=1)[0][0].tokens == expected
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_beam_matches_pytorch(name):
+    for case in golden(name)["beam"]:
+        opts = halformer.GenerateOptions(max_new_tokens=case["max_new_tokens"], beam=case["beam"],
+                                         n_best=case["n_best"], length_penalty=case["length_penalty"])
+        hyps = model(name).generate([case["src"]], opts)[0]
+        assert [h.tokens for h in hyps] == case["hyps"]
+        assert [h.score for h in hyps] == pytest.approx(case["scores"], abs=1e-4)
+
+
+def test_sampling_is_seeded():
+    m = model("ed_post_relu")
+    run = functools.partial(m.generate, [[4, 11, 38], [30]], sample=True, temperature=1.5, max_new_tokens=8)
+    assert [h[0].tokens for h in run(seed=7)] == [h[0].tokens for h in run(seed=7)]
+
+
+def test_encode_and_properties():
+    m = model("ed_post_relu")
+    assert (m.architecture, m.d_model, m.src_vocab_size, m.tgt_vocab_size) == ("encoder-decoder", 32, 43, 40)
+    assert (m.num_encoder_layers, m.num_decoder_layers, m.device, m.output_rows) == (2, 2, "cpu", 40)
+    assert not m.has_tokenizer
+    out = m.encode([[5, 6, 7], [8]])
+    assert [o.shape for o in out] == [(3, 32), (1, 32)]
+
+
+def test_random_model_from_config():
+    c = model("dec_pre_gelu").config
+    c.num_decoder_layers = 1
+    m = halformer.Model.random(c, seed=5)
+    a, b = m.logits([[5, 6, 7]])[0], halformer.Model.random(c, seed=5).logits([[5, 6, 7]])[0]
+    assert a.shape == (3, c.tgt_vocab_size)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_calls_from_threads_agree():
+    """Calls release the GIL and run at once on one Model."""
+    m = model("ed_pre_gelu")
+    case = golden("ed_pre_gelu")["logits"][0]
+    expected = m.logits(case["src"], case["tgt"])
+    results = [None] * 4
+
+    def work(i):
+        results[i] = m.logits(case["src"], case["tgt"])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in results:
+        for got, ref in zip(r, expected):
+            np.testing.assert_array_equal(got, ref)
+
+
+# ---- text: the demo translator ----
+
+def test_translate_to_german():
+    [r] = translator().translate(["Open the file"])
+    assert r.ok and r.error == ""
+    assert "Datei" in r.text
+    assert r.input_tokens > 0 and r.output_tokens > 0
+
+
+def test_translate_is_generate_then_text_of():
+    m = translator()
+    text = "Show hidden files"
+    ids = m.tokenizer.encode_input(text)
+    hyp = m.generate([ids], max_new_tokens=2 * len(ids) + 10)[0][0]
+    assert m.translate([text])[0].text == m.text_of(hyp.tokens)
+
+
+def test_translate_beam_alternatives():
+    [r] = translator().translate(["Save the document"], beam=4, n_best=3)
+    assert r.text and len(r.alternatives) == 2 and r.score < 0
+
+
+def test_translate_bad_line():
+    m = translator()
+    with pytest.raises(halformer.Error, match="line 1: empty text"):
+        m.translate(["Open the file", ""])
+    results = m.translate(["Open the file", ""], raise_errors=False)
+    assert results[0].ok and results[0].text
+    assert not results[1].ok and "empty" in results[1].error
+
+
+def test_tokenizer_round_trip():
+    tok = translator().tokenizer
+    assert tok.vocab_size == 8000 and (tok.pad_id, tok.bos_id, tok.eos_id, tok.unk_id) == (0, 1, 2, 3)
+    for text in ["Open the file", "Größe der Datei ändern", "Error 404: file 'a.txt' not found"]:
+        ids = tok.encode(text)
+        assert ids and all(0 <= i < tok.vocab_size for i in ids)
+        assert tok.decode(ids) == text
+    standalone = halformer.Tokenizer.load(str(EN_DE / "tokenizer.model"))
+    assert standalone.encode("Open the file") == tok.encode("Open the file")
+
+
+# ---- errors ----
+
+def test_missing_model_dir_names_the_path():
+    missing = str(FIXTURES / "no_such_model")
+    with pytest.raises(halformer.Error, match="no_such_model") as e:
+        halformer.Model.load(missing)
+    assert isinstance(e.value, RuntimeError) and missing in str(e.value)
+
+
+def test_out_of_range_token():
+    m = model("ed_post_relu")
+    with pytest.raises(halformer.Error, match=r"source token id 43 at position 1 of sequence 0 is out of range \[0, 43\)"):
+        m.logits([[3, 43, 5]], [[1, 2]])
+    with pytest.raises(halformer.Error, match="target token id -1"):
+        m.logits([[3, 4]], [[1, -1]])
+    assert m.logits([[3, 4]], [[1, 2]])[0].shape == (2, 40)  # still usable
+
+
+def test_bad_options():
+    m = model("ed_post_relu")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'beem'"):
+        m.generate([[5]], beem=2)
+    with pytest.raises(TypeError, match="beam='x'"):
+        m.generate([[5]], beam="x")
+    with pytest.raises(halformer.Error, match="beam size 9 is out of range"):
+        m.generate([[5]], beam=9)
+    with pytest.raises(halformer.Error, match="tpu"):
+        halformer.Model.load(str(FIXTURES / "ed_post_relu"), device="tpu")
+
+
+# ---- kernels against float64 references ----
+
+def f32(rng, *shape, lo=-2.0, hi=2.0):
+    return rng.uniform(lo, hi, shape).astype(np.float32)
+
+
+def ref_layer_norm(x, gamma, beta, eps, residual=None):
+    h = x.astype(np.float64) + (0 if residual is None else residual)
+    mean = h.mean(axis=-1, keepdims=True)
+    var = ((h - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (h - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def ref_rms_norm(x, gamma, eps, residual=None):
+    h = x.astype(np.float64) + (0 if residual is None else residual)
+    return h / np.sqrt((h ** 2).mean(axis=-1, keepdims=True) + eps) * gamma
+
+
+def ref_gelu(z):
+    from math import erf
+    return z * 0.5 * (1 + np.vectorize(erf)(z / np.sqrt(2)))
+
+
+REF_ACTIVATIONS = {
+    None: lambda z: z,
+    "relu": lambda z: np.maximum(z, 0),
+    "gelu": ref_gelu,
+    "gelu_tanh": lambda z: 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z ** 3))),
+    "tanh": np.tanh,
+}
+
+
+def ref_softmax(x, mask=None, log=False):
+    s = x.astype(np.float64) + (0 if mask is None else mask)
+    live = np.isfinite(s)
+    m = np.where(live, s, -np.inf).max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.where(live, np.exp(s - m), 0)
+    total = e.sum(axis=-1, keepdims=True)
+    if log:
+        return np.where(live, s - m - np.log(np.where(total > 0, total, 1)), -np.inf)
+    return np.where(total > 0, e / np.where(total > 0, total, 1), 0)
+
+
+def ref_attention(q, k, v, kv_len, causal, q_offset, scale):
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    scores = np.einsum("bhid,bhjd->bhij", q, k) * scale
+    i = np.arange(q.shape[2])[:, None]
+    j = np.arange(k.shape[2])[None, :]
+    valid = j[None] < np.asarray(kv_len)[:, None, None]  # [B, 1, Tkv]
+    if causal:
+        valid = valid & (j <= i + q_offset)[None]
+    mask = np.where(valid[:, None], 0.0, -np.inf)
+    p = ref_softmax(scores + mask)
+    return np.einsum("bhij,bhjd->bhid", p, v)
+
+
+@pytest.mark.parametrize("rows, d", [(1, 1), (5, 37), (17, 100), (129, 512)])
+def test_layer_norm(rows, d):
+    rng = np.random.default_rng(rows * 1000 + d)
+    x, r = f32(rng, rows, d, lo=-3, hi=3), f32(rng, rows, d)
+    gamma, beta = f32(rng, d, lo=0.5, hi=1.5), f32(rng, d)
+    assert rel_error(kernels.layer_norm(x, gamma, beta), ref_layer_norm(x, gamma, beta, 1e-5)) <= 1e-5
+    got = kernels.layer_norm(x, gamma, beta, eps=1e-3, residual=r)
+    assert got.shape == (rows, d) and got.dtype == np.float32
+    assert rel_error(got, ref_layer_norm(x, gamma, beta, 1e-3, r)) <= 1e-5
+
+
+def test_rms_norm():
+    rng = np.random.default_rng(11)
+    x, r, gamma = f32(rng, 9, 48), f32(rng, 9, 48), f32(rng, 48, lo=0.5, hi=1.5)
+    assert rel_error(kernels.rms_norm(x, gamma), ref_rms_norm(x, gamma, 1e-6)) <= 1e-5
+    assert rel_error(kernels.rms_norm(x, gamma, 1e-6, r), ref_rms_norm(x, gamma, 1e-6, r)) <= 1e-5
+
+
+@pytest.mark.parametrize("activation", list(REF_ACTIVATIONS))
+def test_linear(activation):
+    rng = np.random.default_rng(21)
+    for m, k, n in [(1, 1, 1), (7, 33, 19), (64, 128, 96)]:
+        x, w, b = f32(rng, m, k), f32(rng, n, k, lo=-0.5, hi=0.5), f32(rng, n)
+        ref = REF_ACTIVATIONS[activation](x.astype(np.float64) @ w.T + b)
+        got = kernels.linear(x, w, b, activation=activation)
+        assert got.shape == (m, n)
+        assert rel_error(got, ref) <= 1e-5, (activation, m, k, n)
+
+
+def test_linear_without_bias_and_with_residual():
+    rng = np.random.default_rng(22)
+    x, w, r = f32(rng, 6, 20), f32(rng, 10, 20), f32(rng, 6, 10)
+    assert rel_error(kernels.linear(x, w), x.astype(np.float64) @ w.T) <= 1e-5
+    assert rel_error(kernels.linear(x, w, residual=r), x.astype(np.float64) @ w.T + r) <= 1e-5
+    with pytest.raises(ValueError, match="only with activation=None"):
+        kernels.linear(x, w, activation="relu", residual=r)
+
+
+def test_softmax_and_log_softmax():
+    rng = np.random.default_rng(31)
+    x = f32(rng, 6, 41, lo=-20, hi=20)
+    mask = np.where(rng.random((6, 41)) < 0.3, -np.inf, 0).astype(np.float32)
+    mask[2] = -np.inf  # a fully masked row: zeros (softmax), -inf (log_softmax), never NaN
+    assert rel_error(kernels.softmax(x), ref_softmax(x)) <= 1e-5
+    np.testing.assert_allclose(kernels.softmax(x, mask), ref_softmax(x, mask), atol=1e-6, rtol=1e-5)
+    assert np.all(kernels.softmax(x, mask)[2] == 0)
+    got = kernels.log_softmax(x, mask)
+    ref = ref_softmax(x, mask, log=True)
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+    np.testing.assert_allclose(got[np.isfinite(ref)], ref[np.isfinite(ref)], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention(causal):
+    rng = np.random.default_rng(41 + causal)
+    B, H, Tq, Tkv, dk = 2, 3, 5, 70, 8  # Tkv over a 64-key block
+    q, k, v = f32(rng, B, H, Tq, dk), f32(rng, B, H, Tkv, dk), f32(rng, B, H, Tkv, dk)
+    kv_len, q_offset = [Tkv, 37], Tkv - Tq  # the last Tq queries of a cache
+    got = kernels.attention(q, k, v, kv_len=kv_len, causal=causal, q_offset=q_offset)
+    ref = ref_attention(q, k, v, kv_len, causal, q_offset, 1 / np.sqrt(dk))
+    assert got.shape == (B, H, Tq, dk)
+    assert rel_error(got, ref) <= 1e-5
+    # Defaults: every key, 1/√dk, and an explicit scale.
+    assert rel_error(kernels.attention(q, k, v), ref_attention(q, k, v, [Tkv] * B, False, 0, dk ** -0.5)) <= 1e-5
+    assert rel_error(kernels.attention(q, k, v, scale=0.3), ref_attention(q, k, v, [Tkv] * B, False, 0, 0.3)) <= 1e-5
+
+
+# ---- strided inputs: read in place, same answers ----
+
+def test_strided_views_read_in_place():
+    rng = np.random.default_rng(51)
+    base = f32(rng, 40, 3 * 64)
+    x = base[::2, 64:128]            # row stride 2·192 floats, an offset start
+    flipped = base[::-1, :64]        # a negative row stride
+    gamma, beta = f32(rng, 64), f32(rng, 64)
+    for view in (x, flipped):
+        assert not view.flags.c_contiguous and kernels.reads_in_place(view)
+        np.testing.assert_array_equal(kernels.layer_norm(view, gamma, beta),
+                                      kernels.layer_norm(np.ascontiguousarray(view), gamma, beta))
+    # A row broadcast to every row (row stride 0) is read in place too.
+    mask_row = np.where(rng.random(64) < 0.5, -np.inf, 0).astype(np.float32)
+    mask = np.broadcast_to(mask_row, x.shape)
+    assert kernels.reads_in_place(mask)
+    np.testing.assert_array_equal(kernels.softmax(x, mask), kernels.softmax(x, np.tile(mask_row, (x.shape[0], 1))))
+
+
+def test_strided_input_is_not_copied():
+    """A 4 MB strided view: the call allocates the output and nothing the
+    size of the input (numpy reports its buffers to tracemalloc)."""
+    rng = np.random.default_rng(52)
+    base = f32(rng, 1024, 2048)
+    x = base[:, 512:1536]
+    gamma, beta = np.ones(1024, np.float32), np.zeros(1024, np.float32)
+    tracemalloc.start()
+    try:
+        y = kernels.layer_norm(x, gamma, beta)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert y.nbytes <= peak < y.nbytes + x.nbytes // 2
+
+
+def test_fused_qkv_views():
+    """q, k and v as strided views into one fused projection [B, T, 3, H, dk]
+    (what the runtime's attention reads), not copied, same answer."""
+    rng = np.random.default_rng(53)
+    B, T, H, dk = 2, 9, 4, 16
+    qkv = f32(rng, B, T, 3, H, dk)
+    q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))  # [B, H, T, dk]
+    assert all(kernels.reads_in_place(a) and not a.flags.c_contiguous for a in (q, k, v))
+    dense = [np.ascontiguousarray(a) for a in (q, k, v)]
+    np.testing.assert_array_equal(kernels.attention(q, k, v, causal=True),
+                                  kernels.attention(*dense, causal=True))
+
+
+def test_unreadable_layouts_are_copied():
+    rng = np.random.default_rng(54)
+    base = f32(rng, 8, 64)
+    gamma, beta = f32(rng, 32), f32(rng, 32)
+    every_other = base[:, ::2]  # innermost stride 2: Halide wants 1
+    assert not kernels.reads_in_place(every_other)
+    assert not kernels.reads_in_place(np.broadcast_to(gamma[:1], (32,)))  # innermost stride 0
+    raw = np.zeros(8 * 32 * 4 + 1, np.uint8)[1:].view(np.float32).reshape(8, 32)  # misaligned
+    raw[...] = base[:, :32]
+    assert not kernels.reads_in_place(raw)
+    for a in (every_other, raw):
+        np.testing.assert_array_equal(kernels.layer_norm(a, gamma, beta),
+                                      kernels.layer_norm(np.ascontiguousarray(a), gamma, beta))
+
+
+# ---- bad kernel arguments ----
+
+def test_wrong_dtype_is_a_type_error():
+    x = np.zeros((3, 4))
+    with pytest.raises(TypeError, match=r"x: expected a numpy float32 array of shape \[\?, \?\], got a float64 array "
+                                        r"of shape \[3, 4\]"):
+        kernels.layer_norm(x, np.ones(4, np.float32), np.zeros(4, np.float32))
+    with pytest.raises(TypeError, match="gamma: .* got a list"):
+        kernels.layer_norm(x.astype(np.float32), [1.0] * 4, np.zeros(4, np.float32))
+    with pytest.raises(TypeError, match="w: .*float32.*got a >f4 array"):
+        kernels.linear(np.zeros((2, 4), np.float32), np.zeros((3, 4), ">f4"))
+
+
+def test_wrong_shape_is_a_value_error():
+    x = np.zeros((3, 4), np.float32)
+    with pytest.raises(ValueError, match=r"beta: expected a numpy float32 array of shape \[4\], got a float32 array "
+                                         r"of shape \[5\]"):
+        kernels.layer_norm(x, np.ones(4, np.float32), np.zeros(5, np.float32))
+    with pytest.raises(ValueError, match=r"w: .*shape \[\?, 4\], got .*shape \[4, 3\]"):
+        kernels.linear(x, np.zeros((4, 3), np.float32))
+    q = np.zeros((1, 2, 3, 8), np.float32)
+    with pytest.raises(ValueError, match=r"v: .*shape \[1, 2, 5, 8\], got .*\[1, 2, 6, 8\]"):
+        kernels.attention(q, np.zeros((1, 2, 5, 8), np.float32), np.zeros((1, 2, 6, 8), np.float32))
+    with pytest.raises(ValueError, match="kv_len: expected 1 key lengths"):
+        kernels.attention(q, q, q, kv_len=[3, 3])
+    with pytest.raises(ValueError, match="activation: 'swish' is not one of"):
+        kernels.linear(x, np.zeros((2, 4), np.float32), activation="swish")
+
+
+def test_kernel_error_carries_halides_message():
+    """A buffer past Halide's 2^31-element limit (a broadcast: no memory)
+    reaches Python as halformer.KernelError, not an abort."""
+    k = 1 << 16
+    x = np.broadcast_to(np.ones(k, np.float32), ((1 << 15) + 1, k))
+    with pytest.raises(halformer.KernelError, match="hf_linear.*Product of extents for buffer x") as e:
+        kernels.linear(x, np.ones((1, k), np.float32))
+    assert isinstance(e.value, halformer.Error) and isinstance(e.value, RuntimeError)
