@@ -35,6 +35,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/text/unicode.cpp
   src/text/wordpiece.cpp
   src/tokenizer.cpp
+  src/utf8.cpp
   src/weights.cpp)
 set(HALFORMER_TRAINING_SOURCES
   src/train/batch.cpp

@@ -344,6 +344,20 @@ TEST_F(Serve, BadRequestsGetAClearError) {
         {"{\"text\": \"" + repeat("word ", 40) + "\"}", 413, "this server takes at most 20"},
         {std::string(20, '[') + std::string(20, ']'), 400, "nests deeper"},
         {"{\"text\": \"" + std::string(5000, 'a') + "\"}", 413, "too large"},
+        // Bytes that are not UTF-8, anywhere: a 400 naming the offset (these
+        // were 500s: the parser's message quoted them, and could not be sent).
+        {"{\"text\": \"Open\xff\xfe the file.\"}", 400, "not valid UTF-8 (at byte 14)"},
+        {"{\"text\": \"a\xc0\xaf\"}", 400, "not valid UTF-8"},      // overlong '/'
+        {"{\"text\": \"a\xed\xa0\x80\"}", 400, "not valid UTF-8"},  // encoded surrogate
+        {"{\"text\": \"a\xe2\x82\"}", 400, "not valid UTF-8"},      // truncated sequence
+        {"{\"te\xffxt\": \"a\"}", 400, "not valid UTF-8 (at byte 4)"},  // in a key
+        {"{\"text\": \"a\"}\xff", 400, "not valid UTF-8"},           // outside strings
+        {"{\"text\": tru\xe2\x82\xac}", 400, "malformed JSON"},       // valid UTF-8, cut by the parser
+        // Finite as a double, not as the float32 the kernels take.
+        {"{\"text\": \"a\", \"sample\": true, \"temperature\": 1e308}", 400, "'temperature' is 1e+308"},
+        {"{\"text\": \"a\", \"beam\": 2, \"length_penalty\": 1e308}", 400, "float32's range"},
+        {"{\"text\": \"a\", \"beam\": 2, \"length_penalty\": -1e308}", 400, "'length_penalty'"},
+        {"{\"text\": \"a\", \"sample\": true, \"top_p\": 1e-300}", 400, "'top_p'"},
     };
     for (const Case &k : cases) {
         auto res = c.Post("/v1/generate", k.body, "application/json");

@@ -1,8 +1,11 @@
 #include "request.h"
 
+#include "halformer/tokenizer.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <sstream>
 
@@ -35,6 +38,16 @@ double number(const json &v, const char *name) {
     return x;
 }
 
+// A number the kernels take as float32: finite as a float, not only as a
+// double (1e308 would become inf on the way in).
+float float32(const json &v, const char *name) {
+    const double x = number(v, name);
+    if (std::abs(x) > FLT_MAX) {
+        bad(std::string("'") + name + "' is " + v.dump() + "; it must be within float32's range (|x| <= 3.4e38)");
+    }
+    return (float)x;
+}
+
 bool boolean(const json &v, const char *name) {
     if (!v.is_boolean()) bad(std::string("'") + name + "' must be true or false, not " + type_of(v));
     return v.get<bool>();
@@ -61,7 +74,12 @@ void check_depth(const std::string &body) {
 }
 
 // Strict JSON (no comments, no trailing commas), an object, no duplicate keys.
+// The body is checked as UTF-8 first, anywhere in it (strings, keys, between
+// tokens): the parser's own messages quote the bytes they stopped at, which
+// could not be put in a JSON answer, and the answer names only the offset.
 json parse_object(const std::string &body) {
+    const int64_t bad_byte = utf8_error_offset(body);
+    if (bad_byte >= 0) bad("the body is not valid UTF-8 (at byte " + std::to_string(bad_byte) + ")");
     check_depth(body);
     // nlohmann keeps the last of duplicate keys silently: refuse them, as the
     // model-file parser (runtime/src/json.cpp) does.
@@ -128,18 +146,18 @@ bool decoding_field(const std::string &k, const json &v, const Limits &limits, R
     } else if (k == "n_best") {
         o.n_best = integer(v, "n_best", 1, 7);
     } else if (k == "length_penalty") {
-        o.length_penalty = (float)number(v, "length_penalty");
+        o.length_penalty = float32(v, "length_penalty");
     } else if (k == "max_new_tokens") {
         max_new = integer(v, "max_new_tokens", 1, limits.max_new_tokens);
     } else if (k == "sample") {
         o.sample = boolean(v, "sample");
     } else if (k == "temperature") {
-        o.temperature = (float)number(v, "temperature");
+        o.temperature = float32(v, "temperature");
         if (!(o.temperature > 0)) bad("'temperature' must be positive");
     } else if (k == "top_k") {
         o.top_k = integer(v, "top_k", 0, 1 << 20);
     } else if (k == "top_p") {
-        o.top_p = (float)number(v, "top_p");
+        o.top_p = float32(v, "top_p");
         if (!(o.top_p > 0 && o.top_p <= 1)) bad("'top_p' must be in (0, 1]");
     } else if (k == "seed") {
         if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {

@@ -29,7 +29,11 @@ double ms_since(Clock::time_point t0, Clock::time_point t1 = Clock::now()) {
     return std::chrono::duration<double, std::milli>(t1 - t0).count();
 }
 
-std::string error_body(const std::string &msg) { return json{{"error", msg}}.dump(); }
+// Any text in an answer (a message, a detokenized output) goes out as valid
+// UTF-8: a stray byte becomes U+FFFD instead of a throw from dump().
+std::string to_body(const json &j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string error_body(const std::string &msg) { return to_body(json{{"error", msg}}); }
 
 // One accepted request, from the handler that queued it to the worker that
 // answers it.
@@ -204,7 +208,7 @@ struct Server::Impl {
         out["total_ms"] = ms_since(job.arrived, now);
         if (cancelled) metrics.cancelled();
         metrics.finished(ms_since(job.arrived, now) / 1000.0, (int)job.req.ids.size(), out_tokens);
-        finish(job, out.dump());
+        finish(job, to_body(out));
     }
 
     void finish(Job &job, std::string body) {
