@@ -28,6 +28,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/translation_quality.cpp
   src/params.cpp
   src/safetensors.cpp
+  src/text_stream.cpp
   src/session.cpp
   src/text.cpp
   src/text/byte_level_bpe.cpp

@@ -121,4 +121,25 @@ if counts["broken"]:
     sys.exit(f"accepted requests lost or cut: {broken[:5]}")
 if ok_first == 0 or counts["ok"] <= ok_first:
     sys.exit("no answers before SIGTERM, or none after the restart")
+
+# Idle keep-alive clients do not hold SIGTERM back (they held it for the
+# idle timeout, 10 s): the server exits at once and each of them sees the close.
+server = start()
+idle = []
+for i in range(10):
+    conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+    conn.request("POST", "/v1/generate", body=json.dumps({"text": "Open the file."}),
+                 headers={"Content-Type": "application/json"})
+    if conn.getresponse().read() is None:
+        sys.exit("no answer")
+    idle.append(conn)
+t0 = time.monotonic()
+server.terminate()
+rc = server.wait(timeout=60)
+took = time.monotonic() - t0
+print(f"[serve] SIGTERM with 10 idle keep-alive connections: exit code {rc} after {took:.2f} s")
+if rc != 0 or took > 3:
+    sys.exit(f"SIGTERM with idle keep-alive connections: exit code {rc} after {took:.1f} s (at most 3 s)")
+for conn in idle:
+    conn.close()
 print("[serve] PASS")

@@ -16,7 +16,7 @@
 namespace halformer {
 
 int cmd_serve(int argc, char **argv) {
-    CLI::App app{"halformer serve: an HTTP/JSON server for one model (POST /v1/generate, GET /health, GET /metrics)",
+    CLI::App app{"halformer serve: an HTTP/JSON server for one model (POST /v1/generate, the OpenAI API: POST /v1/completions and GET /v1/models; GET /health, GET /metrics)",
                  "halformer serve"};
     std::string dir;
     ServerOptions so;
@@ -35,7 +35,11 @@ int cmd_serve(int argc, char **argv) {
         ->check(at_least(0));
     app.add_option("--max-new-tokens", so.max_new_tokens, "new tokens one request may ask for at most")
         ->check(at_least(1));
-    app.add_option("--http-threads", so.http_threads, "connections served at once")->check(at_least(1));
+    app.add_option("--http-threads", so.http_threads, "requests read or answered at once (idle connections hold none)")
+        ->check(at_least(1));
+    app.add_option("--max-connections", so.max_connections, "open connections at most; past it a new one gets 503")
+        ->check(at_least(1));
+    app.add_option("--model-name", so.model_name, "the model's id in the OpenAI API (default: the directory's name)");
     app.add_flag("--log", so.log, "one line per request on stderr");
     add_machine_options(app, mo);
     add_precision_option(app, mo);
@@ -50,12 +54,20 @@ int cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-answer is a failed write, not the end of the server
 
+    if (so.model_name == ServerOptions{}.model_name) {
+        std::string name = dir;
+        while (name.size() > 1 && name.back() == '/') name.pop_back();
+        name = name.substr(name.find_last_of('/') + 1);
+        if (!name.empty() && name != "." && name != "..") so.model_name = name;
+    }
     Model model = Model::load(dir, device);
     apply_precision(mo, model);
     Server server(model, so);
     const int port = server.start();
-    std::printf("halformer serve: %s (%s) on http://%s:%d  (POST /v1/generate, GET /health, GET /metrics)\n",
-                dir.c_str(), architecture_name(model.config().architecture), so.host.c_str(), port);
+    std::printf("halformer serve: %s (%s, \"%s\") on http://%s:%d  (POST /v1/generate, POST /v1/completions, "
+                "GET /v1/models, GET /health, GET /metrics)\n",
+                dir.c_str(), architecture_name(model.config().architecture), so.model_name.c_str(), so.host.c_str(),
+                port);
     std::fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);

@@ -1,5 +1,6 @@
 // libFuzzer target: the body of a `halformer serve` generation request
-// (runtime/src/server/request.cpp). Parsing must end in a Request or a
+// (runtime/src/server/request.cpp), as POST /v1/generate and as OpenAI's
+// POST /v1/completions (the input's second byte picks). Parsing must end in a Request or a
 // RequestError with a 4xx status, never a crash, a hang or undefined
 // behaviour; an accepted request must be one generate() can run: ids inside
 // the vocabulary, a limit in [1, the server's cap], positions within
@@ -33,19 +34,36 @@ halformer::Sequence encode(const std::string &text) {
 
 }  // namespace
 
+void check(const halformer::serve::Request &r, const halformer::Config &c, const halformer::serve::Limits &limits,
+           bool dec);
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const std::string body(reinterpret_cast<const char *>(data), size);
     const bool dec = size > 0 && (data[0] & 1);
+    const bool openai = size > 1 && (data[1] & 1);
     const halformer::Config c = model(dec);
     halformer::serve::Limits limits;
     limits.max_new_tokens = 20;
-    halformer::serve::Request r;
+    const halformer::serve::Encoder enc = size % 3 ? encode : halformer::serve::Encoder{};
     try {
-        r = halformer::serve::parse_request(body, c, size % 3 ? encode : halformer::serve::Encoder{}, limits);
+        if (openai) {
+            const auto comp = halformer::serve::parse_completion(body, c, enc, limits, "m");
+            if (comp.n < 1 || comp.n > 16 || comp.prompts < 1 || comp.choices.size() != (size_t)comp.prompts * comp.n ||
+                comp.choices.size() > 64 || comp.model != "m") {
+                __builtin_trap();
+            }
+            for (const auto &r : comp.choices) check(r, c, limits, dec);
+        } else {
+            check(halformer::serve::parse_request(body, c, enc, limits), c, limits, dec);
+        }
     } catch (const halformer::serve::RequestError &e) {
         if (e.status < 400 || e.status > 499) __builtin_trap();
-        return 0;
     }
+    return 0;
+}
+
+void check(const halformer::serve::Request &r, const halformer::Config &c, const halformer::serve::Limits &limits,
+           bool dec) {
     const int vocab = dec ? c.tgt_vocab_size : c.src_vocab_size;
     if (r.ids.empty()) __builtin_trap();
     for (int32_t id : r.ids) {
@@ -57,6 +75,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (o.beam < 1 || o.beam > 7 || o.n_best < 1 || o.n_best > o.beam) __builtin_trap();
     if (o.sample && o.beam > 1) __builtin_trap();
     if (!(o.temperature > 0) || !(o.top_p > 0 && o.top_p <= 1) || o.top_k < 0) __builtin_trap();
+    if (r.stop.size() > 4) __builtin_trap();
+    for (const std::string &s : r.stop) {
+        if (s.empty() || s.size() > 256) __builtin_trap();
+    }
     (void)halformer::serve::batch_key(o);
-    return 0;
 }

@@ -131,6 +131,12 @@ struct GenerateOptions {
     // decoding: true makes input b leave the batch now, with what it has
     // (a server's client went away). Null: never.
     std::function<bool(int b)> cancelled;
+    // Called (on the calling thread) each time input b's hypothesis grows
+    // by one token, as soon as the step chose it (greedy and sampling; eos
+    // included). Beam search never calls it: a beam's tokens are final only
+    // when the input is done (on_finished). TextStream turns the tokens
+    // into text pieces.
+    std::function<void(int b, int32_t token)> on_token;
 };
 
 
@@ -283,6 +289,39 @@ public:
 private:
     std::unique_ptr<Impl> impl_;  // the weights (shared by the sessions) and the first session
     std::unique_ptr<Pool> pool_;  // sessions, and the results calls leave behind
+};
+
+// Generated tokens to text as they come (streaming): push() each new token
+// and get the text it completes. A piece is never a split UTF-8 character:
+// text whose end may still change (an incomplete character, a trailing
+// U+FFFD or whitespace the next token may decode differently) is held back
+// until a later token or finish(). The pieces of push() and finish(), in
+// order, are exactly model.text_of(tokens, prompt).
+//
+// With stop strings the text ends just before the first of them to appear:
+// stopped() turns true (the caller stops generating), and text that might
+// still become a stop string is held back too, so no piece ever holds a
+// part of one.
+class TextStream {
+public:
+    // prompt (decoder-only): the continuation of that prompt, as text_of.
+    explicit TextStream(const Model &model, const Sequence *prompt = nullptr,
+                        std::vector<std::string> stop = {});
+    std::string push(int32_t token);
+    // The rest of the text, once no token will follow.
+    std::string finish();
+    bool stopped() const { return stopped_; }
+    const Sequence &tokens() const { return tokens_; }
+    const std::string &text() const { return sent_; }  // the pieces so far
+
+private:
+    std::string advance(const std::string &text, size_t end);
+    const Model &model_;
+    const Sequence *prompt_;
+    std::vector<std::string> stop_;
+    Sequence tokens_;
+    std::string sent_;
+    bool stopped_ = false;
 };
 
 }  // namespace halformer

@@ -1,31 +1,48 @@
 // An HTTP/JSON server over one loaded Model (`halformer serve`).
 //
-//   POST /v1/generate   {"ids": [5, 6, 7]} or {"text": "..."} and the
-//                       decoding options of `halformer generate` (beam,
-//                       n_best, length_penalty, max_new_tokens, sample,
-//                       temperature, top_k, top_p, seed) → {"ids", "text",
-//                       "score", "alternatives", "input_tokens",
-//                       "output_tokens", "queue_ms", "total_ms"}
-//   GET  /health        {"status": "ok" | "draining", ...}
-//   GET  /metrics       Prometheus text: requests by status, tokens, queue
-//                       depth, batches, latency histogram
+//   POST /v1/generate     {"ids": [5, 6, 7]} or {"text": "..."} and the
+//                         decoding options of `halformer generate` (beam,
+//                         n_best, length_penalty, max_new_tokens, sample,
+//                         temperature, top_k, top_p, seed), "stop" (strings)
+//                         and "stream" → {"ids", "text", "score",
+//                         "alternatives", "finish_reason", "input_tokens",
+//                         "output_tokens", "queue_ms", "first_token_ms",
+//                         "total_ms"}; with "stream": true, server-sent
+//                         events: {"ids": [id], "text": piece} per token,
+//                         then the whole answer with "done": true
+//   POST /v1/completions  OpenAI's completions API (serve/request.h lists
+//                         the arguments), streaming or not
+//   GET  /v1/models       OpenAI's model list: this server's one model
+//   GET  /health          {"status": "ok" | "draining", ...}
+//   GET  /metrics         Prometheus text: requests by status, tokens, queue
+//                         depth, batches, connections, latency histograms
 //
 // Requests are batched: a batch worker takes every waiting request whose
 // options can share a batch (up to max_batch), runs them as one generate()
 // call, and answers each as soon as it is done (a finished input leaves the
 // batch; a short request does not wait for the long ones of its batch).
 // `workers` batches run at once, each in its own Model session, so a long
-// batch does not hold new requests back. Every answer equals the same
-// request run alone (per-request seeds and limits).
+// batch does not hold new requests back. Every answer's tokens and text
+// equal the same request run alone (per-request seeds and limits); a beam
+// score may differ from the request alone in its last bits (float32 sums
+// over a batch of another size), by at most 1e-5 relative.
+//
+// Connections: an idle connection holds no thread (it waits in one epoll
+// set); a request being read or answered holds one of http_threads; past
+// max_connections open sockets a new one is answered 503 and closed.
+// Requests pipelined on one connection are answered in order; HTTP/1.0
+// gets answers with a length (or, streaming, until the close), never chunks.
 //
 // Limits: a body past max_body is 413; an input past the token limit 413;
-// a malformed or wrong request 400 with {"error": "..."}; when max_queue
-// requests wait, 503. A client that disconnects cancels its request (it
-// leaves its batch at the next step). shutdown() stops accepting, answers
-// every request already accepted, then returns. An accepted request's
-// status (200) is sent at once; if its generation then fails, the body is
-// {"error": "..."} (a batch that fails whole, e.g. past the model's memory
-// budget, first runs each of its requests alone).
+// a malformed or wrong request 400 with {"error": "..."} (OpenAI's
+// {"error": {"message", "type", "param", "code"}} on /v1/completions); when
+// max_queue requests wait, 503. A client that disconnects cancels its
+// request (it leaves its batch at the next step). An answer's status is sent
+// when it is done: a generation that fails after acceptance is a 500 (a
+// streamed answer has sent 200 already: its last event is the error). A
+// batch that fails whole, e.g. past the model's memory budget, first runs
+// each of its requests alone. shutdown() stops accepting, closes idle
+// connections at once, answers every request already accepted, then returns.
 #pragma once
 
 #include "halformer/model.h"
@@ -46,8 +63,10 @@ struct ServerOptions {
     size_t max_body = 1 << 20;       // bytes; past it: 413
     int max_input_tokens = 0;        // 0: the model's max_positions
     int max_new_tokens = 256;        // the most one request may ask for
-    int http_threads = 128;          // connections served at once
-    int read_timeout_s = 10;         // a connection idle or stalled this long is closed
+    int http_threads = 128;          // requests read or answered at once (idle connections hold none)
+    int max_connections = 1024;      // open connections; past it a new one gets 503
+    int read_timeout_s = 10;         // a request stalled this long is cut; an idle connection closed
+    std::string model_name = "halformer";  // the model's id in the OpenAI API
     bool log = false;                // one line per request on stderr
 };
 

@@ -56,6 +56,7 @@ void GreedySearch::choose(int b, int, const StepResult &res, const std::vector<i
     next_[r] = res.ids[(size_t)row_of[r] * res.stride];
     hist_[r].push_back(next_[r]);
     if (next_[r] == eos_stop_ || (int)hist_[r].size() >= limit(b)) done_[b] = 1;
+    if (opt_.on_token) opt_.on_token(b, next_[r]);
 }
 
 SamplingSearch::SamplingSearch(int inputs, const GenerateOptions &opt, int max_new, int eos_stop, int pad)

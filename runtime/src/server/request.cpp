@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <random>
 #include <sstream>
 
 namespace halformer::serve {
@@ -193,6 +194,35 @@ int new_tokens(const Config &cfg, const Limits &limits, int P, int max_new) {
     return max_new;
 }
 
+std::vector<std::string> stop_strings(const json &v, const char *name) {
+    std::vector<std::string> out;
+    if (v.is_null()) return out;
+    if (v.is_string()) {
+        out.push_back(v.get<std::string>());
+    } else if (v.is_array()) {
+        if (v.size() > 4) bad(std::string("'") + name + "' takes at most 4 strings, not " + std::to_string(v.size()));
+        for (size_t i = 0; i < v.size(); i++) {
+            if (!v[i].is_string()) {
+                bad(std::string("'") + name + "'[" + std::to_string(i) + "] must be a string, not " + type_of(v[i]));
+            }
+            out.push_back(v[i].get<std::string>());
+        }
+    } else {
+        bad(std::string("'") + name + "' must be a string or a list of strings, not " + type_of(v));
+    }
+    for (const std::string &s : out) {
+        if (s.empty()) bad(std::string("'") + name + "' has an empty string");
+        if (s.size() > 256) bad(std::string("'") + name + "' has a string longer than 256 bytes");
+    }
+    return out;
+}
+
+void check_stop(const Request &r, const Encoder &encode) {
+    if (r.stop.empty()) return;
+    if (!encode) bad("'stop' needs a model with a tokenizer (the stop strings are matched in the output text)");
+    if (r.options.beam > 1) bad("'stop' works with greedy and sampled outputs, not with 'beam' > 1");
+}
+
 }  // namespace
 
 Request parse_request(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits) {
@@ -209,10 +239,14 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
         } else if (k == "text") {
             text_input(it.value(), encode, r);
             have_input = true;
+        } else if (k == "stream") {
+            r.stream = boolean(it.value(), "stream");
+        } else if (k == "stop") {
+            r.stop = stop_strings(it.value(), "stop");
         } else if (!decoding_field(k, it.value(), limits, r, max_new)) {
             bad("unknown field '" + k +
                 "' (expected ids or text, and beam, n_best, length_penalty, max_new_tokens, sample, temperature, "
-                "top_k, top_p, seed)");
+                "top_k, top_p, seed, stream, stop)");
         }
     }
     const GenerateOptions &o = r.options;
@@ -222,8 +256,150 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
     if (o.n_best > o.beam) bad("'n_best' (" + std::to_string(o.n_best) + ") must be at most 'beam' (" +
                                std::to_string(o.beam) + ")");
     if (o.sample && o.beam > 1) bad("'sample' and 'beam' > 1 are exclusive");
+    check_stop(r, encode);
     r.options.max_new_tokens = new_tokens(cfg, limits, (int)r.ids.size(), max_new);
     return r;
+}
+
+namespace {
+
+// An OpenAI argument we take only at its default value (null counts as it).
+void only_default(const json &v, const std::string &k) {
+    bool is_default = v.is_null();
+    if (k == "echo") is_default = is_default || (v.is_boolean() && !v.get<bool>());
+    if (k == "suffix") is_default = is_default || (v.is_string() && v.get<std::string>().empty());
+    if (k == "presence_penalty" || k == "frequency_penalty") is_default = is_default || (v.is_number() && v.get<double>() == 0);
+    if (k == "logit_bias") is_default = is_default || (v.is_object() && v.empty());
+    if (!is_default) {
+        throw RequestError(400, "'" + k + "' is not supported by this server (only its default)", k,
+                           "unsupported_argument");
+    }
+}
+
+// A prompt: a string, or a list of token ids.
+Request prompt_input(const json &p, const Config &cfg, const Encoder &encode, int index) {
+    Request r;
+    const bool ed = cfg.architecture == Architecture::EncoderDecoder;
+    if (p.is_string()) {
+        text_input(p, encode, r);
+    } else {
+        r.ids = token_ids(p, ed ? cfg.src_vocab_size : cfg.tgt_vocab_size);
+        if (r.ids.empty()) bad("prompt " + std::to_string(index) + " has no tokens");
+    }
+    return r;
+}
+
+}  // namespace
+
+Completion parse_completion(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits,
+                            const std::string &model_name) {
+    const json j = parse_object(body);
+    Completion c;
+    if (!encode) bad("this model has no tokenizer: /v1/completions answers text; use POST /v1/generate with ids");
+    // OpenAI's defaults.
+    int max_tokens = 16, n = 1;
+    double temperature = 1.0, top_p = 1.0;
+    bool have_seed = false;
+    uint64_t seed = 0;
+    std::vector<std::string> stop;
+    const json *prompt = nullptr;
+    bool have_model = false;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        const std::string &k = it.key();
+        const json &v = it.value();
+        if (k == "model") {
+            if (!v.is_string()) bad(std::string("'model' must be a string, not ") + type_of(v));
+            c.model = v.get<std::string>();
+            have_model = true;
+        } else if (k == "prompt") {
+            prompt = &v;
+        } else if (k == "max_tokens") {
+            if (!v.is_null()) max_tokens = integer(v, "max_tokens", 1, limits.max_new_tokens);
+        } else if (k == "temperature") {
+            if (!v.is_null()) temperature = float32(v, "temperature");
+            if (!(temperature >= 0 && temperature <= 2)) bad("'temperature' must be in [0, 2]");
+        } else if (k == "top_p") {
+            if (!v.is_null()) top_p = float32(v, "top_p");
+            if (!(top_p > 0 && top_p <= 1)) bad("'top_p' must be in (0, 1]");
+        } else if (k == "n") {
+            if (!v.is_null()) n = integer(v, "n", 1, 16);
+        } else if (k == "best_of") {
+            if (!v.is_null() && integer(v, "best_of", 1, 16) != n) {
+                throw RequestError(400, "'best_of' is not supported by this server (only equal to 'n')", k,
+                                   "unsupported_argument");
+            }
+        } else if (k == "stream") {
+            if (!v.is_null()) c.stream = boolean(v, "stream");
+        } else if (k == "stream_options") {
+            if (v.is_null()) continue;
+            if (!v.is_object()) bad(std::string("'stream_options' must be an object, not ") + type_of(v));
+            for (auto o = v.begin(); o != v.end(); ++o) {
+                if (o.key() != "include_usage") bad("unknown field 'stream_options." + o.key() + "'");
+                c.include_usage = boolean(o.value(), "stream_options.include_usage");
+            }
+        } else if (k == "seed") {
+            if (v.is_null()) continue;
+            if (!v.is_number_integer()) bad(std::string("'seed' must be an integer, not ") + type_of(v));
+            // OpenAI takes any 64-bit seed: a negative one is its two's complement.
+            seed = v.is_number_unsigned() ? v.get<uint64_t>() : (uint64_t)v.get<int64_t>();
+            have_seed = true;
+        } else if (k == "stop") {
+            stop = stop_strings(v, "stop");
+        } else if (k == "user") {
+            if (!v.is_null() && !v.is_string()) bad(std::string("'user' must be a string, not ") + type_of(v));
+        } else if (k == "logprobs" || k == "echo" || k == "suffix" || k == "presence_penalty" ||
+                   k == "frequency_penalty" || k == "logit_bias") {
+            only_default(v, k);
+        } else {
+            throw RequestError(400, "unrecognized request argument supplied: " + k, k);
+        }
+    }
+    if (!have_model) throw RequestError(400, "you must provide a model parameter", "model");
+    if (c.model != model_name) {
+        throw RequestError(404, "the model '" + c.model + "' does not exist (this server has '" + model_name + "')",
+                           "model", "model_not_found");
+    }
+    if (prompt == nullptr || prompt->is_null()) throw RequestError(400, "'prompt' is required", "prompt");
+    if (c.include_usage && !c.stream) bad("'stream_options' is only allowed with 'stream': true");
+    // The prompts: "text", ["a", "b"], [1, 2, 3] or [[1, 2], [3]].
+    std::vector<Request> inputs;
+    if (prompt->is_string()) {
+        inputs.push_back(prompt_input(*prompt, cfg, encode, 0));
+    } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number()) {
+        inputs.push_back(prompt_input(*prompt, cfg, encode, 0));
+    } else if (prompt->is_array()) {
+        if (prompt->empty()) bad("'prompt' is an empty list");
+        if (prompt->size() > 64) bad("'prompt' has " + std::to_string(prompt->size()) + " prompts; at most 64");
+        for (size_t i = 0; i < prompt->size(); i++) {
+            const json &p = (*prompt)[i];
+            if (!p.is_string() && !p.is_array()) {
+                bad("'prompt'[" + std::to_string(i) + "] must be a string or a list of token ids, not " + type_of(p));
+            }
+            inputs.push_back(prompt_input(p, cfg, encode, (int)i));
+        }
+    } else {
+        bad(std::string("'prompt' must be a string, a list of strings or a list of token ids, not ") + type_of(*prompt));
+    }
+    if (inputs.size() * (size_t)n > 64) bad("'prompt' × 'n' is " + std::to_string(inputs.size() * n) + " choices; at most 64");
+    if (!have_seed && temperature > 0) seed = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
+    c.prompts = (int)inputs.size();
+    c.n = n;
+    for (Request &in : inputs) {
+        in.options.max_new_tokens = new_tokens(cfg, limits, (int)in.ids.size(), max_tokens);
+        in.options.sample = temperature > 0;
+        if (in.options.sample) {
+            in.options.temperature = (float)temperature;
+            in.options.top_p = (float)top_p;
+        }
+        in.stop = stop;
+        in.stream = c.stream;
+        for (int k = 0; k < n; k++) {
+            Request r = in;
+            r.seed = seed + (uint64_t)k;
+            c.choices.push_back(std::move(r));
+        }
+    }
+    return c;
 }
 
 std::string batch_key(const GenerateOptions &o) {

@@ -4,7 +4,8 @@
 //
 //   {"ids": [5, 6, 7]}                or   {"text": "Open the file."}
 //   optional: "beam" (1..7), "n_best", "length_penalty", "max_new_tokens",
-//             "sample", "temperature", "top_k", "top_p", "seed"
+//             "sample", "temperature", "top_k", "top_p", "seed", "stream",
+//             "stop"
 //
 // ids: the source (encoder-decoder) or the prompt (decoder-only); text needs
 // a model with a tokenizer. Unknown fields, wrong types, out-of-range values
@@ -18,12 +19,15 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace halformer::serve {
 
 struct RequestError : std::runtime_error {
     int status;
-    RequestError(int status_, const std::string &msg) : std::runtime_error(msg), status(status_) {}
+    std::string param, code;  // OpenAI's error fields (the argument at fault, a code); "" when none
+    RequestError(int status_, const std::string &msg, std::string param_ = "", std::string code_ = "")
+        : std::runtime_error(msg), status(status_), param(std::move(param_)), code(std::move(code_)) {}
 };
 
 struct Limits {
@@ -37,13 +41,35 @@ struct Request {
     std::string text;
     GenerateOptions options;  // max_new_tokens: this request's own limit (always set)
     uint64_t seed = 0;
+    bool stream = false;             // answer with server-sent events
+    std::vector<std::string> stop;   // the output ends before the first of these (text models)
 };
+
+
 
 // Text to ids (the model's tokenizer; throws Error), or null without one.
 using Encoder = std::function<Sequence(const std::string &)>;
 
 // Parses and checks one body.
 Request parse_request(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits);
+
+// OpenAI's POST /v1/completions body: one Request per choice (prompt i's
+// k-th sample is choices[i·n + k], seeded seed + k).
+//   model (required: this server's model name, else 404), prompt (a string,
+//   a list of strings, a list of ids or a list of lists of ids), max_tokens
+//   (16), temperature (1; 0 is greedy), top_p, n (1..16), stream,
+//   stream_options.include_usage, seed (random when absent), stop (a string
+//   or up to 4), user (ignored); logprobs, echo, suffix, best_of, penalties
+//   and logit_bias only at their defaults (else 400 naming the argument).
+struct Completion {
+    std::vector<Request> choices;
+    int prompts = 0, n = 1;
+    bool stream = false, include_usage = false;
+    std::string model;
+};
+
+Completion parse_completion(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits,
+                            const std::string &model_name);
 
 // Requests whose options allow one batch share this key (everything but
 // seed and max_new_tokens, which generate() takes per input).

@@ -1,0 +1,41 @@
+#!/bin/bash
+# OpenAI's official Node client (npm "openai", pinned) against a running
+# `halformer serve` of the translator: tests/openai_client.mjs.
+#   check_openai.sh HALFORMER_BINARY MODEL_DIR CACHE_DIR
+# The client is installed once into CACHE_DIR. Without node or npm, or where
+# the npm registry cannot be reached, the test is skipped (exit 77) and says so.
+set -euo pipefail
+exe=$1 model=$2 cache=$3
+here=$(cd "$(dirname "$0")" && pwd)
+OPENAI_VERSION=5.23.2
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "SKIPPED: node and npm are needed for OpenAI's client (apt-get install nodejs npm)"
+    exit 77
+fi
+if [ ! -f "$cache/node_modules/openai/package.json" ] ||
+   ! grep -q "\"version\": \"$OPENAI_VERSION\"" "$cache/node_modules/openai/package.json"; then
+    mkdir -p "$cache"
+    if ! (cd "$cache" && timeout 300 npm install --no-audit --no-fund --no-save --loglevel=error \
+            "openai@$OPENAI_VERSION" >npm.log 2>&1); then
+        echo "SKIPPED: npm could not install openai@$OPENAI_VERSION (offline?):"
+        tail -5 "$cache/npm.log"
+        exit 77
+    fi
+fi
+cp "$here/openai_client.mjs" "$cache/openai_client.mjs"  # resolves "openai" from $cache/node_modules
+log=$(mktemp)
+"$exe" serve "$model" --port 0 --model-name en-de >"$log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null || true; rm -f "$log"' EXIT
+port=
+for _ in $(seq 1 300); do
+    port=$(sed -n 's|.*on http://[^:]*:\([0-9]*\).*|\1|p' "$log")
+    [ -n "$port" ] && break
+    kill -0 $pid 2>/dev/null || { cat "$log"; exit 1; }
+    sleep 0.1
+done
+[ -n "$port" ] || { echo "the server did not start"; cat "$log"; exit 1; }
+echo "[openai] openai@$OPENAI_VERSION (node $(node --version)) against halformer serve on port $port"
+node "$cache/openai_client.mjs" "http://127.0.0.1:$port/v1" en-de
+kill -TERM $pid
+wait $pid
