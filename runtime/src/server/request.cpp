@@ -289,6 +289,27 @@ Request prompt_input(const json &p, const Config &cfg, const Encoder &encode, in
     return r;
 }
 
+// The prompts: "text", ["a", "b"], [1, 2, 3] or [[1, 2], [3]].
+std::vector<Request> prompts(const json &prompt, const Config &cfg, const Encoder &encode) {
+    std::vector<Request> inputs;
+    if (prompt.is_string() || (prompt.is_array() && !prompt.empty() && prompt[0].is_number())) {
+        inputs.push_back(prompt_input(prompt, cfg, encode, 0));
+    } else if (prompt.is_array()) {
+        if (prompt.empty()) bad("'prompt' is an empty list");
+        if (prompt.size() > 64) bad("'prompt' has " + std::to_string(prompt.size()) + " prompts; at most 64");
+        for (size_t i = 0; i < prompt.size(); i++) {
+            const json &p = prompt[i];
+            if (!p.is_string() && !p.is_array()) {
+                bad("'prompt'[" + std::to_string(i) + "] must be a string or a list of token ids, not " + type_of(p));
+            }
+            inputs.push_back(prompt_input(p, cfg, encode, (int)i));
+        }
+    } else {
+        bad(std::string("'prompt' must be a string, a list of strings or a list of token ids, not ") + type_of(prompt));
+    }
+    return inputs;
+}
+
 }  // namespace
 
 Completion parse_completion(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits,
@@ -361,25 +382,7 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
     }
     if (prompt == nullptr || prompt->is_null()) throw RequestError(400, "'prompt' is required", "prompt");
     if (c.include_usage && !c.stream) bad("'stream_options' is only allowed with 'stream': true");
-    // The prompts: "text", ["a", "b"], [1, 2, 3] or [[1, 2], [3]].
-    std::vector<Request> inputs;
-    if (prompt->is_string()) {
-        inputs.push_back(prompt_input(*prompt, cfg, encode, 0));
-    } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number()) {
-        inputs.push_back(prompt_input(*prompt, cfg, encode, 0));
-    } else if (prompt->is_array()) {
-        if (prompt->empty()) bad("'prompt' is an empty list");
-        if (prompt->size() > 64) bad("'prompt' has " + std::to_string(prompt->size()) + " prompts; at most 64");
-        for (size_t i = 0; i < prompt->size(); i++) {
-            const json &p = (*prompt)[i];
-            if (!p.is_string() && !p.is_array()) {
-                bad("'prompt'[" + std::to_string(i) + "] must be a string or a list of token ids, not " + type_of(p));
-            }
-            inputs.push_back(prompt_input(p, cfg, encode, (int)i));
-        }
-    } else {
-        bad(std::string("'prompt' must be a string, a list of strings or a list of token ids, not ") + type_of(*prompt));
-    }
+    std::vector<Request> inputs = prompts(*prompt, cfg, encode);
     if (inputs.size() * (size_t)n > 64) bad("'prompt' × 'n' is " + std::to_string(inputs.size() * n) + " choices; at most 64");
     if (!have_seed && temperature > 0) seed = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
     c.prompts = (int)inputs.size();

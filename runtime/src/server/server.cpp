@@ -53,7 +53,7 @@ struct Job {
     std::shared_ptr<Waiter> w;
     bool text_out = false;  // the answer has text (the model has a tokenizer and the API wants it)
     Clock::time_point arrived = Clock::now(), started, first_token;
-    std::unique_ptr<TextStream> stream;  // worker side: text pieces (streaming, stop strings)
+    std::unique_ptr<TextStream> text_stream;  // worker side: text pieces (streaming, stop strings)
     std::atomic<bool> cancelled{false};  // the client went away
     std::atomic<bool> stop_hit{false};   // a stop string appeared: leave at the next step
     // Under w->mu:
@@ -166,13 +166,18 @@ private:
 };
 
 // OpenAI's error object.
-std::string openai_error(int status, const std::string &msg, const std::string &param = "",
-                         const std::string &code = "") {
+json openai_error_json(int status, const std::string &msg, const std::string &param = "",
+                       const std::string &code = "") {
     json e = {{"message", msg},
               {"type", status >= 500 ? "server_error" : "invalid_request_error"},
               {"param", param.empty() ? json(nullptr) : json(param)},
               {"code", code.empty() ? json(nullptr) : json(code)}};
-    return to_body(json{{"error", e}});
+    return json{{"error", e}};
+}
+
+std::string openai_error(int status, const std::string &msg, const std::string &param = "",
+                         const std::string &code = "") {
+    return to_body(openai_error_json(status, msg, param, code));
 }
 
 std::string sse(const json &j) { return "data: " + to_body(j) + "\n\n"; }
@@ -180,6 +185,61 @@ std::string sse(const json &j) { return "data: " + to_body(j) + "\n\n"; }
 int64_t unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
+}
+
+using Jobs = std::vector<std::shared_ptr<Job>>;
+
+// One choice of a completion, in a streamed chunk or the whole answer.
+json completion_choice(size_t index, const std::string &text, const json &finish_reason) {
+    return {{"text", text}, {"index", index}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+}
+
+// The usage of a completion's jobs (n per prompt): a prompt counts once.
+json completion_usage(const Jobs &jobs, int n) {
+    int64_t in = 0, out = 0;
+    for (size_t i = 0; i < jobs.size(); i++) {
+        if (i % (size_t)n == 0) in += (int64_t)jobs[i]->req.ids.size();
+        if (!jobs[i]->hyps.empty()) out += (int64_t)jobs[i]->hyps[0].tokens.size();
+    }
+    return json{{"prompt_tokens", in}, {"completion_tokens", out}, {"total_tokens", in + out}};
+}
+
+// A streamed completion (under the waiter's lock): appends a chunk per new
+// text piece and one with each choice's finish reason; once every choice is
+// done, the usage (when asked) and [DONE], and returns true. finished[i]:
+// choice i's last chunk went out.
+bool completion_events(const Jobs &jobs, int n, const json &head, bool include_usage, std::vector<char> &finished,
+                       std::string &out) {
+    auto chunk = [&](size_t i, const std::string &text, const json &reason) {
+        json e = head;
+        e["choices"] = json::array({completion_choice(i, text, reason)});
+        out += sse(e);
+    };
+    bool all = true;
+    for (size_t i = 0; i < jobs.size(); i++) {
+        Job &j = *jobs[i];
+        if (finished[i]) continue;
+        for (auto &f : j.fresh) {
+            if (!f.second.empty()) chunk(i, f.second, nullptr);
+        }
+        j.fresh.clear();
+        if (!j.done) {
+            all = false;
+            continue;
+        }
+        finished[i] = 1;
+        if (!j.error.empty()) out += sse(openai_error_json(500, j.error));
+        else if (!j.cancelled) chunk(i, j.last_piece, j.finish_reason);
+    }
+    if (!all) return false;
+    if (include_usage) {
+        json e = head;
+        e["choices"] = json::array();
+        e["usage"] = completion_usage(jobs, n);
+        out += sse(e);
+    }
+    out += "data: [DONE]\n\n";
+    return true;
 }
 
 }  // namespace
@@ -234,14 +294,14 @@ struct Server::Impl {
 
     void token(Job &job, int32_t id) {
         std::string piece;
-        if (job.stream) {
+        if (job.text_stream) {
             try {
-                piece = job.stream->push(id);
+                piece = job.text_stream->push(id);
             } catch (const std::exception &) {
                 // Not decodable (an id past the tokenizer's pieces): the
                 // answer's text says so at the end.
             }
-            if (job.stream->stopped()) job.stop_hit = true;
+            if (job.text_stream->stopped()) job.stop_hit = true;
         }
         {
             std::lock_guard<std::mutex> lock(job.w->mu);
@@ -261,9 +321,9 @@ struct Server::Impl {
             if (job.stop_hit || (!t.empty() && t.back() == model.config().eos_id)) reason = "stop";
             if (job.text_out) {
                 try {
-                    if (job.stream) {
-                        last = job.stream->finish();
-                        text = job.stream->text();
+                    if (job.text_stream) {
+                        last = job.text_stream->finish();
+                        text = job.text_stream->text();
                     } else {
                         text = model.text_of(t, prompt_of(job));
                     }
@@ -307,7 +367,7 @@ struct Server::Impl {
 
     // Takes the oldest waiting request and every other one that can share
     // its batch, up to max_batch. Empty when stopping and nothing waits.
-    std::vector<std::shared_ptr<Job>> next_batch() {
+    Jobs next_batch() {
         std::unique_lock<std::mutex> lock(qmu);
         qcv.wait(lock, [&] { return stopping || !queue.empty(); });
         if (queue.empty()) return {};
@@ -318,7 +378,7 @@ struct Server::Impl {
             if (queue.empty()) return {};
         }
         const std::string key = serve::batch_key(queue.front()->req.options);
-        std::vector<std::shared_ptr<Job>> batch;
+        Jobs batch;
         for (auto it = queue.begin(); it != queue.end() && (int)batch.size() < opt.max_batch;) {
             if (serve::batch_key((*it)->req.options) == key) {
                 batch.push_back(*it);
@@ -345,7 +405,7 @@ struct Server::Impl {
         }
     }
 
-    void run_batch(std::vector<std::shared_ptr<Job>> &batch) {
+    void run_batch(Jobs &batch) {
         const auto now = Clock::now();
         std::vector<Sequence> src;
         GenerateOptions o = batch[0]->req.options;
@@ -355,7 +415,7 @@ struct Server::Impl {
             // A retry alone (after a failed batch) starts its text again.
             // (Beam search has no tokens before the end: its text comes whole.)
             if (j->text_out && j->req.options.beam == 1 && (j->req.stream || !j->req.stop.empty())) {
-                j->stream = std::make_unique<TextStream>(model, prompt_of(*j), j->req.stop);
+                j->text_stream = std::make_unique<TextStream>(model, prompt_of(*j), j->req.stop);
             }
             src.push_back(j->req.ids);
             o.seeds.push_back(j->req.seed);
@@ -370,7 +430,7 @@ struct Server::Impl {
             // Jobs cancelled while waiting leave at the first step.
             model.generate(src, o);
         } catch (const std::exception &e) {
-            std::vector<std::shared_ptr<Job>> left;
+            Jobs left;
             for (auto &j : batch) {
                 std::lock_guard<std::mutex> lock(j->w->mu);
                 if (!j->done) left.push_back(j);
@@ -392,7 +452,7 @@ struct Server::Impl {
                         fail(*j, std::string("generation failed: ") + e.what());
                         continue;
                     }
-                    std::vector<std::shared_ptr<Job>> one{j};
+                    Jobs one{j};
                     run_batch(one);
                 }
                 return;
@@ -418,7 +478,7 @@ struct Server::Impl {
     };
 
     // Queues the jobs (all or none); "" when queued, else the reason (503).
-    std::string enqueue(const std::vector<std::shared_ptr<Job>> &jobs, std::shared_ptr<Inflight> &guard) {
+    std::string enqueue(const Jobs &jobs, std::shared_ptr<Inflight> &guard) {
         if (draining) return "the server is shutting down";
         {
             std::lock_guard<std::mutex> lock(qmu);
@@ -433,9 +493,9 @@ struct Server::Impl {
         return "";
     }
 
-    std::vector<std::shared_ptr<Job>> make_jobs(std::vector<serve::Request> reqs, bool text_out) {
+    Jobs make_jobs(std::vector<serve::Request> reqs, bool text_out) {
         auto w = std::make_shared<Waiter>();
-        std::vector<std::shared_ptr<Job>> jobs;
+        Jobs jobs;
         for (auto &r : reqs) {
             auto j = std::make_shared<Job>();
             j->req = std::move(r);
@@ -446,7 +506,7 @@ struct Server::Impl {
         return jobs;
     }
 
-    void cancel(const std::vector<std::shared_ptr<Job>> &jobs) {
+    void cancel(const Jobs &jobs) {
         for (auto &j : jobs) j->cancelled = true;
         // Still waiting: they leave the queue now.
         std::lock_guard<std::mutex> lock(qmu);
@@ -463,7 +523,7 @@ struct Server::Impl {
 
     // Waits until every job is done (true), or the client went away (false:
     // the jobs are cancelled).
-    bool wait_all(const std::vector<std::shared_ptr<Job>> &jobs) {
+    bool wait_all(const Jobs &jobs) {
         Waiter &w = *jobs[0]->w;
         for (;;) {
             {
@@ -483,7 +543,7 @@ struct Server::Impl {
     // Streams events: each call of `next` (under the waiter's lock) appends
     // what is new to its string and says whether the answer is complete.
     using Next = std::function<bool(std::string &)>;
-    void stream(const httplib::Request &req, httplib::Response &res, std::vector<std::shared_ptr<Job>> jobs,
+    void stream(const httplib::Request &req, httplib::Response &res, Jobs jobs,
                 std::shared_ptr<Inflight> guard, Next next) {
         res.status = 200;
         metrics.request(200);
@@ -603,50 +663,10 @@ struct Server::Impl {
         if (!busy.empty()) return fail_with(503, busy);
         const std::string id = "cmpl-" + std::to_string(created) + "-" + std::to_string(next_id++);
         const json head = {{"id", id}, {"object", "text_completion"}, {"created", unix_now()}, {"model", opt.model_name}};
-        auto usage = [jobs, n = c.n] {
-            int64_t in = 0, out = 0;
-            for (size_t i = 0; i < jobs.size(); i++) {
-                if (i % (size_t)n == 0) in += (int64_t)jobs[i]->req.ids.size();
-                if (!jobs[i]->hyps.empty()) out += (int64_t)jobs[i]->hyps[0].tokens.size();
-            }
-            return json{{"prompt_tokens", in}, {"completion_tokens", out}, {"total_tokens", in + out}};
-        };
         if (c.stream) {
             auto finished = std::make_shared<std::vector<char>>(jobs.size(), 0);
-            stream(req, res, jobs, guard, [jobs, head, finished, usage, include = c.include_usage](std::string &out) {
-                bool all = true;
-                for (size_t i = 0; i < jobs.size(); i++) {
-                    Job &j = *jobs[i];
-                    if ((*finished)[i]) continue;
-                    auto chunk = [&](const std::string &text, const json &reason) {
-                        json e = head;
-                        e["choices"] = {{{"text", text}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", reason}}};
-                        out += sse(e);
-                    };
-                    for (auto &f : j.fresh) {
-                        if (!f.second.empty()) chunk(f.second, nullptr);
-                    }
-                    j.fresh.clear();
-                    if (!j.done) {
-                        all = false;
-                        continue;
-                    }
-                    (*finished)[i] = 1;
-                    if (!j.error.empty()) {
-                        out += sse(json::parse(openai_error(500, j.error)));
-                        continue;
-                    }
-                    if (!j.cancelled) chunk(j.last_piece, j.finish_reason);
-                }
-                if (!all) return false;
-                if (include) {
-                    json e = head;
-                    e["choices"] = json::array();
-                    e["usage"] = usage();
-                    out += sse(e);
-                }
-                out += "data: [DONE]\n\n";
-                return true;
+            stream(req, res, jobs, guard, [jobs, n = c.n, head, finished, include = c.include_usage](std::string &out) {
+                return completion_events(jobs, n, head, include, *finished, out);
             });
             return;
         }
@@ -657,13 +677,10 @@ struct Server::Impl {
         json out = head;
         out["choices"] = json::array();
         for (size_t i = 0; i < jobs.size(); i++) {
-            out["choices"].push_back(
-                {{"text", jobs[i]->text}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", jobs[i]->finish_reason}});
+            out["choices"].push_back(completion_choice(i, jobs[i]->text, jobs[i]->finish_reason));
         }
-        out["usage"] = usage();
-        res.status = 200;
-        res.set_content(to_body(out), "application/json");
-        metrics.request(200);
+        out["usage"] = completion_usage(jobs, c.n);
+        answer(res, 200, to_body(out));
     }
 
     json model_object() const {
