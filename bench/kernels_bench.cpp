@@ -420,14 +420,15 @@ void ffn(int M) {
 void embedding(int T) {
     const int D = 512, V = 37000;
     auto table = keep(rnd({D, V}, 20)), out = keep(Buffer<float>(D, T, 1));
-    auto tok = keep(Buffer<int32_t>(T, 1));
+    auto tok = keep(Buffer<int32_t>(T, 1)), start = keep(Buffer<int32_t>(1));
     for (int t = 0; t < T; t++) (*tok)(t, 0) = (t * 7919) % V;
+    (*start)(0) = 0;
     const std::string s = "embedding/" + std::to_string(T) + "x512/";
     const float sc = std::sqrt(512.0f);
-    add(s + "hand", 8.0 * T * D, false, [=] { return hf_embedding(*tok, *table, 0, sc, *out); });
-    add(s + "adams2019", 8.0 * T * D, false, [=] { return hf_embedding_adams2019(*tok, *table, 0, sc, *out); });
+    add(s + "hand", 8.0 * T * D, false, [=] { return hf_embedding(*tok, *table, *start, sc, *out); });
+    add(s + "adams2019", 8.0 * T * D, false, [=] { return hf_embedding_adams2019(*tok, *table, *start, sc, *out); });
     add(s + "mullapudi2016", 8.0 * T * D, false,
-        [=] { return hf_embedding_mullapudi2016(*tok, *table, 0, sc, *out); });
+        [=] { return hf_embedding_mullapudi2016(*tok, *table, *start, sc, *out); });
 }
 
 // Beam search's candidate selection: top-8 (and argmax) over the vocabulary.

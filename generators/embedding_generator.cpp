@@ -1,5 +1,5 @@
 // embedding: token lookup × scale + positional encoding
-//   out[b, t, :] = table[tokens[b, t], :] · scale + PE(start_pos + t)
+//   out[b, t, :] = table[tokens[b, t], :] · scale + PE(start_pos[b] + t)
 //
 //   tokens    [B, T] int32    Halide (t, b)
 //   table     [V, D]          Halide (d, v)   nn.Embedding.weight
@@ -7,8 +7,10 @@
 //   types     [B, T] int32    Halide (t, b)   only when token_types=true:
 //   type_table [Ty, D]        Halide (d, y)   BERT's segment embeddings,
 //                             out += type_table[types[b, t]]
-//   start_pos                 position of token 0 (the cache length when
-//                             decoding incrementally)
+//   start_pos [B] int32       Halide (b): position of token 0 of each
+//                             sequence (its cache length when decoding
+//                             incrementally: rows of one batch may be at
+//                             different positions)
 //   scale                     √D as in the paper (section 3.4), or 1
 //   out       [B, T, D]       Halide (d, t, b)
 //
@@ -53,7 +55,7 @@ public:
 
     Input<Buffer<int32_t, 2>> tokens{"tokens"};
     Input<Buffer<float, 2>> table{"table"};
-    Input<int32_t> start_pos{"start_pos"};
+    Input<Buffer<int32_t, 1>> start_pos{"start_pos"};
     Input<float> scale{"scale"};
     Input<Buffer<float, 2>> *pos_table = nullptr;
     Input<Buffer<int32_t, 2>> *types = nullptr;
@@ -72,9 +74,12 @@ public:
         /* THE ALGORITHM */
         Expr D = table.dim(0).extent(), V = table.dim(1).extent();
         Expr tok = tokens(t, b);
-        token(t, b) = require(tok >= 0 && tok < V, tok,
+        // Every sequence given needs its start position (checked with the
+        // ids, over exactly the tokens given: `tokens` is read unclamped).
+        Expr has_start = b >= start_pos.dim(0).min() && b <= start_pos.dim(0).max();
+        token(t, b) = require(tok >= 0 && tok < V, require(has_start, tok, "start_pos has no entry for sequence", b),
                               "token id", tok, "is outside the vocabulary [0,", V, ")");
-        Expr pos = start_pos + t;
+        Expr pos = start_pos(clamp(b, start_pos.dim(0).min(), start_pos.dim(0).max())) + t;
         Expr e = table(d, clamp(token(t, b), 0, V - 1)) * scale;
         if (pe == PE::Sinusoidal || pe == PE::SinusoidalConcat) {
             Expr half = D / 2;
@@ -96,10 +101,11 @@ public:
             // refuses the call for reading tokens out of bounds.) The read is
             // clamped either way.
             Expr P = pos_table->dim(1).extent();
-            Expr given = t >= tokens.dim(0).min() && t <= tokens.dim(0).max();
-            position(t) = require(!given || (pos >= 0 && pos < P), pos,
+            Expr given = t >= tokens.dim(0).min() && t <= tokens.dim(0).max() && b >= tokens.dim(1).min() &&
+                         b <= tokens.dim(1).max();
+            position(t, b) = require(!given || (pos >= 0 && pos < P), pos,
                                   "position", pos, "is past the learned position table of", P);
-            e += (*pos_table)(d, clamp(position(t), 0, P - 1));
+            e += (*pos_table)(d, clamp(position(t, b), 0, P - 1));
         }
         if (token_types) {
             Expr Ty = type_table->dim(1).extent(), y = (*types)(t, b);
@@ -111,7 +117,7 @@ public:
         /* ESTIMATES: 1 × 128 tokens of the paper's 37000-word vocabulary */
         tokens.set_estimates({{0, 128}, {0, 1}});
         table.set_estimates({{0, 512}, {0, 37000}});
-        start_pos.set_estimate(0);
+        start_pos.set_estimates({{0, 1}});
         scale.set_estimate(22.627417f);
         if (pos_table) pos_table->set_estimates({{0, 512}, {0, 1024}});
         if (types) types->set_estimates({{0, 128}, {0, 1}});

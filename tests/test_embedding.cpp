@@ -13,9 +13,17 @@ HF_DECLARE(hf_embedding_learned)
 HF_DECLARE_GPU(hf_embedding_learned_types)
 
 using ref::Buffer;
-using EmbFn = int (*)(halide_buffer_t *, halide_buffer_t *, int32_t, float, halide_buffer_t *);
-using LearnedFn = int (*)(halide_buffer_t *, halide_buffer_t *, int32_t, float, halide_buffer_t *,
+using EmbFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float, halide_buffer_t *);
+using LearnedFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float, halide_buffer_t *,
                           halide_buffer_t *);
+
+// Start positions of B sequences: sequence b starts at start + step·b
+// (rows of one decoding batch at different positions).
+Buffer<int32_t> starts(int B, int start, int step = 0) {
+    Buffer<int32_t> s(B);
+    for (int b = 0; b < B; b++) s(b) = start + step * b;
+    return s;
+}
 
 Buffer<int32_t> random_tokens(int T, int B, int V, uint32_t seed) {
     Buffer<int32_t> t(T, B);
@@ -35,13 +43,13 @@ TEST_P(EmbeddingTest, LookupScaleAndPositions) {
         Buffer<int32_t> tok = random_tokens(T, B, V, seed++);
         Buffer<float> out(D, T, B);
         const float scale = std::sqrt((float)D);
-        HF_CALL(GetParam().fn(tok, table, start, scale, out));
+        HF_CALL(GetParam().fn(tok, table, starts(B, start, 7), scale, out));
         ref::Array r({D, T, B});
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++)
                 for (int d = 0; d < D; d++)
                     r(d, t, b) = (double)table(d, tok(t, b)) * scale +
-                                 ref::positional(start + t, d, D, concat);
+                                 ref::positional(start + 7 * b + t, d, D, concat);
         EXPECT_LE(ref::rel_error(out, r), ref::kTolerance) << "V=" << V << " D=" << D << " T=" << T;
     }
 }
@@ -53,7 +61,7 @@ TEST_P(EmbeddingTest, OutOfRangeTokenIsAnErrorAndWritesNothingWild) {
         tok.fill(3);
         tok(2, 0) = bad;
         out.fill(-7.0f);
-        EXPECT_NE(GetParam().fn(tok, table, 0, 1.0f, out), 0) << "token " << bad;
+        EXPECT_NE(GetParam().fn(tok, table, starts(1, 0), 1.0f, out), 0) << "token " << bad;
         if (GetParam().name == "hf_embedding") {
             // The hand schedule checks every id before it writes any row.
             EXPECT_NE(halformer::last_kernel_error().find("token id"), std::string::npos)
@@ -61,6 +69,15 @@ TEST_P(EmbeddingTest, OutOfRangeTokenIsAnErrorAndWritesNothingWild) {
             out.for_each_value([](float v) { EXPECT_EQ(v, -7.0f); });
         }
     }
+}
+
+TEST_P(EmbeddingTest, EverySequenceNeedsAStartPosition) {
+    Buffer<float> table = ref::random_buffer({8, 20}, 1), out(8, 4, 3);
+    Buffer<int32_t> tok(4, 3);
+    tok.fill(3);
+    out.fill(-7.0f);
+    EXPECT_NE(GetParam().fn(tok, table, starts(2, 0), 1.0f, out), 0) << "3 sequences, 2 start positions";
+    EXPECT_NE(halformer::last_kernel_error().find("start_pos"), std::string::npos) << halformer::last_kernel_error();
 }
 
 INSTANTIATE_TEST_SUITE_P(All, EmbeddingTest,
@@ -75,7 +92,7 @@ TEST(EmbeddingSeedExample, PositionalEncodingDModel4) {
     table.fill(0.0f);
     Buffer<int32_t> tok(2, 1);
     tok.fill(0);
-    HF_CALL(HF_KERNEL(hf_embedding)(tok, table, 0, 1.0f, out));
+    HF_CALL(HF_KERNEL(hf_embedding)(tok, table, starts(1, 0), 1.0f, out));
     const float pe0[4] = {0, 1, 0, 1};
     const float pe1[4] = {0.841f, 0.540f, 0.010f, 0.999f};
     for (int d = 0; d < 4; d++) {
@@ -99,11 +116,11 @@ TEST_P(LearnedEmbeddingTest, AddsLearnedPositionsWithOffset) {
         Buffer<float> table = ref::random_buffer({D, V}, seed++), pos = ref::random_buffer({D, P}, seed++);
         Buffer<int32_t> tok = random_tokens(T, B, V, seed++);
         Buffer<float> out(D, T, B);
-        HF_CALL(GetParam().fn(tok, table, start, 1.0f, pos, out));
+        HF_CALL(GetParam().fn(tok, table, starts(B, start, 2), 1.0f, pos, out));
         ref::Array r({D, T, B});
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++)
-                for (int d = 0; d < D; d++) r(d, t, b) = (double)table(d, tok(t, b)) + pos(d, start + t);
+                for (int d = 0; d < D; d++) r(d, t, b) = (double)table(d, tok(t, b)) + pos(d, start + 2 * b + t);
         EXPECT_LE(ref::rel_error(out, r), ref::kTolerance) << "D=" << D << " T=" << T;
     }
 }
@@ -116,8 +133,13 @@ TEST_P(LearnedEmbeddingTest, PositionPastTheTableIsAnError) {
         Buffer<int32_t> tok(T, B);
         tok.fill(1);
         Buffer<float> out(D, T, B);
-        HF_CALL(GetParam().fn(tok, table, P - T, 1.0f, pos, out));  // the last T positions: fine
-        EXPECT_NE(GetParam().fn(tok, table, P - T + 1, 1.0f, pos, out), 0) << "D=" << D << ": one past the end";
+        HF_CALL(GetParam().fn(tok, table, starts(B, P - T), 1.0f, pos, out));  // the last T positions: fine
+        // Only the last sequence one past the end.
+        Buffer<int32_t> at = starts(B, P - T);
+        at(B - 1) += 1;
+        EXPECT_NE(GetParam().fn(tok, table, at, 1.0f, pos, out), 0) << "D=" << D << ": one past the end";
+        EXPECT_NE(halformer::last_kernel_error().find("position"), std::string::npos)
+            << halformer::last_kernel_error();
     }
 }
 
@@ -128,7 +150,7 @@ INSTANTIATE_TEST_SUITE_P(All, LearnedEmbeddingTest,
 
 // BERT's embeddings: learned positions plus token types, each type id
 // checked against the type table.
-using TypesFn = int (*)(halide_buffer_t *, halide_buffer_t *, int32_t, float, halide_buffer_t *, halide_buffer_t *,
+using TypesFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float, halide_buffer_t *, halide_buffer_t *,
                         halide_buffer_t *, halide_buffer_t *);
 class TypedEmbeddingTest : public OpTest<TypesFn> {};
 
@@ -140,7 +162,7 @@ TEST_P(TypedEmbeddingTest, AddsPositionsAndTokenTypes) {
         Buffer<float> types = ref::random_buffer({D, Ty}, seed++);
         Buffer<int32_t> tok = random_tokens(T, B, V, seed++), ty = random_tokens(T, B, Ty, seed++);
         Buffer<float> out(D, T, B);
-        HF_CALL(GetParam().fn(tok, table, start, 2.0f, pos, ty, types, out));
+        HF_CALL(GetParam().fn(tok, table, starts(B, start), 2.0f, pos, ty, types, out));
         ref::Array r({D, T, B});
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++)
@@ -159,7 +181,7 @@ TEST_P(TypedEmbeddingTest, TypeOutsideTheTableIsAnError) {
         Buffer<int32_t> ty(4, 1);
         ty.fill(1);
         ty(3, 0) = bad;
-        EXPECT_NE(GetParam().fn(tok, table, 0, 1.0f, pos, ty, types, out), 0) << "type " << bad;
+        EXPECT_NE(GetParam().fn(tok, table, starts(1, 0), 1.0f, pos, ty, types, out), 0) << "type " << bad;
         EXPECT_NE(halformer::last_kernel_error().find("token type"), std::string::npos)
             << halformer::last_kernel_error();
     }

@@ -24,10 +24,12 @@
 #include "decoding/search.h"
 
 #include "hf_argmax.h"
+#include "hf_gather_rows.h"
 #include "hf_sample.h"
 #include "hf_topk8.h"
 
 HF_DEVICE_KERNELS(hf_argmax)
+HF_DEVICE_KERNELS(hf_gather_rows)
 HF_DEVICE_KERNELS(hf_topk8)
 
 #include <algorithm>
@@ -44,13 +46,20 @@ constexpr int kTopK = 8;  // hf_topk8: beam + 1 candidates per beam
 
 // One generate() call's decoder over a batch of B inputs × K rows (slots r
 // = b·K + k). Row c of a step's batch (c < Ra, the rows still decoding) is
-// slot act[c], and slot r is row pos[r]. Row kv_rows[c·cap + t] of the
-// self-attention caches holds position t of row c: a step writes its
-// position at the batch's row c, and a hypothesis that takes another parent
-// takes the parent's row list (cap ints), never its cache. Every position is
+// slot act[c], and slot r is row pos[r].
+//
+// The self-attention caches hold cap time slots of R rows each (cache row
+// slot·R + c): the prefill writes slots 0..P-1 (P: the longest prefix; a
+// shorter prefix leaves its row's last slots unused), and step s writes
+// slot P + s at the batch's row c. Positions are per row: input b's prefix
+// has plen[b] tokens, so the token a row reads at step s is at position
+// plen[b] + s, whatever the others' lengths. Row kv_rows[c·cap + t] of the
+// cache holds position t of row c; a hypothesis that takes another parent
+// takes the parent's list (cap ints), never its cache. Every position is
 // written once and read in place by the attention kernel. The lists are
-// passed to the kernel for beam search, and for greedy or sampling once an
-// input has left the batch (before that they are the identity).
+// passed to the kernel for beam search, for prefixes of different lengths,
+// and for greedy or sampling once an input has left the batch (before that
+// position t of row c is at cache row t·R + c, as the lists say).
 struct Session::Decoder {
     Session &s;
     const GenerateOptions &opt;
@@ -59,23 +68,32 @@ struct Session::Decoder {
     size_t layers;
     decoding::Search &search;
     int Ra;
+    bool uniform = true;  // every prefix of length P
     std::vector<int> act, pos, pos_next;
-    std::vector<int32_t> kv_rows, kv_rows_alt, kv_len, src_lens, cross_len, cross_rows;
+    std::vector<int32_t> plen, kv_rows, kv_rows_alt, kv_len, src_lens, cross_len, cross_rows, row_pos;
     bool compacted = false;
     float *x = nullptr, *xa = nullptr, *last = nullptr;
     const float *bias = nullptr;
     std::vector<double> u;
 
+    static int longest(const std::vector<Sequence> &prefix) {
+        size_t P = 0;
+        for (auto &p : prefix) P = std::max(P, p.size());
+        return (int)P;
+    }
+
     Decoder(Session &s_, const std::vector<Sequence> &prefix, const float *memory_, int S_,
             const std::vector<int32_t> &src_lens_, const GenerateOptions &o, int max_new_, decoding::Search &search_)
         : s(s_), opt(o), memory(memory_), S(S_), B((int)prefix.size()), K(search_.width()), R(B * K),
-          P((int)prefix[0].size()), V(s_.w->gen_rows), D(s_.cfg.d_model), A(s_.desc.attn_width), cap(P + max_new_ - 1), max_new(max_new_),
-          layers(s_.w->dec.layers.size()), search(search_), Ra(R), act(R), pos(R), pos_next(R),
-          kv_rows((size_t)R * cap), kv_rows_alt((size_t)R * cap), kv_len(R, P), src_lens(src_lens_),
-          cross_len(src_lens_) {
+          P(longest(prefix)), V(s_.w->gen_rows), D(s_.cfg.d_model), A(s_.desc.attn_width), cap(P + max_new_ - 1),
+          max_new(max_new_), layers(s_.w->dec.layers.size()), search(search_), Ra(R), act(R), pos(R), pos_next(R),
+          plen(R), kv_rows((size_t)R * cap), kv_rows_alt((size_t)R * cap), kv_len(R), src_lens(src_lens_),
+          cross_len(src_lens_), row_pos(R) {
         for (int r = 0; r < R; r++) {
             act[r] = pos[r] = r;
-            std::fill_n(&kv_rows[(size_t)r * cap], cap, r);
+            plen[r] = kv_len[r] = (int)prefix[r / K].size();
+            if (plen[r] != P) uniform = false;
+            for (int t = 0; t < cap; t++) kv_rows[(size_t)r * cap + t] = t * R + r;
         }
     }
 
@@ -94,38 +112,55 @@ struct Session::Decoder {
         for (size_t l = 0; l < layers; l++) s.self_kv[l].need((size_t)cap * R * 2 * A);
         // T5: the decoder's relative-position bias, once for every step.
         bias = s.stack_bias(s.w->dec, true);
+        // (Its kernels take one query position a step: every prefix of one length.)
+        if (bias && !uniform) throw Error("internal: a relative-position bias with prefixes of different lengths");
     }
 
-    void run_layers(int T, int start) {
+    // T new positions of the Ra rows, written at cache slots slot..slot+T-1.
+    void run_layers(int T, int slot) {
         RowMap rows;
         rows.cache_rows = R;
-        if (T == 1 && (K > 1 || compacted)) {
+        if (T == 1 && (K > 1 || compacted || !uniform)) {
             rows.kv_rows = kv_rows.data();
             rows.kv_rows_stride = cap;
+            rows.slots = cap;
         }
         if (compacted && memory) {
             rows.cross_rows = cross_rows.data();
             rows.cross_sources = B;
         }
         for (size_t l = 0; l < layers; l++) {
-            s.layer(s.w->dec.layers[l], true, x, xa, T, Ra, start, s.self_kv[l].get(), kv_len.data(),
+            s.layer(s.w->dec.layers[l], true, x, xa, T, Ra, slot, s.self_kv[l].get(), kv_len.data(),
                     memory ? s.cross_kv[l].get() : nullptr, memory ? cross_len.data() : nullptr, S,
                     memory && T == 1 ? K : 1, rows, bias);
         }
-        last = x + (size_t)(T - 1) * Ra * D;
-        s.final_norm(s.w->dec.final_norm, last, Ra);
     }
 
-    // The prefix at positions 0..P-1 of every row.
+    // The prefixes at positions 0..plen-1 of every row (a shorter one
+    // padded at its end: its own keys stop at plen, kv_len), then each
+    // row's last position, normalized.
     void prefill(const std::vector<Sequence> &prefix) {
-        std::vector<int32_t> tokens((size_t)P * R);
-        for (int t = 0; t < P; t++) {
-            for (int r = 0; r < R; r++) tokens[(size_t)t * R + r] = prefix[r / K][t];
+        std::vector<int32_t> tokens((size_t)P * R, s.cfg.pad_id);
+        for (int r = 0; r < R; r++) {
+            const Sequence &p = prefix[r / K];
+            for (size_t t = 0; t < p.size(); t++) tokens[t * R + r] = p[t];
         }
         x = s.x0.need((size_t)std::max(P, 1) * R * D);
         xa = s.x1.need((size_t)std::max(P, 1) * R * D);
         layers::embed(s, s.w->dec, tokens.data(), P, R, 0, x);
         run_layers(P, 0);
+        if (uniform) {
+            last = x + (size_t)(P - 1) * R * D;
+        } else {
+            // Row r's last position, plen[r] - 1, gathered into xa.
+            std::vector<int32_t> at(R);
+            for (int r = 0; r < R; r++) at[r] = (plen[r] - 1) * R + r;
+            View src(x, {{D, 1}, {P * R, D}, {1, P * R * D}}), idx(at.data(), {{R, 1}}, true);
+            View out(xa, {{D, 1}, {R, D}, {1, R * D}});
+            s.run("gather", [&] { return HF_PICK(s.device(), hf_gather_rows)(src.get(), idx.get(), out.get()); });
+            last = xa;
+        }
+        s.final_norm(s.w->dec.final_norm, last, R);
     }
 
     // The step's results for its Ra rows: only ids (and for beam search the
@@ -165,8 +200,9 @@ struct Session::Decoder {
     }
 
     // The next batch: the slots of the inputs not done, in order, with
-    // their row lists (a beam's is its parent's) and sources.
-    void compact(int len) {
+    // their row lists (a beam's is its parent's) and sources. `slots`:
+    // the cache slots written so far (no list holds a later one).
+    void compact(int slots) {
         int Rn = 0;
         for (int c = 0; c < Ra; c++) {
             if (!search.done(act[c] / K)) act[Rn++] = act[c];
@@ -187,26 +223,33 @@ struct Session::Decoder {
         for (int c = 0; c < Rn; c++) pos_next[act[c]] = c;
         for (int c = 0; c < Rn; c++) {
             const int32_t *from = &kv_rows[(size_t)pos[search.parent(act[c])] * cap];
-            int32_t *to = &kv_rows_alt[(size_t)c * cap];
-            std::copy(from, from + len, to);
-            std::fill(to + len, to + cap, c);  // positions from len on: written at row c
+            std::copy(from, from + slots, &kv_rows_alt[(size_t)c * cap]);
         }
         std::swap(kv_rows, kv_rows_alt);
         std::swap(pos, pos_next);
         Ra = Rn;
     }
 
-    // One position more for the rows still decoding.
-    void advance(int len) {
+    // One position more for the rows still decoding: at step `step`, each
+    // row's token goes to position plen + step and cache slot P + step.
+    void advance(int step) {
+        const int slot = P + step;
         std::vector<int32_t> tokens_now(Ra);
-        for (int c = 0; c < Ra; c++) tokens_now[c] = search.next(act[c]);
-        kv_len.assign(Ra, len + 1);
+        kv_len.resize(Ra);
+        row_pos.resize(Ra);
+        for (int c = 0; c < Ra; c++) {
+            tokens_now[c] = search.next(act[c]);
+            row_pos[c] = plen[act[c]] + step;
+            kv_len[c] = row_pos[c] + 1;
+            kv_rows[(size_t)c * cap + row_pos[c]] = slot * R + c;
+        }
         x = s.x0.get();
         xa = s.x1.get();
-        layers::embed(s, s.w->dec, tokens_now.data(), 1, Ra, len, x);
-        run_layers(1, len);
+        layers::embed(s, s.w->dec, tokens_now.data(), 1, Ra, slot, x, uniform ? nullptr : row_pos.data());
+        run_layers(1, slot);
+        last = x;
+        s.final_norm(s.w->dec.final_norm, last, Ra);
     }
-
 };
 
 std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence> &prefix, const float *memory, int S,
@@ -229,9 +272,8 @@ std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence>
         step_start = now;
         search->report_done();
         if (step == max_new - 1 || search->all_done()) break;
-        const int len = d.P + step;  // positions already in the cache
-        d.compact(len);
-        d.advance(len);
+        d.compact(d.P + step);
+        d.advance(step);
     }
     return search->results();
 }
@@ -307,55 +349,74 @@ void require_generate_fits(Session &m, const GenerateOptions &opt, int64_t B, in
                        std::to_string(std::max(S, P)) + " input tokens, " + std::to_string(new_tokens) + " new)");
 }
 
-// How many of n prompts of P tokens run at once: all, or halved until
-// they fit the memory budget.
-size_t prompts_at_once(Session &m, const GenerateOptions &opt, size_t n, int P) {
-    const int new_tokens = new_token_limit(m.cfg, opt, P);
-    while (n > 1) {
-        try {
-            require_generate_fits(m, opt, (int64_t)n, 0, P, new_tokens);
-            return n;
-        } catch (const Error &) {
-            n = (n + 1) / 2;
-        }
+// Prompt b's new tokens at most: new_token_limit for its length, or less
+// where max_new_tokens_each says so; Error where they do not fit its
+// positions.
+int prompt_limit(const Config &c, const GenerateOptions &opt, size_t b, int P) {
+    if (opt.max_new_tokens_each.empty()) return new_token_limit(c, opt, P);
+    const int allowed = c.max_positions - P + 1, each = opt.max_new_tokens_each[b];
+    const int n = opt.max_new_tokens == -1 ? std::min(std::min(256, allowed), each) : std::min(opt.max_new_tokens, each);
+    if (opt.max_new_tokens != -1 && opt.max_new_tokens < 1) throw Error("generate: max_new_tokens must be >= 1");
+    if (n > allowed) {
+        throw Error("generate: prompt " + std::to_string(b) + ": " + std::to_string(P) + " tokens + " +
+                    std::to_string(n) + " new tokens need " + std::to_string(P + n - 1) +
+                    " positions; the model has max_positions = " + std::to_string(c.max_positions));
     }
-    return 1;
+    return n;
 }
 
-// A decoder-only model's prompts: those of one length run as one batch
-// (their positions line up; the kernels take one start position per call),
-// as many at a time as the memory budget holds; the groups one after
-// another. Each prompt keeps the seed, limit, callbacks and cancellation it
-// has alone.
+// A decoder-only model's prompts run as one batch whatever their lengths
+// (each row at its own positions: one kernel call per step for the
+// batch), as many at a time as the memory budget holds: in order of
+// length, each chunk halved until it fits. Each prompt keeps the seed,
+// limit, callbacks and cancellation it has alone.
 std::vector<std::vector<Hypothesis>> generate_prompts(Session &m, const std::vector<Sequence> &src,
                                                       const GenerateOptions &opt) {
-    std::map<size_t, std::vector<size_t>> by_length;
-    for (size_t b = 0; b < src.size(); b++) by_length[src[b].size()].push_back(b);
+    std::vector<size_t> order(src.size());
+    for (size_t b = 0; b < src.size(); b++) order[b] = b;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return src[a].size() < src[b].size(); });
+    std::vector<int> limit(src.size());
+    for (size_t b = 0; b < src.size(); b++) limit[b] = prompt_limit(m.cfg, opt, b, (int)src[b].size());
     std::vector<std::vector<Hypothesis>> out(src.size());
-    for (auto &[P, all] : by_length) {
-        const size_t chunk = prompts_at_once(m, opt, all.size(), (int)P);
-        for (size_t at = 0; at < all.size(); at += chunk) {
-            const std::vector<size_t> idx(all.begin() + (ptrdiff_t)at,
-                                          all.begin() + (ptrdiff_t)std::min(all.size(), at + chunk));
-            GenerateOptions o = opt;
-            o.seeds.clear();
-            o.max_new_tokens_each.clear();
-            std::vector<Sequence> prompts;
-            for (size_t b : idx) {
-                prompts.push_back(src[b]);
-                o.seeds.push_back((opt.seeds.empty() ? opt.seed : opt.seeds[b]) * 0x9E3779B97F4A7C15ull +
-                                  (opt.seeds.empty() ? b : 0));
-                if (!opt.max_new_tokens_each.empty()) o.max_new_tokens_each.push_back(opt.max_new_tokens_each[b]);
+    for (size_t at = 0; at < order.size();) {
+        // The chunk order[at, at + n): its longest prompt is its last; the
+        // most new tokens any of them may take.
+        auto longest_new = [&](size_t n) {
+            int most = 0;
+            for (size_t i = at; i < at + n; i++) most = std::max(most, limit[order[i]]);
+            return most;
+        };
+        size_t n = order.size() - at;
+        while (n > 1) {
+            try {
+                require_generate_fits(m, opt, (int64_t)n, 0, (int64_t)src[order[at + n - 1]].size(), longest_new(n));
+                break;
+            } catch (const Error &) {
+                n = (n + 1) / 2;
             }
-            if (opt.on_finished) {
-                o.on_finished = [&opt, &idx](int i, const std::vector<Hypothesis> &h) {
-                    opt.on_finished((int)idx[(size_t)i], h);
-                };
-            }
-            if (opt.cancelled) o.cancelled = [&opt, &idx](int i) { return opt.cancelled((int)idx[(size_t)i]); };
-            auto r = m.decode(prompts, nullptr, 0, {}, o, new_token_limit(m.cfg, opt, (int)P));
-            for (size_t i = 0; i < idx.size(); i++) out[idx[i]] = std::move(r[i]);
         }
+        const std::vector<size_t> idx(order.begin() + (ptrdiff_t)at, order.begin() + (ptrdiff_t)(at + n));
+        const int max_new = longest_new(n);
+        at += n;
+        GenerateOptions o = opt;
+        o.seeds.clear();
+        o.max_new_tokens_each.clear();
+        std::vector<Sequence> prompts;
+        for (size_t b : idx) {
+            prompts.push_back(src[b]);
+            o.seeds.push_back((opt.seeds.empty() ? opt.seed : opt.seeds[b]) * 0x9E3779B97F4A7C15ull +
+                              (opt.seeds.empty() ? b : 0));
+            o.max_new_tokens_each.push_back(limit[b]);
+        }
+        if (opt.on_finished) {
+            o.on_finished = [&opt, &idx](int i, const std::vector<Hypothesis> &h) {
+                opt.on_finished((int)idx[(size_t)i], h);
+            };
+        }
+        if (opt.on_token) o.on_token = [&opt, &idx](int i, int32_t id) { opt.on_token((int)idx[(size_t)i], id); };
+        if (opt.cancelled) o.cancelled = [&opt, &idx](int i) { return opt.cancelled((int)idx[(size_t)i]); };
+        auto r = m.decode(prompts, nullptr, 0, {}, o, max_new);
+        for (size_t i = 0; i < idx.size(); i++) out[idx[i]] = std::move(r[i]);
     }
     return out;
 }
@@ -381,7 +442,9 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
         return m.decode(prefix, memory, S, lens, opt, new_tokens);
     }
     m.check_tokens(src, c.tgt_vocab_size, "prompt", 0);
-    for (auto &s : src) require_generate_fits(m, opt, 1, 0, (int64_t)s.size(), new_token_limit(c, opt, (int)s.size()));
+    for (size_t b = 0; b < src.size(); b++) {
+        require_generate_fits(m, opt, 1, 0, (int64_t)src[b].size(), prompt_limit(c, opt, b, (int)src[b].size()));
+    }
     return generate_prompts(m, src, opt);
 }
 

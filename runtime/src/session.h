@@ -16,15 +16,18 @@
 namespace halformer {
 
 // Where a decoder layer's rows find their keys and values (Session::layer).
-// cache_rows: rows of the self-attention cache (0: the batch's rows).
-// kv_rows (T = 1, causal): row kv_rows[r·kv_rows_stride + t] of the cache
-// holds position t of row r, else row r. cross_rows (with cross_group):
-// source g of the call is source cross_rows[g·S] of the encoder K|V, which
-// holds cross_sources of them (the sources still in the batch).
+// cache_rows: rows of each time slot of the self-attention cache (0: the
+// batch's rows); position t of row r is at cache row t·cache_rows + r, or
+// with kv_rows (T = 1, causal) at cache row kv_rows[r·kv_rows_stride + t]
+// of the whole cache (`slots` time slots: rows of one batch may be at
+// different positions, and a beam reads its ancestors' rows).
+// cross_rows (with cross_group): source g of the call is source
+// cross_rows[g·S] of the encoder K|V, which holds cross_sources of them
+// (the sources still in the batch).
 struct RowMap {
     int cache_rows = 0;
     const int32_t *kv_rows = nullptr;
-    int kv_rows_stride = 0;
+    int kv_rows_stride = 0, slots = 0;
     const int32_t *cross_rows = nullptr;
     int cross_sources = 0;
 };
@@ -149,8 +152,10 @@ public:
     // cache rows 0..R-1. kv_len: valid keys per row; cross_mem/cross_len/S:
     // the encoder's K|V or null.
     // kv_rows (T = 1, causal): row kv_rows[r·kv_rows_stride + t] of the
-    // cache holds position t of row r (beam search, or rows that moved when
-    // finished inputs left the batch), else row r.
+    // whole cache holds position t of row r (beam search, prefixes of
+    // different lengths, or rows that moved when finished inputs left the
+    // batch); `start` is then the cache slot written, and each row's keys
+    // end at its kv_len.
     // cross_group: rows per source in cross_mem (beam search: the beams of a
     // source are consecutive rows and read one copy of its K|V, as that many
     // queries of one sequence); cross_mem then has R / cross_group rows and

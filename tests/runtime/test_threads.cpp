@@ -21,7 +21,7 @@
 
 using namespace halformer;
 
-extern "C" int hf_embedding_adams2019(halide_buffer_t *tokens, halide_buffer_t *table, int32_t start, float scale,
+extern "C" int hf_embedding_adams2019(halide_buffer_t *tokens, halide_buffer_t *table, halide_buffer_t *start, float scale,
                             halide_buffer_t *out);
 
 namespace {
@@ -183,7 +183,13 @@ TEST(Threads, KernelErrorReachesTheCallingThread) {
             tok[T - 1 - t] = bad;                // near the end: past the first tasks
             halide_dimension_t td[2] = {{0, D, 1}, {0, V, D}}, kd[2] = {{0, T, 1}, {0, 1, T}},
                                od[3] = {{0, D, 1}, {0, T, D}, {0, 1, D * T}};
-            halide_buffer_t tb{}, kb{}, ob{};
+            halide_buffer_t tb{}, kb{}, ob{}, sb{};
+            int32_t start = 0;
+            halide_dimension_t sd[1] = {{0, 1, 1}};
+            sb.host = (uint8_t *)&start;
+            sb.type = halide_type_t(halide_type_int, 32);
+            sb.dimensions = 1;
+            sb.dim = sd;
             tb.host = (uint8_t *)table.data();
             tb.type = halide_type_t(halide_type_float, 32);
             tb.dimensions = 2;
@@ -198,7 +204,7 @@ TEST(Threads, KernelErrorReachesTheCallingThread) {
             ob.dim = od;
             for (int i = 0; i < kCalls; i++) {
                 take_kernel_error();
-                if (hf_embedding_adams2019(&kb, &tb, 0, 1.0f, &ob) == 0) continue;
+                if (hf_embedding_adams2019(&kb, &tb, &sb, 1.0f, &ob) == 0) continue;
                 calls_failed++;
                 const std::string msg = take_kernel_error();
                 if (msg.find(std::to_string(bad)) == std::string::npos) {
@@ -345,8 +351,8 @@ TEST(Generate, PerInputSeedsLimitsAndCallbacks) {
         const int vocab = arch == Architecture::Decoder ? 280 : 300;
         std::mt19937 rng(13);
         const auto mixed = random_batch(rng, 4, vocab, 9);
-        // Decoder-only: prompts of one length run as one batch (decode.cpp),
-        // prompts of several lengths group by group; both as alone.
+        // Decoder-only: prompts of one length or of several run as one
+        // batch (decode.cpp: each row at its own positions); both as alone.
         auto equal = mixed;
         for (auto &s : equal) s.resize(std::min_element(mixed.begin(), mixed.end(), [](auto &a, auto &b) {
                                             return a.size() < b.size();
@@ -398,6 +404,96 @@ TEST(Generate, PerInputSeedsLimitsAndCallbacks) {
                 }
             }
         }
+    }
+}
+
+}  // namespace
+
+namespace {
+
+// Decoder-only prompts of different lengths run as one batch: one kernel
+// call per step for all of them (each row at its own positions, its own
+// keys), and each prompt gets what it gets alone — greedy, beam and seeded
+// sampling, with learned and sinusoidal positions; on_token reports each
+// prompt's own tokens.
+TEST(Generate, DecoderPromptsOfDifferentLengthsRunAsOneBatch) {
+    const Device dev = test_device();
+    for (Positional pe : {Positional::Learned, Positional::Sinusoidal}) {
+        Config c = config(Architecture::Decoder);
+        c.positional_encoding = pe;
+        Model m = Model::random(c, 43, dev);
+        std::mt19937 rng(17);
+        std::vector<Sequence> src;
+        for (int len : {1, 23, 5, 40, 2, 11}) {
+            Sequence p(len);
+            for (auto &t : p) t = 3 + (int32_t)(rng() % 277);
+            src.push_back(p);
+        }
+        const int n = (int)src.size();
+        for (int beam : {1, 2}) {
+            for (bool sample : {false, true}) {
+                if (sample && beam > 1) continue;
+                SCOPED_TRACE(std::string(positional_name(pe)) + " beam " + std::to_string(beam) +
+                             (sample ? " sampled" : ""));
+                GenerateOptions o;
+                o.beam = beam;
+                o.sample = sample;
+                o.stop_at_eos = false;  // random weights: run to each limit
+                o.max_new_tokens = 10;
+                o.seeds = {1, 2, 3, 4, 5, 6};
+                o.max_new_tokens_each = {10, 4, 10, 7, 2, 10};
+                std::vector<std::vector<int32_t>> streamed(n);
+                if (beam == 1) o.on_token = [&](int b, int32_t id) { streamed[(size_t)b].push_back(id); };
+                m.reset_profile();
+                const auto batch = m.generate(src, o);
+                // One batch: its first step has every prompt, and every step
+                // one embedding call (the prefill and 9 steps), not one per
+                // length.
+                ASSERT_FALSE(m.step_rows().empty());
+                EXPECT_EQ(m.step_rows()[0], n * beam);
+                EXPECT_EQ(m.step_rows().size(), 10u);
+                EXPECT_EQ(m.profile()["embedding"].calls, 10);
+                for (int b = 0; b < n; b++) {
+                    GenerateOptions a;
+                    a.beam = beam;
+                    a.sample = sample;
+                    a.stop_at_eos = false;
+                    a.seed = o.seeds[(size_t)b];
+                    a.max_new_tokens = o.max_new_tokens_each[(size_t)b];
+                    const auto alone = m.generate({src[(size_t)b]}, a)[0];
+                    ASSERT_EQ(batch[(size_t)b].size(), alone.size()) << "prompt " << b;
+                    for (size_t h = 0; h < alone.size(); h++) {
+                        EXPECT_EQ(batch[(size_t)b][h].tokens, alone[h].tokens) << "prompt " << b << " hypothesis " << h;
+                        EXPECT_NEAR(batch[(size_t)b][h].score, alone[h].score, 1e-5 * (1 + std::abs(alone[h].score)))
+                            << "prompt " << b;
+                    }
+                    EXPECT_EQ((int)batch[(size_t)b][0].tokens.size(), o.max_new_tokens_each[(size_t)b]);
+                    if (beam == 1) EXPECT_EQ(streamed[(size_t)b], batch[(size_t)b][0].tokens) << "prompt " << b;
+                }
+            }
+        }
+    }
+}
+
+// Each prompt's limit is checked against its own length: a long prompt
+// with few new tokens beside a short one with many is one valid call.
+TEST(Generate, EachPromptsLimitIsCheckedAgainstItsOwnLength) {
+    Model m = Model::random(config(Architecture::Decoder), 44, test_device());
+    std::vector<Sequence> src = {Sequence(60, 5), Sequence(3, 6)};
+    GenerateOptions o;
+    o.stop_at_eos = false;
+    o.max_new_tokens = 50;
+    o.max_new_tokens_each = {5, 50};  // 60 + 5 - 1 and 3 + 50 - 1 positions: both within 64
+    const auto out = m.generate(src, o);
+    EXPECT_EQ(out[0][0].tokens.size(), 5u);
+    EXPECT_EQ(out[1][0].tokens.size(), 50u);
+    o.max_new_tokens_each = {6, 50};  // 65 positions
+    try {
+        m.generate(src, o);
+        ADD_FAILURE() << "no error past max_positions";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("prompt 0: 60 tokens + 6 new tokens need 65 positions"), std::string::npos)
+            << e.what();
     }
 }
 

@@ -378,14 +378,15 @@ class EmbeddingData : public OpData {
 public:
     EmbeddingData(const Shape &s, const std::string &pe, bool token_types = false)
         : B(dim(s, "B")), T(dim(s, "T")), D(dim(s, "D")), V(dim(s, "V")), pe(pe), with_types(token_types),
-          tokens(T, B), types(T, B), table(ref::random_buffer({D, V}, 1)), pos(ref::random_buffer({D, T + start}, 2)),
-          type_table(ref::random_buffer({D, 2}, 3)), out(D, T, B) {
+          tokens(T, B), types(T, B), starts(B), table(ref::random_buffer({D, V}, 1)),
+          pos(ref::random_buffer({D, T + start + B}, 2)), type_table(ref::random_buffer({D, 2}, 3)), out(D, T, B) {
+        for (int b = 0; b < B; b++) starts(b) = start + b;  // each sequence at its own position
         uint32_t h = 12345;
         tokens.for_each_value([&](int32_t &t) { h = h * 1664525u + 1013904223u; t = (int32_t)(h % (uint32_t)V); });
         types.for_each_value([&](int32_t &t) { h = h * 1664525u + 1013904223u; t = (int32_t)((h >> 16) % 2u); });
     }
     std::vector<InputValue> inputs() override {
-        std::vector<InputValue> in{{"tokens", tokens}, {"table", table}, {"start_pos", (double)start}, {"scale", scale}};
+        std::vector<InputValue> in{{"tokens", tokens}, {"table", table}, {"start_pos", starts}, {"scale", scale}};
         if (pe == "learned") in.push_back({"pos_table", pos});
         if (with_types) {
             in.push_back({"types", types});
@@ -400,8 +401,8 @@ public:
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++)
                 for (int d = 0; d < D; d++) {
-                    double p = pe == "learned" ? (double)pos(d, start + t)
-                                               : ref::positional(start + t, d, D, pe == "sinusoidal_concat");
+                    const int at = starts(b) + t;
+                    double p = pe == "learned" ? (double)pos(d, at) : ref::positional(at, d, D, pe == "sinusoidal_concat");
                     if (with_types) p += type_table(d, types(t, b));
                     r(d, t, b) = (double)table(d, tokens(t, b)) * scale + p;
                 }
@@ -414,7 +415,7 @@ private:
     bool with_types;
     int32_t start = 3;
     float scale = 2.0f;
-    Buffer<int32_t> tokens, types;
+    Buffer<int32_t> tokens, types, starts;
     Buffer<float> table, pos, type_table, out;
 };
 

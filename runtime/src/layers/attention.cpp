@@ -61,6 +61,12 @@ struct Heads {
     View kv(const float *p, int L, int rows, int stride) const {
         return View(p, {{dk, 1}, {L, rows * stride}, {H, dk}, {rows, stride}});
     }
+    // Keys or values of L positions anywhere among `rows` cache rows: a
+    // row list gives each position's row (the position dimension has no
+    // stride of its own).
+    View kv_listed(const float *p, int L, int rows, int stride) const {
+        return View(p, {{dk, 1}, {L, 0}, {H, dk}, {rows, stride}});
+    }
     // The gradient of K|V together: (dk, 2, T, H, R).
     View dkv(const float *p, int T, int R, int stride) const {
         return View(p, {{dk, 1}, {2, D}, {T, R * stride}, {H, dk}, {R, stride}});
@@ -125,12 +131,22 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
     View vv = h.kv(io.kv + h.D, L, io.cache_rows, io.kv_stride), vo = h.q(io.att, T, R, h.D);
     View vl(io.kv_len, {{R, 1}}, true);
     const int start = io.start;
+    const bool listed = io.rows.kv_rows && causal && T == 1;
+    if (listed) {
+        // Position t of row r is cache row kv_rows[r·stride + t] of the whole cache.
+        const int rows = io.rows.slots * io.cache_rows;
+        if (io.rows.slots < L || io.rows.kv_rows_stride < L) throw Error("internal: row lists shorter than the keys");
+        vk = h.kv_listed(io.kv, L, rows, io.kv_stride);
+        vv = h.kv_listed(io.kv + h.D, L, rows, io.kv_stride);
+    }
     if (io.pos_bias) {
         if (p.train) throw Error("training: no attention kernels with a relative-position bias (T5 is inference only)");
         const int Rb = k.desc.relative_max_distance;
         View vb(io.pos_bias, {{2 * Rb + 1, 1}, {h.H, 2 * Rb + 1}});
         vb.dim[0].min = -Rb;
-        if (io.rows.kv_rows && causal && T == 1) {
+        if (listed) {
+            // (The bias is by the query's position: `start` for every row.
+            // T5 decodes behind an encoder, every prefix bos alone.)
             View vrows(io.rows.kv_rows, {{L, 1}, {R, io.rows.kv_rows_stride}}, true);
             k.run("attention", [&] {
                 return HF_PICK(k.device(), hf_attention_causal_decode_rows_bias)(
@@ -145,7 +161,7 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
         k.run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, vb.get(), vo.get()); });
         return;
     }
-    if (io.rows.kv_rows && causal && T == 1) {
+    if (listed) {
         View vrows(io.rows.kv_rows, {{L, 1}, {R, io.rows.kv_rows_stride}}, true);
         k.run("attention", [&] {
             return HF_PICK(k.device(), hf_attention_causal_decode_rows)(vq.get(), vk.get(), vv.get(), vl.get(), start,

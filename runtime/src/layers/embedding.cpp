@@ -27,7 +27,8 @@ HF_DEVICE_KERNELS(hf_embedding_learned_backward)
 
 namespace halformer {
 namespace layers {
-void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int start, float *x) {
+void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int start, float *x,
+           const int32_t *row_start) {
     const Description &c = k.desc;
     const int D = c.d_model;
     // The kernel reads tokens as (t, b) with unit stride in t.
@@ -35,20 +36,22 @@ void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int
     for (int t = 0; t < T; t++) {
         for (int r = 0; r < R; r++) by_row[(size_t)r * T + t] = tokens[(size_t)t * R + r];
     }
+    std::vector<int32_t> starts = row_start ? std::vector<int32_t>(row_start, row_start + R) : std::vector<int32_t>(R, start);
     View tok(by_row.data(), {{T, 1}, {R, T}}, true), table(s.embed, {{D, 1}, {s.vocab, D}});
+    View vstart(starts.data(), {{R, 1}}, true);
     View out(x, {{D, 1}, {T, R * D}, {R, D}});
     const float scale = c.embedding_scale;
     switch (c.position) {
     case Positional::Relative:  // (T5: positions enter the attention as a bias)
         k.run("embedding",
-              [&] { return HF_PICK(k.device(), hf_embedding_none)(tok.get(), table.get(), start, scale, out.get()); });
+              [&] { return HF_PICK(k.device(), hf_embedding_none)(tok.get(), table.get(), vstart.get(), scale, out.get()); });
         break;
     case Positional::Sinusoidal:
-        k.run("embedding", [&] { return HF_PICK(k.device(), hf_embedding)(tok.get(), table.get(), start, scale, out.get()); });
+        k.run("embedding", [&] { return HF_PICK(k.device(), hf_embedding)(tok.get(), table.get(), vstart.get(), scale, out.get()); });
         break;
     case Positional::SinusoidalConcat:
         k.run("embedding",
-              [&] { return HF_PICK(k.device(), hf_embedding_concat)(tok.get(), table.get(), start, scale, out.get()); });
+              [&] { return HF_PICK(k.device(), hf_embedding_concat)(tok.get(), table.get(), vstart.get(), scale, out.get()); });
         break;
     case Positional::Learned: {
         View pos(s.pos, {{D, 1}, {c.max_positions, D}});
@@ -56,13 +59,13 @@ void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int
             std::vector<int32_t> types((size_t)T * R, 0);
             View vt(types.data(), {{T, 1}, {R, T}}, true), tt(s.types, {{D, 1}, {c.token_types, D}});
             k.run("embedding", [&] {
-                return HF_PICK(k.device(), hf_embedding_learned_types)(tok.get(), table.get(), start, scale, pos.get(),
+                return HF_PICK(k.device(), hf_embedding_learned_types)(tok.get(), table.get(), vstart.get(), scale, pos.get(),
                                                                        vt.get(), tt.get(), out.get());
             });
             break;
         }
         k.run("embedding", [&] {
-            return HF_PICK(k.device(), hf_embedding_learned)(tok.get(), table.get(), start, scale, pos.get(), out.get());
+            return HF_PICK(k.device(), hf_embedding_learned)(tok.get(), table.get(), vstart.get(), scale, pos.get(), out.get());
         });
         break;
     }

@@ -52,7 +52,10 @@ struct Mat {
 };
 
 // --- embedding.cpp
-void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int start, float *x);
+// Row r's tokens are at positions start + t, or row_start[r] + t where
+// given (rows of one decoding batch at different positions).
+void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int start, float *x,
+           const int32_t *row_start = nullptr);
 void embed_backward(Kernels &k, const StackW &w, const StackW &g, const int32_t *tokens, int T, int R,
                     const float *dx);
 
