@@ -128,6 +128,24 @@ out=$("$hf" generate "$fx/ed_post_relu" --src 5,6,7 --beam 3 --n-best 3 --max-ne
 a=$("$hf" generate "$fx/dec_pre_gelu" --src 5,6 --sample --top-k 5 --temperature 2 --seed 3)
 b=$("$hf" generate "$fx/dec_pre_gelu" --src 5,6 --sample --top-k 5 --temperature 2 --seed 3)
 [ "$a" = "$b" ] || fail "generate: seeded sampling repeats"
+# --logprobs: ids, a tab and the score, a tab and one log-probability per id
+# (the score their sum); --stop-ids ends the output at the id; a bad id is
+# an error naming it.
+out=$("$hf" generate "$fx/ed_post_relu" --src 5,6,7 --max-new-tokens 6 --logprobs)
+/usr/bin/python3 - "$out" <<'PY' || fail "generate --logprobs: $out"
+import sys
+ids, score, lps = sys.argv[1].split("\t")
+lps = [float(x) for x in lps.split(",")]
+assert len(lps) == len(ids.split()), (ids, lps)
+assert all(x <= 0 for x in lps) and abs(sum(lps) - float(score)) < 1e-4, (score, lps)
+PY
+first=$("$hf" generate "$fx/dec_pre_gelu" --src 5,6 --max-new-tokens 6 | cut -d' ' -f2)
+[ "$("$hf" generate "$fx/dec_pre_gelu" --src 5,6 --max-new-tokens 6 --stop-ids "$first" | wc -w)" -le 2 ] ||
+    fail "generate --stop-ids: the output goes on past $first"
+"$hf" generate "$fx/ed_post_relu" --src 5,6,7 --target-prefix 4,5 --max-new-tokens 3 > /dev/null ||
+    fail "generate --target-prefix"
+err=$("$hf" generate "$fx/ed_post_relu" --src 5,6,7 --stop-ids 99999 2>&1) && fail "generate --stop-ids 99999 passed"
+grep -q "stop id 99999 is out of range" <<< "$err" || fail "generate --stop-ids: $err"
 
 # bench: one JSON object with the documented keys.
 out=$("$hf" bench "$fx/ed_pre_gelu" --src-len 8 --new-tokens 4 --iters 1 --batch 2 --beam 2 --json)

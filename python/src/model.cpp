@@ -89,14 +89,22 @@ void bind_generate_options(py::module_ &m) {
         .def_readwrite("seeds", &GenerateOptions::seeds, "Sampling: one seed per input (empty: `seed` for all).")
         .def_readwrite("max_new_tokens_each", &GenerateOptions::max_new_tokens_each,
                        "One limit per input (empty: max_new_tokens for all).")
-        .def_readwrite("stop_at_eos", &GenerateOptions::stop_at_eos);
+        .def_readwrite("stop_at_eos", &GenerateOptions::stop_at_eos)
+        .def_readwrite("stop_ids", &GenerateOptions::stop_ids, "Ids that end a hypothesis as eos does.")
+        .def_readwrite("return_logprobs", &GenerateOptions::return_logprobs,
+                       "Fill Hypothesis.log_probs; greedy and sampled scores become their sum.")
+        .def_readwrite("target_prefix", &GenerateOptions::target_prefix,
+                       "Encoder-decoder: per input, ids the output continues (the hypotheses hold what follows).");
 }
 
 void bind_hypothesis(py::module_ &m) {
     py::class_<Hypothesis>(m, "Hypothesis", "One generated sequence: its ids (eos included when produced) and score.")
         .def_readonly("tokens", &Hypothesis::tokens)
         .def_readonly("score", &Hypothesis::score,
-                      "Beam search: total log-probability / ((5 + len) / 6)^α; greedy and sampling: 0.")
+                      "Beam search: total log-probability / ((5 + len) / 6)^α; greedy and sampling: the total "
+                      "log-probability with return_logprobs, else 0.")
+        .def_readonly("log_probs", &Hypothesis::log_probs,
+                      "With return_logprobs: each token's log-probability under the model.")
         .def("__repr__", [](const Hypothesis &h) {
             return "Hypothesis(tokens=" + py::repr(py::cast(h.tokens)).cast<std::string>() +
                    ", score=" + std::to_string(h.score) + ")";

@@ -108,6 +108,25 @@ def test_greedy_is_argmax_of_logits(name):
 
 
 @pytest.mark.parametrize("name", GENERATORS)
+def test_logprobs_are_the_teacher_forced_log_softmax(name):
+    m = model(name)
+    c = m.config
+    src = [5, 6, 7]
+    h = m.generate([src], max_new_tokens=6, return_logprobs=True, stop_at_eos=False)[0][0]
+    assert len(h.log_probs) == len(h.tokens)
+    for i, tok in enumerate(h.tokens):
+        if c.architecture == halformer.Architecture.EncoderDecoder:
+            row = m.logits([src], [[c.bos_id] + h.tokens[:i]])[0][-1].astype(np.float64)
+        else:
+            row = m.logits([src + h.tokens[:i]])[0][-1].astype(np.float64)
+        ref = row[tok] - row.max() - np.log(np.exp(row - row.max()).sum())
+        assert abs(h.log_probs[i] - ref) < 2e-4, (i, h.log_probs[i], ref)
+    assert abs(h.score - sum(h.log_probs)) < 1e-6
+    cut = m.generate([src], max_new_tokens=6, stop_at_eos=False, stop_ids=[h.tokens[2]])[0][0]
+    assert cut.tokens == h.tokens[: h.tokens.index(h.tokens[2]) + 1]
+
+
+@pytest.mark.parametrize("name", GENERATORS)
 def test_beam_matches_pytorch(name):
     for case in golden(name)["beam"]:
         opts = halformer.GenerateOptions(max_new_tokens=case["max_new_tokens"], beam=case["beam"],

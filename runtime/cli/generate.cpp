@@ -2,11 +2,14 @@
 //
 //   halformer generate DIR --src 5,6,7 [--max-new-tokens N] [--beam K --length-penalty A --n-best M]
 //                          [--sample --temperature T --top-k K --top-p P --seed S]
+//                          [--stop-ids 9,10] [--target-prefix 4,5] [--logprobs]
 //   halformer generate DIR --text "a prompt"     # a model with a tokenizer
 //
-// --src prints one line of ids per hypothesis (beam: a tab and its score);
-// --text prints the text (decoder-only: the continuation; encoder-decoder:
-// the translation), then the other n-best texts, one a line.
+// --src prints one line of ids per hypothesis (beam or --logprobs: a tab and
+// its score; --logprobs: another tab and each token's log-probability,
+// comma-separated); --text prints the text (decoder-only: the continuation;
+// encoder-decoder: the translation, after --target-prefix when given), then
+// the other n-best texts, one a line.
 #include "common.h"
 
 #include <algorithm>
@@ -38,7 +41,8 @@ int generate_ids(Model &m, const Sequence &src, GenerateOptions o) {
     auto hyps = m.generate({src}, o);
     for (auto &h : hyps[0]) {
         print_ids(h.tokens);
-        if (o.beam > 1) std::printf("\t%.6f", h.score);
+        if (o.beam > 1 || o.return_logprobs) std::printf("\t%.6f", h.score);
+        for (size_t i = 0; i < h.log_probs.size(); i++) std::printf("%s%.6f", i ? "," : "\t", h.log_probs[i]);
         std::printf("\n");
     }
     return 0;
@@ -48,13 +52,17 @@ int generate_ids(Model &m, const Sequence &src, GenerateOptions o) {
 
 int cmd_generate(int argc, char **argv) {
     CLI::App app{"halformer generate: generate from token ids (--src) or text (--text)", "halformer generate"};
-    std::string dir, src, text;
+    std::string dir, src, text, stop_ids, prefix;
     GenerateOptions o;
     MachineOptions mo;
     app.add_option("dir", dir, "model directory (config.json, model.safetensors)");
     app.add_option("--src", src, "input token ids, comma-separated (e.g. 5,6,7)");
     app.add_option("--text", text, "input text (a model with a tokenizer)");
     add_decoding_options(app, o);
+    app.add_option("--stop-ids", stop_ids, "token ids that end an output as eos does, comma-separated");
+    app.add_option("--target-prefix", prefix,
+                   "encoder-decoder: token ids the output must begin with, comma-separated (printed: what follows)");
+    app.add_flag("--logprobs", o.return_logprobs, "--src: print each hypothesis' score and per-token log-probabilities");
     app.get_option("--max-new-tokens")
         ->description("tokens generated at most (default: as many as the positions allow, up to 64 with --src "
                       "and 256 with --text)");
@@ -65,6 +73,9 @@ int cmd_generate(int argc, char **argv) {
     const bool has_text = app.count("--text") > 0;
     if ((app.count("--src") > 0) == has_text) throw Error("generate: give --src IDS or --text TEXT (one of them)");
     check_decoding_options(o);
+    if (app.count("--stop-ids")) o.stop_ids = parse_id_list(stop_ids, "stop-ids");
+    if (app.count("--target-prefix")) o.target_prefix = {parse_id_list(prefix, "target-prefix")};
+    if (o.return_logprobs && has_text) throw Error("generate: --logprobs prints ids: use it with --src");
     Model m = load_model(dir, mo);
     if (has_text) return generate_text(m, text, o);
     return generate_ids(m, parse_id_list(src, "src"), o);

@@ -75,6 +75,7 @@ struct Session::Decoder {
     float *x = nullptr, *xa = nullptr, *last = nullptr;
     const float *bias = nullptr;
     std::vector<double> u;
+    std::vector<float> chosen_logp;
 
     static int longest(const std::vector<Sequence> &prefix) {
         size_t P = 0;
@@ -113,7 +114,10 @@ struct Session::Decoder {
         // T5: the decoder's relative-position bias, once for every step.
         bias = s.stack_bias(s.w->dec, true);
         // (Its kernels take one query position a step: every prefix of one length.)
-        if (bias && !uniform) throw Error("internal: a relative-position bias with prefixes of different lengths");
+        if (bias && !uniform) {
+            throw Error("generate: this model's relative-position attention (T5) takes one query position a step: "
+                        "give every input a target prefix of one length");
+        }
     }
 
     // T new positions of the Ra rows, written at cache slots slot..slot+T-1.
@@ -129,10 +133,29 @@ struct Session::Decoder {
             rows.cross_rows = cross_rows.data();
             rows.cross_sources = B;
         }
+        // A target prefix under beam search: the prefill's R rows read their
+        // sources' K|V repeated for each beam (gathered per layer into
+        // kv_tmp; the steps read one copy per source, cross_group).
+        const bool repeat = memory && T > 1 && K > 1;
+        std::vector<int32_t> beam_src, beam_len;
+        if (repeat) {
+            for (int r = 0; r < R; r++) {
+                beam_src.push_back(r / K);
+                beam_len.push_back(src_lens[r / K]);
+            }
+        }
         for (size_t l = 0; l < layers; l++) {
-            s.layer(s.w->dec.layers[l], true, x, xa, T, Ra, slot, s.self_kv[l].get(), kv_len.data(),
-                    memory ? s.cross_kv[l].get() : nullptr, memory ? cross_len.data() : nullptr, S,
-                    memory && T == 1 ? K : 1, rows, bias);
+            const float *mem = memory ? s.cross_kv[l].get() : nullptr;
+            if (repeat) {
+                float *out = s.kv_tmp.need((size_t)S * R * 2 * A);
+                View from(mem, {{2 * A, 1}, {B, 2 * A}, {S, B * 2 * A}}), idx(beam_src.data(), {{R, 1}}, true);
+                View to(out, {{2 * A, 1}, {R, 2 * A}, {S, R * 2 * A}});
+                s.run("gather", [&] { return HF_PICK(s.device(), hf_gather_rows)(from.get(), idx.get(), to.get()); });
+                mem = out;
+            }
+            s.layer(s.w->dec.layers[l], true, x, xa, T, Ra, slot, s.self_kv[l].get(), kv_len.data(), mem,
+                    memory ? (repeat ? beam_len.data() : cross_len.data()) : nullptr, S, memory && T == 1 ? K : 1,
+                    rows, bias);
         }
     }
 
@@ -170,7 +193,8 @@ struct Session::Decoder {
         float *topv = s.topv.need((size_t)R * kTopK);
         int32_t *topi = (int32_t *)s.topi.need((size_t)R * kTopK);
         const decoding::Need need = search.need();
-        s.project(last, Ra, D, out, need == decoding::Need::TopLogProbs, true);
+        const bool logp = opt.return_logprobs;
+        s.project(last, Ra, D, out, need == decoding::Need::TopLogProbs || logp, true);
         View vs(out, {{V, 1}, {Ra, V}});
         if (need == decoding::Need::TopLogProbs) {
             View vv(topv, {{kTopK, 1}, {Ra, kTopK}}), vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
@@ -193,10 +217,17 @@ struct Session::Decoder {
             s.run("sample", [&] {
                 return hf_sample(vh.host(), opt.temperature, opt.top_k, opt.top_p, vu.host(), vid.host());
             });
-            return {topi, nullptr, 1};
+            if (!logp) return {topi, nullptr, 1};
+            // The drawn ids' log-probabilities, read from the rows (on the host).
+            chosen_logp.resize(Ra);
+            for (int c = 0; c < Ra; c++) chosen_logp[c] = out[(size_t)c * V + topi[c]];
+            return {topi, nullptr, 1, chosen_logp.data()};
         }
         s.dev->to_host(topi, (size_t)Ra * sizeof(int32_t));
-        return {topi, nullptr, 1};
+        if (!logp) return {topi, nullptr, 1};
+        // The argmax of the log-probabilities is the chosen id's.
+        s.dev->to_host(topv, (size_t)Ra * sizeof(float));
+        return {topi, nullptr, 1, topv};
     }
 
     // The next batch: the slots of the inputs not done, in order, with
@@ -255,7 +286,6 @@ struct Session::Decoder {
 std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence> &prefix, const float *memory, int S,
                                                      const std::vector<int32_t> &src_lens, const GenerateOptions &opt,
                                                      int max_new) {
-    if (memory && prefix[0].size() != 1) throw Error("internal: an encoder-decoder prefix is bos alone");
     const int eos_stop = opt.stop_at_eos ? cfg.eos_id : -2;  // -2: no token id matches
     auto search = decoding::make_search((int)prefix.size(), opt, max_new, eos_stop, cfg.pad_id);
     Decoder d(*this, prefix, memory, S, src_lens, opt, max_new, *search);
@@ -305,6 +335,32 @@ void check_generate(const Config &c, const std::vector<Sequence> &src, const Gen
         }
         for (int n : opt.max_new_tokens_each) {
             if (n < 1) throw Error("generate: max_new_tokens_each must be >= 1, not " + std::to_string(n));
+        }
+    }
+    const int V = c.tgt_vocab_size;
+    for (int32_t id : opt.stop_ids) {
+        if (id < 0 || id >= V) {
+            throw Error("generate: stop id " + std::to_string(id) + " is out of range [0, " + std::to_string(V) + ")");
+        }
+    }
+    if (!opt.target_prefix.empty()) {
+        if (c.architecture != Architecture::EncoderDecoder) {
+            throw Error("generate: target_prefix is for encoder-decoder models (a decoder-only model's prompt "
+                        "is its prefix)");
+        }
+        if (opt.target_prefix.size() != src.size()) {
+            throw Error("generate: " + std::to_string(opt.target_prefix.size()) + " target prefixes for " +
+                        std::to_string(src.size()) + " inputs (give one per input, or none)");
+        }
+        for (size_t b = 0; b < opt.target_prefix.size(); b++) {
+            for (size_t t = 0; t < opt.target_prefix[b].size(); t++) {
+                const int32_t id = opt.target_prefix[b][t];
+                if (id < 0 || id >= V) {
+                    throw Error("generate: target prefix token id " + std::to_string(id) + " at position " +
+                                std::to_string(t) + " of input " + std::to_string(b) + " is out of range [0, " +
+                                std::to_string(V) + ")");
+                }
+            }
         }
     }
     if (!opt.seeds.empty() && opt.seeds.size() != src.size()) {
@@ -434,11 +490,17 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
         m.check_tokens(src, c.src_vocab_size, "source", 0);
         int S = 0;
         for (auto &s : src) S = std::max(S, (int)s.size());
-        const int new_tokens = new_token_limit(c, opt, 1);
-        require_generate_fits(m, opt, (int64_t)src.size(), S, 1, new_tokens);
+        // The decoder starts from bos and each input's target prefix.
+        std::vector<Sequence> prefix(src.size(), Sequence{c.bos_id});
+        int P = 1;
+        for (size_t b = 0; b < opt.target_prefix.size(); b++) {
+            prefix[b].insert(prefix[b].end(), opt.target_prefix[b].begin(), opt.target_prefix[b].end());
+            P = std::max(P, (int)prefix[b].size());
+        }
+        const int new_tokens = new_token_limit(c, opt, P);
+        require_generate_fits(m, opt, (int64_t)src.size(), S, P, new_tokens);
         std::vector<int32_t> lens;
         const float *memory = m.encoder(src, S, lens);
-        std::vector<Sequence> prefix(src.size(), Sequence{c.bos_id});
         return m.decode(prefix, memory, S, lens, opt, new_tokens);
     }
     m.check_tokens(src, c.tgt_vocab_size, "prompt", 0);

@@ -84,6 +84,19 @@ void generate_batches(Model &m, const Tokenizer &tok, Prepared &p, const Generat
         GenerateOptions o = options;
         // Each batch its own random streams (sampling).
         o.seed = options.seed + 0x9E3779B97F4A7C15ull * (uint64_t)(at / (size_t)batch_size);
+        // Per-line options follow their lines into the batch's order.
+        auto per_line = [&](const auto &all, auto &mine, const char *what) {
+            if (all.empty()) return;
+            if (all.size() != p.ids.size()) {
+                throw Error(std::string("generate: ") + std::to_string(all.size()) + " " + what + " for " +
+                            std::to_string(p.ids.size()) + " lines (give one per line, or none)");
+            }
+            mine.clear();
+            for (size_t k = 0; k < n; k++) mine.push_back(all[p.order[at + k]]);
+        };
+        per_line(options.target_prefix, o.target_prefix, "target prefixes");
+        per_line(options.seeds, o.seeds, "seeds");
+        per_line(options.max_new_tokens_each, o.max_new_tokens_each, "max_new_tokens_each");
         new_tokens(o, longest);
         auto hyps = m.generate(src, o);
         for (size_t k = 0; k < n; k++) {

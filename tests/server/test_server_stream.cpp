@@ -305,3 +305,110 @@ TEST_F(Serve, OpenAICompletions) {
 }
 
 }  // namespace
+
+// The decoding controls through both APIs, each equal to Model::generate
+// alone with the same options: per-token log-probabilities (greedy, beam,
+// sampled) and greedy scores, stop ids, a target prefix (ids), OpenAI's
+// logprobs = 0; and the bad values of each get a 400 naming it.
+TEST_F(Serve, DecodingControlsInBothAPIs) {
+    ServerOptions so;
+    so.port = 0;
+    Server server(*model, so);
+    const int port = server.start();
+    httplib::Client c("127.0.0.1", port);
+    const std::string text = "Delete the selected messages from the server.";
+    const Sequence src = model->tokenizer().encode(text);
+    GenerateOptions base;
+    base.max_new_tokens = 30;
+    const Hypothesis plain = model->generate({src}, base)[0][0];
+    ASSERT_GT(plain.tokens.size(), 4u);
+    struct Case {
+        json body;
+        GenerateOptions o;
+    };
+    std::vector<Case> cases;
+    GenerateOptions lp = base;
+    lp.return_logprobs = true;
+    cases.push_back({{{"ids", src}, {"max_new_tokens", 30}, {"return_logprobs", true}}, lp});
+    GenerateOptions beam = lp;
+    beam.beam = 3;
+    beam.n_best = 2;
+    cases.push_back({{{"ids", src}, {"max_new_tokens", 30}, {"return_logprobs", true}, {"beam", 3}, {"n_best", 2}}, beam});
+    GenerateOptions sampled = lp;
+    sampled.sample = true;
+    sampled.seed = 5;
+    sampled.temperature = 0.8f;
+    cases.push_back({{{"ids", src}, {"max_new_tokens", 30}, {"return_logprobs", true}, {"sample", true}, {"seed", 5},
+                      {"temperature", 0.8}},
+                     sampled});
+    GenerateOptions stop = base;
+    stop.stop_ids = {plain.tokens[3]};
+    cases.push_back({{{"ids", src}, {"max_new_tokens", 30}, {"stop_ids", {plain.tokens[3]}}}, stop});
+    GenerateOptions prefix = lp;
+    prefix.target_prefix = {Sequence(plain.tokens.begin(), plain.tokens.begin() + 3)};
+    cases.push_back({{{"ids", src},
+                      {"max_new_tokens", 30},
+                      {"return_logprobs", true},
+                      {"target_prefix", Sequence(plain.tokens.begin(), plain.tokens.begin() + 3)}},
+                     prefix});
+    for (size_t i = 0; i < cases.size(); i++) {
+        SCOPED_TRACE("case " + std::to_string(i) + ": " + cases[i].body.dump());
+        Result r = post(c, cases[i].body.dump());
+        ASSERT_EQ(r.status, 200) << r.body.dump();
+        const auto ref = model->generate({src}, cases[i].o)[0];
+        EXPECT_EQ(r.body["ids"], ref[0].tokens);
+        EXPECT_NEAR(r.body["score"].get<double>(), ref[0].score, 1e-5 * (1 + std::abs(ref[0].score)));
+        if (cases[i].o.return_logprobs) {
+            ASSERT_EQ(r.body["log_probs"].size(), ref[0].log_probs.size());
+            for (size_t k = 0; k < ref[0].log_probs.size(); k++) {
+                EXPECT_NEAR(r.body["log_probs"][k].get<double>(), ref[0].log_probs[k], 1e-5);
+            }
+            if (ref.size() > 1) EXPECT_EQ(r.body["alternatives"][0]["log_probs"].size(), ref[1].log_probs.size());
+        } else {
+            EXPECT_FALSE(r.body.contains("log_probs"));
+        }
+    }
+    // The stop id ends the output after its first appearance; the prefix's
+    // continuation is the rest of the output without it.
+    Result r = post(c, cases[3].body.dump());
+    EXPECT_EQ(r.body["ids"].back(), plain.tokens[3]);
+    r = post(c, cases[4].body.dump());
+    EXPECT_EQ(r.body["ids"][0], plain.tokens[3]);
+    // OpenAI: logprobs = 0 gives the chosen tokens' log-probabilities.
+    auto res = c.Post("/v1/completions",
+                      json{{"model", "halformer"}, {"prompt", text}, {"max_tokens", 30}, {"temperature", 0}, {"logprobs", 0}}
+                          .dump(),
+                      "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    const json choice = json::parse(res->body)["choices"][0];
+    const json &l = choice["logprobs"];
+    ASSERT_EQ(l["token_logprobs"].size(), plain.tokens.size()) << l.dump();
+    const auto ref = model->generate({src}, lp)[0][0];
+    std::string joined;
+    for (size_t k = 0; k < ref.log_probs.size(); k++) {
+        EXPECT_NEAR(l["token_logprobs"][k].get<double>(), ref.log_probs[k], 1e-5);
+        EXPECT_EQ(l["text_offset"][k].get<size_t>(), joined.size());
+        joined += l["tokens"][k].get<std::string>();
+    }
+    EXPECT_EQ(joined, choice["text"].get<std::string>());
+    // Bad values: a 400 naming the field.
+    const std::vector<std::pair<json, std::string>> bad = {
+        {{{"ids", src}, {"stop_ids", {1000000}}}, "'stop_ids'[0] = 1000000 is outside the vocabulary"},
+        {{{"ids", src}, {"stop_ids", 5}}, "'stop_ids' must be an array"},
+        {{{"ids", src}, {"return_logprobs", "yes"}}, "return_logprobs"},
+        {{{"ids", src}, {"target_prefix", {-1}}}, "'target_prefix'[0] = -1 is outside the vocabulary"},
+    };
+    for (auto &[body, what] : bad) {
+        Result b = post(c, body.dump());
+        EXPECT_EQ(b.status, 400) << body.dump();
+        EXPECT_NE(b.body.dump().find(what), std::string::npos) << b.body.dump();
+    }
+    for (const json &body : {json{{"model", "halformer"}, {"prompt", text}, {"logprobs", 2}},
+                             json{{"model", "halformer"}, {"prompt", text}, {"logprobs", 0}, {"stream", true}}}) {
+        auto e = c.Post("/v1/completions", body.dump(), "application/json");
+        ASSERT_TRUE(e);
+        EXPECT_EQ(e->status, 400) << body.dump();
+        EXPECT_NE(e->body.find("\"param\":\"logprobs\""), std::string::npos) << e->body;
+    }
+}

@@ -96,10 +96,13 @@ struct FillMask {
 };
 
 struct Hypothesis {
-    std::vector<int32_t> tokens;  // generated ids (eos included when produced)
+    std::vector<int32_t> tokens;  // generated ids (eos or a stop id included when produced)
     // beam: total log-probability / ((5 + len) / 6)^α; greedy and sampling:
-    // total log-probability is not computed (0).
+    // the total log-probability with return_logprobs, else 0 (not computed).
     double score = 0;
+    // With return_logprobs: log p(tokens[i] | what precedes it) under the
+    // model (temperature 1, before any top-k or top-p filter), one per token.
+    std::vector<float> log_probs;
 };
 
 struct GenerateOptions {
@@ -123,6 +126,20 @@ struct GenerateOptions {
     // alone with that max_new_tokens. Empty: max_new_tokens for all.
     std::vector<int> max_new_tokens_each;
     bool stop_at_eos = true;  // false: always generate max_new_tokens (benchmarks)
+    // Ids that end a hypothesis as eos does (kept as its last token), each
+    // in [0, vocabulary); they end it whatever stop_at_eos says.
+    std::vector<int32_t> stop_ids;
+    // Each hypothesis' per-token log-probabilities (Hypothesis::log_probs),
+    // and for greedy and sampling its score: their sum. Greedy then takes
+    // the argmax of the log-probabilities (the same token but for exact
+    // ties of the last bits) and sampling draws from them.
+    bool return_logprobs = false;
+    // Encoder-decoder: tokens every output of input b continues from, after
+    // bos (CTranslate2's target_prefix: a translation that must begin so).
+    // One list per input (an empty list: none), or none at all. The
+    // hypotheses hold the tokens after the prefix; max_new_tokens counts
+    // those.
+    std::vector<Sequence> target_prefix;
     // Called (on the calling thread, during generate) as soon as input b is
     // done, with the hypotheses generate() will return for it: a server can
     // answer a short request while the long ones of its batch go on.

@@ -8,13 +8,24 @@ namespace decoding {
 
 Search::Search(int inputs, int width, const GenerateOptions &opt, int max_new, int eos_stop, int pad)
     : opt_(opt), B_(inputs), K_(width), max_new_(max_new), eos_stop_(eos_stop), pad_(pad),
-      hist_((size_t)inputs * width), next_((size_t)inputs * width), parent_((size_t)inputs * width),
+      hist_((size_t)inputs * width), logp_((size_t)inputs * width), next_((size_t)inputs * width),
+      parent_((size_t)inputs * width),
       done_(inputs, 0), result_(inputs), reported_(inputs, 0) {
     for (int r = 0; r < B_ * K_; r++) parent_[r] = r;
 }
 
 int Search::limit(int b) const {
     return opt_.max_new_tokens_each.empty() ? max_new_ : std::min(max_new_, opt_.max_new_tokens_each[b]);
+}
+
+bool Search::ends(int32_t id) const {
+    return id == eos_stop_ || std::find(opt_.stop_ids.begin(), opt_.stop_ids.end(), id) != opt_.stop_ids.end();
+}
+
+Hypothesis Search::hypothesis(int r, double score) const {
+    Hypothesis h{hist_[r], score, {}};
+    if (opt_.return_logprobs) h.log_probs = logp_[r];
+    return h;
 }
 
 void Search::step(int step, const StepResult &res, const std::vector<int> &row_of) {
@@ -55,8 +66,16 @@ void GreedySearch::choose(int b, int, const StepResult &res, const std::vector<i
     const int r = b;
     next_[r] = res.ids[(size_t)row_of[r] * res.stride];
     hist_[r].push_back(next_[r]);
-    if (next_[r] == eos_stop_ || (int)hist_[r].size() >= limit(b)) done_[b] = 1;
+    if (res.logp) logp_[r].push_back(res.logp[row_of[r]]);
+    if (ends(next_[r]) || (int)hist_[r].size() >= limit(b)) done_[b] = 1;
     if (opt_.on_token) opt_.on_token(b, next_[r]);
+}
+
+std::vector<Hypothesis> GreedySearch::finish(int b) {
+    // The score: the total log-probability (a sum in double, in token order).
+    double total = 0;
+    for (float lp : logp_[b]) total += lp;
+    return {hypothesis(b, opt_.return_logprobs ? total : 0.0)};
 }
 
 SamplingSearch::SamplingSearch(int inputs, const GenerateOptions &opt, int max_new, int eos_stop, int pad)
@@ -120,16 +139,18 @@ void BeamSearch::choose(int b, int step, const StepResult &res, const std::vecto
     std::vector<Candidate> chosen;
     for (const auto &c : cands) {
         if ((int)chosen.size() == K) break;
-        if (c.id != eos_stop_) {
+        if (!ends(c.id)) {
             chosen.push_back(c);
             continue;
         }
-        Hypothesis h{hist_[b * K + c.beam], c.score};
+        Hypothesis h = hypothesis(b * K + c.beam, 0.0);
         h.tokens.push_back(c.id);
+        if (opt_.return_logprobs) h.log_probs.push_back(res.values[(size_t)row_of[b * K + c.beam] * res.stride + c.rank]);
         h.score = c.score / penalty(h.tokens.size());
         finished_[b].push_back(std::move(h));
     }
     std::vector<std::vector<int32_t>> new_hist(K);
+    std::vector<std::vector<float>> new_logp(K);
     for (int k = 0; k < K; k++) {
         const int r = b * K + k;
         alive_[r] = k < (int)chosen.size();
@@ -138,15 +159,22 @@ void BeamSearch::choose(int b, int step, const StepResult &res, const std::vecto
         parent_[r] = from;
         new_hist[k] = hist_[from];
         new_hist[k].push_back(chosen[k].id);
+        if (opt_.return_logprobs) {
+            new_logp[k] = logp_[from];
+            new_logp[k].push_back(res.values[(size_t)row_of[from] * res.stride + chosen[k].rank]);
+        }
         next_[r] = chosen[k].id;
         score_[r] = chosen[k].score;
     }
-    for (int k = 0; k < K; k++) hist_[b * K + k] = std::move(new_hist[k]);
+    for (int k = 0; k < K; k++) {
+        hist_[b * K + k] = std::move(new_hist[k]);
+        logp_[b * K + k] = std::move(new_logp[k]);
+    }
     if ((int)finished_[b].size() >= K || chosen.empty()) done_[b] = 1;
     if (step == limit(b) - 1 && !done_[b]) {
         for (int k = 0; k < K; k++) {
             const int r = b * K + k;
-            if (alive_[r]) finished_[b].push_back({hist_[r], score_[r] / penalty(hist_[r].size())});
+            if (alive_[r]) finished_[b].push_back(hypothesis(r, score_[r] / penalty(hist_[r].size())));
         }
         done_[b] = 1;
     }
@@ -155,7 +183,7 @@ void BeamSearch::choose(int b, int step, const StepResult &res, const std::vecto
 void BeamSearch::cancel(int b) {
     for (int k = 0; k < K_; k++) {  // what it has: its live beams as they are
         const int r = b * K_ + k;
-        if (alive_[r]) finished_[b].push_back({hist_[r], score_[r] / penalty(std::max<size_t>(hist_[r].size(), 1))});
+        if (alive_[r]) finished_[b].push_back(hypothesis(r, score_[r] / penalty(std::max<size_t>(hist_[r].size(), 1))));
     }
     done_[b] = 1;
 }

@@ -28,16 +28,20 @@ enum class Need { Argmax, Sample, TopLogProbs };
 // ids[c·stride] (Argmax, Sample), or the best candidates' ids and
 // log-probabilities, best first (TopLogProbs: `width() + 1` of them; an id
 // < 0 is no candidate).
+// With return_logprobs, logp[c] is the chosen id's log-probability
+// (Argmax, Sample; TopLogProbs: values are log-probabilities already).
 struct StepResult {
     const int32_t *ids = nullptr;
     const float *values = nullptr;
     int stride = 1;
+    const float *logp = nullptr;
 };
 
 class Search {
 public:
     // max_new: the steps at most; eos_stop: the id that ends a hypothesis
-    // (-2: none); pad: the token a dead beam reads.
+    // (-2: none), as does each of opt.stop_ids; pad: the token a dead beam
+    // reads.
     Search(int inputs, int width, const GenerateOptions &opt, int max_new, int eos_stop, int pad);
     virtual ~Search() = default;
     virtual Need need() const = 0;
@@ -66,10 +70,16 @@ protected:
     // Input b's hypotheses once it is done.
     virtual std::vector<Hypothesis> finish(int b) = 0;
     int limit(int b) const;
+    // Whether token `id` ends a hypothesis (eos or a stop id).
+    bool ends(int32_t id) const;
+    // A hypothesis of slot r's history (tokens and, with return_logprobs,
+    // their log-probabilities) scored `score`.
+    Hypothesis hypothesis(int r, double score) const;
 
     const GenerateOptions &opt_;
     int B_, K_, max_new_, eos_stop_, pad_;
     std::vector<std::vector<int32_t>> hist_;  // per slot: the tokens chosen so far
+    std::vector<std::vector<float>> logp_;    // per slot, with return_logprobs: their log-probabilities
     std::vector<int32_t> next_;
     std::vector<int> parent_;
     std::vector<char> done_;
@@ -89,7 +99,7 @@ public:
 
 protected:
     void choose(int b, int step, const StepResult &res, const std::vector<int> &row_of) override;
-    std::vector<Hypothesis> finish(int b) override { return {{hist_[b], 0.0}}; }
+    std::vector<Hypothesis> finish(int b) override;
 };
 
 // Greedy's bookkeeping; the id is drawn in the kernel (temperature, top-k,

@@ -108,16 +108,16 @@ json parse_object(const std::string &body) {
     return j;
 }
 
-std::vector<int32_t> token_ids(const json &v, int vocab) {
-    if (!v.is_array()) bad(std::string("'ids' must be an array of token ids, not ") + type_of(v));
+std::vector<int32_t> token_ids(const json &v, int vocab, const std::string &name = "ids") {
+    if (!v.is_array()) bad("'" + name + "' must be an array of token ids, not " + type_of(v));
     std::vector<int32_t> ids;
     ids.reserve(std::min<size_t>(v.size(), 1 << 16));
     for (size_t i = 0; i < v.size(); i++) {
-        if (!v[i].is_number_integer()) bad("'ids'[" + std::to_string(i) + "] must be an integer, not " + type_of(v[i]));
+        if (!v[i].is_number_integer()) bad("'" + name + "'[" + std::to_string(i) + "] must be an integer, not " + type_of(v[i]));
         const bool ok = v[i].is_number_unsigned() ? v[i].get<uint64_t>() < (uint64_t)vocab
                                                    : v[i].get<int64_t>() >= 0 && v[i].get<int64_t>() < vocab;
         if (!ok) {
-            bad("'ids'[" + std::to_string(i) + "] = " + v[i].dump() + " is outside the vocabulary [0, " +
+            bad("'" + name + "'[" + std::to_string(i) + "] = " + v[i].dump() + " is outside the vocabulary [0, " +
                 std::to_string(vocab) + ")");
         }
         ids.push_back((int32_t)v[i].get<int64_t>());
@@ -140,7 +140,8 @@ void text_input(const json &v, const Encoder &encode, Request &r) {
 }
 
 // One decoding field into the options; false for a name that is none.
-bool decoding_field(const std::string &k, const json &v, const Limits &limits, Request &r, int &max_new) {
+bool decoding_field(const std::string &k, const json &v, const Limits &limits, int target_vocab, Request &r,
+                    int &max_new) {
     GenerateOptions &o = r.options;
     if (k == "beam") {
         o.beam = integer(v, "beam", 1, 7);
@@ -160,6 +161,11 @@ bool decoding_field(const std::string &k, const json &v, const Limits &limits, R
     } else if (k == "top_p") {
         o.top_p = float32(v, "top_p");
         if (!(o.top_p > 0 && o.top_p <= 1)) bad("'top_p' must be in (0, 1]");
+    } else if (k == "stop_ids") {
+        o.stop_ids = token_ids(v, target_vocab, "stop_ids");
+        if (o.stop_ids.size() > 64) bad("'stop_ids' takes at most 64 ids");
+    } else if (k == "return_logprobs") {
+        o.return_logprobs = boolean(v, "return_logprobs");
     } else if (k == "seed") {
         if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
             bad(std::string("'seed' must be a non-negative integer, not ") + v.dump());
@@ -243,10 +249,13 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
             r.stream = boolean(it.value(), "stream");
         } else if (k == "stop") {
             r.stop = stop_strings(it.value(), "stop");
-        } else if (!decoding_field(k, it.value(), limits, r, max_new)) {
+        } else if (k == "target_prefix") {
+            if (!ed) bad("'target_prefix' is for encoder-decoder models (a decoder-only model's prompt is its prefix)");
+            r.target_prefix = token_ids(it.value(), cfg.tgt_vocab_size, "target_prefix");
+        } else if (!decoding_field(k, it.value(), limits, cfg.tgt_vocab_size, r, max_new)) {
             bad("unknown field '" + k +
                 "' (expected ids or text, and beam, n_best, length_penalty, max_new_tokens, sample, temperature, "
-                "top_k, top_p, seed, stream, stop)");
+                "top_k, top_p, seed, stream, stop, stop_ids, return_logprobs, target_prefix)");
         }
     }
     const GenerateOptions &o = r.options;
@@ -258,6 +267,22 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
     if (o.sample && o.beam > 1) bad("'sample' and 'beam' > 1 are exclusive");
     check_stop(r, encode);
     r.options.max_new_tokens = new_tokens(cfg, limits, (int)r.ids.size(), max_new);
+    // The decoder's positions: bos, the prefix and the new tokens.
+    const int prefix = (int)r.target_prefix.size();
+    if (prefix > 0) {
+        if (prefix >= cfg.max_positions) {
+            throw RequestError(413, "'target_prefix' is " + std::to_string(prefix) + " tokens; the model has " +
+                                        std::to_string(cfg.max_positions) + " positions");
+        }
+        if (prefix + r.options.max_new_tokens > cfg.max_positions) {
+            if (max_new != -1) {
+                throw RequestError(413, "'target_prefix' (" + std::to_string(prefix) + " tokens) + " +
+                                            std::to_string(max_new) + " new tokens are past the model's "
+                                            "max_positions = " + std::to_string(cfg.max_positions));
+            }
+            r.options.max_new_tokens = cfg.max_positions - prefix;
+        }
+    }
     return r;
 }
 
@@ -368,7 +393,14 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
             stop = stop_strings(v, "stop");
         } else if (k == "user") {
             if (!v.is_null() && !v.is_string()) bad(std::string("'user' must be a string, not ") + type_of(v));
-        } else if (k == "logprobs" || k == "echo" || k == "suffix" || k == "presence_penalty" ||
+        } else if (k == "logprobs") {
+            if (v.is_null()) continue;
+            if (integer(v, "logprobs", 0, 5) != 0) {
+                throw RequestError(400, "'logprobs' > 0 (alternatives per token) is not supported by this server; "
+                                        "0 gives the chosen tokens' log-probabilities", k, "unsupported_argument");
+            }
+            c.logprobs = true;
+        } else if (k == "echo" || k == "suffix" || k == "presence_penalty" ||
                    k == "frequency_penalty" || k == "logit_bias") {
             only_default(v, k);
         } else {
@@ -382,6 +414,10 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
     }
     if (prompt == nullptr || prompt->is_null()) throw RequestError(400, "'prompt' is required", "prompt");
     if (c.include_usage && !c.stream) bad("'stream_options' is only allowed with 'stream': true");
+    if (c.logprobs && c.stream) {
+        throw RequestError(400, "'logprobs' with 'stream' is not supported by this server", "logprobs",
+                           "unsupported_argument");
+    }
     std::vector<Request> inputs = prompts(*prompt, cfg, encode);
     if (inputs.size() * (size_t)n > 64) bad("'prompt' × 'n' is " + std::to_string(inputs.size() * n) + " choices; at most 64");
     if (!have_seed && temperature > 0) seed = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
@@ -396,6 +432,7 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
         }
         in.stop = stop;
         in.stream = c.stream;
+        in.options.return_logprobs = c.logprobs;
         for (int k = 0; k < n; k++) {
             Request r = in;
             r.seed = seed + (uint64_t)k;
@@ -408,7 +445,8 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
 std::string batch_key(const GenerateOptions &o) {
     std::ostringstream k;
     k << o.beam << '/' << o.n_best << '/' << o.length_penalty << '/' << o.sample << '/' << o.temperature << '/'
-      << o.top_k << '/' << o.top_p << '/' << o.stop_at_eos;
+      << o.top_k << '/' << o.top_p << '/' << o.stop_at_eos << '/' << o.return_logprobs << '/';
+    for (int32_t id : o.stop_ids) k << id << ',';
     return k.str();
 }
 

@@ -5,7 +5,8 @@
 //   {"ids": [5, 6, 7]}                or   {"text": "Open the file."}
 //   optional: "beam" (1..7), "n_best", "length_penalty", "max_new_tokens",
 //             "sample", "temperature", "top_k", "top_p", "seed", "stream",
-//             "stop"
+//             "stop", "stop_ids", "return_logprobs", "target_prefix" (ids;
+//             encoder-decoder models)
 //
 // ids: the source (encoder-decoder) or the prompt (decoder-only); text needs
 // a model with a tokenizer. Unknown fields, wrong types, out-of-range values
@@ -43,6 +44,7 @@ struct Request {
     uint64_t seed = 0;
     bool stream = false;             // answer with server-sent events
     std::vector<std::string> stop;   // the output ends before the first of these (text models)
+    Sequence target_prefix;          // the output continues these ids (encoder-decoder)
 };
 
 
@@ -59,12 +61,14 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
 //   a list of strings, a list of ids or a list of lists of ids), max_tokens
 //   (16), temperature (1; 0 is greedy), top_p, n (1..16), stream,
 //   stream_options.include_usage, seed (random when absent), stop (a string
-//   or up to 4), user (ignored); logprobs, echo, suffix, best_of, penalties
-//   and logit_bias only at their defaults (else 400 naming the argument).
+//   or up to 4), user (ignored), logprobs (0: the chosen tokens' log-
+//   probabilities, not streamed; no alternatives); echo, suffix, best_of,
+//   penalties and logit_bias only at their defaults (else 400 naming the
+//   argument).
 struct Completion {
     std::vector<Request> choices;
     int prompts = 0, n = 1;
-    bool stream = false, include_usage = false;
+    bool stream = false, include_usage = false, logprobs = false;
     std::string model;
 };
 

@@ -190,8 +190,9 @@ int64_t unix_now() {
 using Jobs = std::vector<std::shared_ptr<Job>>;
 
 // One choice of a completion, in a streamed chunk or the whole answer.
-json completion_choice(size_t index, const std::string &text, const json &finish_reason) {
-    return {{"text", text}, {"index", index}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+json completion_choice(size_t index, const std::string &text, const json &finish_reason,
+                       const json &logprobs = nullptr) {
+    return {{"text", text}, {"index", index}, {"logprobs", logprobs}, {"finish_reason", finish_reason}};
 }
 
 // The usage of a completion's jobs (n per prompt): a prompt counts once.
@@ -423,6 +424,13 @@ struct Server::Impl {
             o.max_new_tokens = std::max(o.max_new_tokens, j->req.options.max_new_tokens);
         }
         if (!o.sample) o.seeds.clear();
+        // Target prefixes are per request: every input gets one (an empty
+        // one: none) once any has one.
+        for (auto &j : batch) {
+            if (j->req.target_prefix.empty()) continue;
+            for (auto &k : batch) o.target_prefix.push_back(k->req.target_prefix);
+            break;
+        }
         o.on_finished = [&](int b, const std::vector<Hypothesis> &h) { complete(*batch[b], h); };
         o.on_token = [&](int b, int32_t id) { token(*batch[b], id); };
         o.cancelled = [&](int b) { return batch[b]->cancelled.load() || batch[b]->stop_hit.load(); };
@@ -579,14 +587,38 @@ struct Server::Impl {
         }
     }
 
+    // OpenAI's logprobs of a completion: each token's text (what it adds to
+    // the text before it; eos adds none), log-probability and byte offset,
+    // for the tokens of the answer's text (a stop string's cut drops the
+    // later ones).
+    json token_logprobs(const Job &job) const {
+        json tokens = json::array(), lps = json::array(), offsets = json::array();
+        const Hypothesis &h = job.hyps[0];
+        const Sequence *prompt = prompt_of(job);
+        std::string before;
+        for (size_t i = 0; i < h.tokens.size() && i < h.log_probs.size(); i++) {
+            if (!job.req.stop.empty() && i > 0 && before.size() >= job.text.size()) break;  // past a stop string
+            const std::string now = model.text_of(Sequence(h.tokens.begin(), h.tokens.begin() + (ptrdiff_t)i + 1), prompt);
+            const bool grows = now.compare(0, before.size(), before) == 0;
+            tokens.push_back(grows ? now.substr(before.size()) : model.text_of({h.tokens[i]}, prompt));
+            lps.push_back(h.log_probs[i]);
+            offsets.push_back(std::min(before.size(), job.text.size()));
+            before = now;
+        }
+        return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", nullptr}, {"text_offset", offsets}};
+    }
+
     json generate_answer(const Job &job) const {
         json out;
         const Hypothesis &h = job.hyps[0];
+        const bool logprobs = job.req.options.return_logprobs;
         out["ids"] = h.tokens;
         out["score"] = h.score;
+        if (logprobs) out["log_probs"] = h.log_probs;
         json alt = json::array();
         for (size_t k = 1; k < job.hyps.size(); k++) {
             json a = {{"ids", job.hyps[k].tokens}, {"score", job.hyps[k].score}};
+            if (logprobs) a["log_probs"] = job.hyps[k].log_probs;
             if (job.req.is_text) a["text"] = model.text_of(job.hyps[k].tokens, prompt_of(job));
             alt.push_back(a);
         }
@@ -677,7 +709,8 @@ struct Server::Impl {
         json out = head;
         out["choices"] = json::array();
         for (size_t i = 0; i < jobs.size(); i++) {
-            out["choices"].push_back(completion_choice(i, jobs[i]->text, jobs[i]->finish_reason));
+            out["choices"].push_back(completion_choice(i, jobs[i]->text, jobs[i]->finish_reason,
+                                                       c.logprobs ? token_logprobs(*jobs[i]) : json(nullptr)));
         }
         out["usage"] = completion_usage(jobs, c.n);
         answer(res, 200, to_body(out));
