@@ -145,6 +145,11 @@ first=$("$hf" generate "$fx/dec_pre_gelu" --src 5,6 --max-new-tokens 6 | cut -d'
 "$hf" generate "$fx/ed_post_relu" --src 5,6,7 --target-prefix 4,5 --max-new-tokens 3 > /dev/null ||
     fail "generate --target-prefix"
 err=$("$hf" generate "$fx/ed_post_relu" --src 5,6,7 --stop-ids 99999 2>&1) && fail "generate --stop-ids 99999 passed"
+# --no-repeat-ngram-size 1: no id twice (the unconstrained output repeats).
+out=$("$hf" generate "$fx/ed_post_relu" --src 5,6,7 --max-new-tokens 8 --no-repeat-ngram-size 1 --repetition-penalty 1.2)
+[ "$(tr ' ' '\n' <<< "$out" | sort | uniq -d | wc -l)" = 0 ] || fail "generate --no-repeat-ngram-size 1 repeats: $out"
+"$hf" generate "$fx/ed_post_relu" --src 5,6,7 --repetition-penalty 0 > /dev/null 2>&1 &&
+    fail "generate --repetition-penalty 0 passed"
 grep -q "stop id 99999 is out of range" <<< "$err" || fail "generate --stop-ids: $err"
 
 # bench: one JSON object with the documented keys.

@@ -22,6 +22,7 @@ EXCLUDED = {
     "hf_pack_*": "packs the weights once, at load (Model::set_precision)",
     "hf_topk8": "no tunable knob (generator topk)",
     "hf_argmax": "no tunable knob (generator topk)",
+    "hf_logits_adjust": "a copy of one step's logits and a few entries (the decoding controls), far below the head",
     "hf_gather_rows": "one row per prompt, once per call (the prefill's last positions of prompts of different lengths)",
     "hf_pool_*": "no tunable knob (generator pool: a few rows a call, far below a layer)",
     "hf_position_bias*": "no tunable knob (generator position_bias: one (2·max_distance + 1) × heads table per stack and call)",

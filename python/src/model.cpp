@@ -93,6 +93,11 @@ void bind_generate_options(py::module_ &m) {
         .def_readwrite("stop_ids", &GenerateOptions::stop_ids, "Ids that end a hypothesis as eos does.")
         .def_readwrite("return_logprobs", &GenerateOptions::return_logprobs,
                        "Fill Hypothesis.log_probs; greedy and sampled scores become their sum.")
+        .def_readwrite("repetition_penalty", &GenerateOptions::repetition_penalty,
+                       "CTRL's penalty θ for tokens already in the output or its prefix (1: off).")
+        .def_readwrite("no_repeat_ngram_size", &GenerateOptions::no_repeat_ngram_size,
+                       "n > 0: never repeat an n-gram of the output (with its prefix).")
+        .def_readwrite("min_length", &GenerateOptions::min_length, "No eos (or stop id) before this many tokens.")
         .def_readwrite("target_prefix", &GenerateOptions::target_prefix,
                        "Encoder-decoder: per input, ids the output continues (the hypotheses hold what follows).");
 }

@@ -124,6 +124,8 @@ def test_logprobs_are_the_teacher_forced_log_softmax(name):
     assert abs(h.score - sum(h.log_probs)) < 1e-6
     cut = m.generate([src], max_new_tokens=6, stop_at_eos=False, stop_ids=[h.tokens[2]])[0][0]
     assert cut.tokens == h.tokens[: h.tokens.index(h.tokens[2]) + 1]
+    once = m.generate([src], max_new_tokens=6, stop_at_eos=False, no_repeat_ngram_size=1)[0][0].tokens
+    assert len(set(once)) == len(once)
 
 
 @pytest.mark.parametrize("name", GENERATORS)

@@ -141,6 +141,12 @@ void add_decoding_options(CLI::App &app, GenerateOptions &g) {
     app.add_option("--top-k", g.top_k, "sampling: keep the k most likely tokens (0: all)");
     app.add_option("--top-p", g.top_p, "sampling: nucleus mass");
     app.add_option("--seed", g.seed, "sampling seed");
+    app.add_option("--repetition-penalty", g.repetition_penalty,
+                   "CTRL's penalty for tokens already in the output or its prefix (1: off)");
+    app.add_option("--no-repeat-ngram-size", g.no_repeat_ngram_size, "never repeat an n-gram of this size (0: off)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--min-length", g.min_length, "no eos (or stop id) before this many tokens")
+        ->check(CLI::NonNegativeNumber);
 }
 
 void check_decoding_options(const GenerateOptions &g) {
@@ -149,6 +155,7 @@ void check_decoding_options(const GenerateOptions &g) {
     }
     if (g.sample && g.beam > 1) throw Error("--sample and --beam are exclusive");
     if (g.max_new_tokens != -1 && g.max_new_tokens < 1) throw Error("--max-new-tokens must be >= 1");
+    if (!(g.repetition_penalty > 0)) throw Error("--repetition-penalty must be positive");
 }
 
 Sequence parse_id_list(const std::string &text, const char *option) {

@@ -58,7 +58,9 @@ const Command kCommands[] = {
     {"generate", cmd_generate,
      "  halformer generate DIR --src IDS | --text TEXT [--max-new-tokens N]\n"
      "                     [--beam K] [--length-penalty A] [--n-best M]\n"
-     "                     [--sample] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"},
+     "                     [--sample] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
+     "                     [--repetition-penalty R] [--no-repeat-ngram-size N] [--min-length N]\n"
+     "                     [--stop-ids IDS] [--target-prefix IDS] [--logprobs]\n"},
     {"demo", cmd_demo, "  halformer demo [--batch B] [--src-len S] [--beam K] [--max-new-tokens N] [--seed S]\n"},
     {"bench", cmd_bench,
      "  halformer bench DIR|--config base [--batch B] [--src-len S] [--beam K]\n"

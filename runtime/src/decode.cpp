@@ -76,6 +76,8 @@ struct Session::Decoder {
     const float *bias = nullptr;
     std::vector<double> u;
     std::vector<float> chosen_logp;
+    decoding::Adjustments adjust;
+    std::vector<Sequence> context;  // per slot: its decoder prefix, bos dropped (the penalties' context)
 
     static int longest(const std::vector<Sequence> &prefix) {
         size_t P = 0;
@@ -91,6 +93,8 @@ struct Session::Decoder {
           plen(R), kv_rows((size_t)R * cap), kv_rows_alt((size_t)R * cap), kv_len(R), src_lens(src_lens_),
           cross_len(src_lens_), row_pos(R) {
         for (int r = 0; r < R; r++) {
+            const Sequence &p = prefix[r / K];
+            context.emplace_back(p.begin() + (memory ? 1 : 0), p.end());
             act[r] = pos[r] = r;
             plen[r] = kv_len[r] = (int)prefix[r / K].size();
             if (plen[r] != P) uniform = false;
@@ -193,9 +197,29 @@ struct Session::Decoder {
         float *topv = s.topv.need((size_t)R * kTopK);
         int32_t *topi = (int32_t *)s.topi.need((size_t)R * kTopK);
         const decoding::Need need = search.need();
-        const bool logp = opt.return_logprobs;
-        s.project(last, Ra, D, out, need == decoding::Need::TopLogProbs || logp, true);
-        View vs(out, {{V, 1}, {Ra, V}});
+        const bool logp = opt.return_logprobs, lsm = need == decoding::Need::TopLogProbs || logp;
+        // scores: what the choice reads (logits, or log-probabilities).
+        float *scores = out;
+        if (!search.adjusts()) {
+            s.project(last, Ra, D, out, lsm, true);
+        } else {
+            // The penalties and bans change the logits, then the
+            // log-softmax (where needed) normalizes what they left.
+            s.project(last, Ra, D, out, false, true);
+            adjust.clear();
+            for (int c = 0; c < Ra; c++) search.adjustments(c, act[c], context[act[c]], adjust);
+            float *tmp = s.head_tmp.need((size_t)R * V);
+            if (!adjust.ids.empty()) {
+                layers::logits_adjust(s, out, Ra, V, adjust.rows.data(), adjust.ids.data(), adjust.factor.data(),
+                                      (int)adjust.ids.size(), tmp);
+                if (lsm) layers::log_softmax(s, tmp, Ra, V, out);
+                else scores = tmp;
+            } else if (lsm) {
+                layers::log_softmax(s, out, Ra, V, tmp);
+                scores = tmp;
+            }
+        }
+        View vs(scores, {{V, 1}, {Ra, V}});
         if (need == decoding::Need::TopLogProbs) {
             View vv(topv, {{kTopK, 1}, {Ra, kTopK}}), vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
             s.run("topk", [&] { return HF_PICK(s.device(), hf_topk8)(vs.get(), vv.get(), vi.get()); });
@@ -212,15 +236,15 @@ struct Session::Decoder {
             // brings the step's logits to the host first).
             static_cast<decoding::SamplingSearch &>(search).uniforms(pos, u);
             std::vector<float> uf(u.begin(), u.begin() + Ra);
-            if (s.dev->on_gpu()) s.dev->to_host(out, (size_t)Ra * V * sizeof(float));
-            View vh(out, {{V, 1}, {Ra, V}}), vu(uf.data(), {{Ra, 1}}), vid(topi, {{Ra, 1}}, true);
+            if (s.dev->on_gpu()) s.dev->to_host(scores, (size_t)Ra * V * sizeof(float));
+            View vh(scores, {{V, 1}, {Ra, V}}), vu(uf.data(), {{Ra, 1}}), vid(topi, {{Ra, 1}}, true);
             s.run("sample", [&] {
                 return hf_sample(vh.host(), opt.temperature, opt.top_k, opt.top_p, vu.host(), vid.host());
             });
             if (!logp) return {topi, nullptr, 1};
             // The drawn ids' log-probabilities, read from the rows (on the host).
             chosen_logp.resize(Ra);
-            for (int c = 0; c < Ra; c++) chosen_logp[c] = out[(size_t)c * V + topi[c]];
+            for (int c = 0; c < Ra; c++) chosen_logp[c] = scores[(size_t)c * V + topi[c]];
             return {topi, nullptr, 1, chosen_logp.data()};
         }
         s.dev->to_host(topi, (size_t)Ra * sizeof(int32_t));
@@ -337,6 +361,12 @@ void check_generate(const Config &c, const std::vector<Sequence> &src, const Gen
             if (n < 1) throw Error("generate: max_new_tokens_each must be >= 1, not " + std::to_string(n));
         }
     }
+    if (!(opt.repetition_penalty > 0 && std::isfinite(opt.repetition_penalty))) {
+        throw Error("generate: repetition_penalty must be positive and finite, not " +
+                    std::to_string(opt.repetition_penalty));
+    }
+    if (opt.no_repeat_ngram_size < 0) throw Error("generate: no_repeat_ngram_size must be >= 0");
+    if (opt.min_length < 0) throw Error("generate: min_length must be >= 0");
     const int V = c.tgt_vocab_size;
     for (int32_t id : opt.stop_ids) {
         if (id < 0 || id >= V) {

@@ -256,3 +256,129 @@ TEST(DecodingControls, TargetPrefixContinuesAsTheReferenceDecoder) {
     bad.target_prefix = {{5}};
     EXPECT_THROW(d.generate({{5, 6}}, bad), Error);
 }
+
+namespace {
+
+// The reference greedy decoder with the logits controls, from teacher-
+// forced logits in double: CTRL's repetition penalty over the prefix (bos
+// dropped) and the output, the no-repeat n-gram bans, eos and the stop ids
+// banned before min_length; the argmax (lowest id on ties). Also each
+// chosen token's log-probability after the changes.
+struct RefOut {
+    Sequence tokens;
+    std::vector<double> logp;
+};
+
+RefOut reference_controlled(Model &m, const Sequence &src, const GenerateOptions &o, int max_new) {
+    const bool dec = m.config().architecture == Architecture::Decoder;
+    const int eos = m.config().eos_id;
+    RefOut out;
+    for (int step = 0; step < max_new; step++) {
+        Sequence fed = dec ? src : Sequence{m.config().bos_id};
+        fed.insert(fed.end(), out.tokens.begin(), out.tokens.end());
+        const Tensor t = dec ? m.logits({fed})[0] : m.logits({src}, {fed})[0];
+        const int64_t V = t.shape[1];
+        std::vector<double> row(t.data.begin() + (ptrdiff_t)((fed.size() - 1) * (size_t)V),
+                                t.data.begin() + (ptrdiff_t)(fed.size() * (size_t)V));
+        Sequence ctx = dec ? src : Sequence{};
+        ctx.insert(ctx.end(), out.tokens.begin(), out.tokens.end());
+        std::vector<char> seen((size_t)V, 0), banned((size_t)V, 0);
+        for (int32_t id : ctx) seen[(size_t)id] = 1;
+        for (int64_t v = 0; v < V; v++) {
+            if (seen[(size_t)v]) row[(size_t)v] = row[(size_t)v] > 0 ? row[(size_t)v] / o.repetition_penalty
+                                                                       : row[(size_t)v] * o.repetition_penalty;
+        }
+        const int n = o.no_repeat_ngram_size;
+        if (n > 0 && ctx.size() + 1 >= (size_t)n) {
+            for (size_t i = 0; i + (size_t)n <= ctx.size(); i++) {
+                bool same = true;
+                for (int k = 0; k < n - 1; k++) same = same && ctx[i + (size_t)k] == ctx[ctx.size() - (size_t)(n - 1) + (size_t)k];
+                if (same) banned[(size_t)ctx[i + (size_t)n - 1]] = 1;
+            }
+        }
+        if ((int)out.tokens.size() < o.min_length) {
+            if (o.stop_at_eos) banned[(size_t)eos] = 1;
+            for (int32_t id : o.stop_ids) banned[(size_t)id] = 1;
+        }
+        for (int64_t v = 0; v < V; v++) {
+            if (banned[(size_t)v]) row[(size_t)v] = -1e30;
+        }
+        const int64_t best = std::max_element(row.begin(), row.end()) - row.begin();
+        double sum = 0;
+        for (double x : row) sum += std::exp(x - row[(size_t)best]);
+        out.tokens.push_back((int32_t)best);
+        out.logp.push_back(-std::log(sum));
+        const bool stop = std::find(o.stop_ids.begin(), o.stop_ids.end(), (int32_t)best) != o.stop_ids.end();
+        if ((o.stop_at_eos && best == eos) || stop) break;
+    }
+    return out;
+}
+
+}  // namespace
+
+// Repetition penalty, no-repeat n-grams and a minimum length: greedy
+// outputs equal the reference decoder's (tokens and log-probabilities), for
+// both architectures and each control alone and together; beam search and
+// sampling never repeat a banned n-gram; bad values are errors.
+TEST(DecodingControls, PenaltiesAndBansFollowTheReferenceDecoder) {
+    for (Architecture a : {Architecture::EncoderDecoder, Architecture::Decoder}) {
+        Model m = Model::random(small(a), 55, test_device());
+        const auto src = inputs(a, 3, 8);
+        GenerateOptions plain;
+        plain.max_new_tokens = 14;
+        plain.stop_at_eos = false;
+        const auto free = m.generate(src, plain);
+        for (int mode = 0; mode < 4; mode++) {
+            GenerateOptions o = plain;
+            o.return_logprobs = true;
+            if (mode == 0 || mode == 3) o.repetition_penalty = mode == 0 ? 1.8f : 1.3f;
+            if (mode == 1 || mode == 3) o.no_repeat_ngram_size = mode == 1 ? 2 : 1;
+            if (mode == 2 || mode == 3) {
+                // The first free token of input 0 is a stop id, banned for 5 tokens.
+                o.min_length = 5;
+                o.stop_ids = {free[0][0].tokens[0]};
+            }
+            SCOPED_TRACE(std::string(arch_name(a)) + " mode " + std::to_string(mode));
+            const auto got = m.generate(src, o);
+            for (size_t b = 0; b < src.size(); b++) {
+                const RefOut ref = reference_controlled(m, src[b], o, 14);
+                EXPECT_EQ(got[b][0].tokens, ref.tokens) << "input " << b;
+                for (size_t i = 0; i < std::min(ref.logp.size(), got[b][0].log_probs.size()); i++) {
+                    EXPECT_NEAR(got[b][0].log_probs[i], ref.logp[i], 2e-4) << "input " << b << " token " << i;
+                }
+            }
+            if (mode == 0) {
+                bool changed = false;
+                for (size_t b = 0; b < src.size(); b++) changed = changed || got[b][0].tokens != free[b][0].tokens;
+                EXPECT_TRUE(changed) << "a penalty of 1.8 changed nothing";
+            }
+        }
+        // Beam search and sampling: no token twice with no_repeat_ngram_size 1
+        // (decoder-only: nor a token of the prompt).
+        for (bool sample : {false, true}) {
+            GenerateOptions o = plain;
+            o.no_repeat_ngram_size = 1;
+            o.sample = sample;
+            o.beam = sample ? 1 : 3;
+            o.n_best = sample ? 1 : 3;
+            o.seed = 9;
+            const auto got = m.generate(src, o);
+            for (size_t b = 0; b < src.size(); b++) {
+                for (const Hypothesis &h : got[b]) {
+                    Sequence all = a == Architecture::Decoder ? src[b] : Sequence{};
+                    all.insert(all.end(), h.tokens.begin(), h.tokens.end());
+                    Sequence sorted = all;
+                    std::sort(sorted.begin(), sorted.end());
+                    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end())
+                        << (sample ? "sampled" : "beam") << " input " << b << " repeats a token";
+                }
+            }
+        }
+        for (auto bad : {std::make_pair(0.0f, 0), std::make_pair(-1.0f, 0), std::make_pair(1.0f, -1)}) {
+            GenerateOptions o;
+            o.repetition_penalty = bad.first;
+            o.no_repeat_ngram_size = bad.second;
+            EXPECT_THROW(m.generate(src, o), Error);
+        }
+    }
+}

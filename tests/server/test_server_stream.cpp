@@ -351,6 +351,16 @@ TEST_F(Serve, DecodingControlsInBothAPIs) {
                       {"return_logprobs", true},
                       {"target_prefix", Sequence(plain.tokens.begin(), plain.tokens.begin() + 3)}},
                      prefix});
+    GenerateOptions penalized = base;
+    penalized.repetition_penalty = 1.5f;
+    penalized.no_repeat_ngram_size = 2;
+    penalized.min_length = 12;
+    cases.push_back({{{"ids", src},
+                      {"max_new_tokens", 30},
+                      {"repetition_penalty", 1.5},
+                      {"no_repeat_ngram_size", 2},
+                      {"min_length", 12}},
+                     penalized});
     for (size_t i = 0; i < cases.size(); i++) {
         SCOPED_TRACE("case " + std::to_string(i) + ": " + cases[i].body.dump());
         Result r = post(c, cases[i].body.dump());
@@ -393,7 +403,24 @@ TEST_F(Serve, DecodingControlsInBothAPIs) {
     }
     EXPECT_EQ(joined, choice["text"].get<std::string>());
     // Bad values: a 400 naming the field.
+    // vLLM's extensions of /v1/completions: repetition_penalty, min_tokens, stop_token_ids.
+    res = c.Post("/v1/completions",
+                 json{{"model", "halformer"}, {"prompt", text}, {"max_tokens", 30}, {"temperature", 0},
+                      {"repetition_penalty", 1.5}, {"min_tokens", 12}}
+                     .dump(),
+                 "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    GenerateOptions ext = base;
+    ext.repetition_penalty = 1.5f;
+    ext.min_length = 12;
+    const auto ext_ref = model->generate({src}, ext)[0][0];
+    EXPECT_EQ(json::parse(res->body)["choices"][0]["text"], model->text_of(ext_ref.tokens));
+    EXPECT_GE(json::parse(res->body)["usage"]["completion_tokens"].get<int>(), 12);
     const std::vector<std::pair<json, std::string>> bad = {
+        {{{"ids", src}, {"repetition_penalty", 0}}, "'repetition_penalty' must be positive"},
+        {{{"ids", src}, {"no_repeat_ngram_size", -1}}, "no_repeat_ngram_size"},
+        {{{"ids", src}, {"min_length", "5"}}, "min_length"},
         {{{"ids", src}, {"stop_ids", {1000000}}}, "'stop_ids'[0] = 1000000 is outside the vocabulary"},
         {{{"ids", src}, {"stop_ids", 5}}, "'stop_ids' must be an array"},
         {{{"ids", src}, {"return_logprobs", "yes"}}, "return_logprobs"},

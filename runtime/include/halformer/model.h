@@ -101,7 +101,8 @@ struct Hypothesis {
     // the total log-probability with return_logprobs, else 0 (not computed).
     double score = 0;
     // With return_logprobs: log p(tokens[i] | what precedes it) under the
-    // model (temperature 1, before any top-k or top-p filter), one per token.
+    // model (temperature 1, before any top-k or top-p filter; after the
+    // repetition penalty, n-gram and minimum-length bans), one per token.
     std::vector<float> log_probs;
 };
 
@@ -134,6 +135,15 @@ struct GenerateOptions {
     // the argmax of the log-probabilities (the same token but for exact
     // ties of the last bits) and sampling draws from them.
     bool return_logprobs = false;
+    // CTRL's repetition penalty θ (> 0; 1: off): the logit of a token
+    // already in the output or its prefix (the prompt, or the target prefix)
+    // is divided by θ where positive and multiplied by θ where negative.
+    float repetition_penalty = 1.0f;
+    // n > 0: a token that would make an n-gram the output (with its prefix)
+    // already holds is never chosen (1: no token repeats at all).
+    int no_repeat_ngram_size = 0;
+    // eos and the stop ids are never chosen before this many new tokens.
+    int min_length = 0;
     // Encoder-decoder: tokens every output of input b continues from, after
     // bos (CTranslate2's target_prefix: a translation that must begin so).
     // One list per input (an empty list: none), or none at all. The

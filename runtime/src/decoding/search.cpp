@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace halformer {
 namespace decoding {
@@ -26,6 +27,39 @@ Hypothesis Search::hypothesis(int r, double score) const {
     Hypothesis h{hist_[r], score, {}};
     if (opt_.return_logprobs) h.log_probs = logp_[r];
     return h;
+}
+
+bool Search::adjusts() const {
+    return opt_.repetition_penalty != 1.0f || opt_.no_repeat_ngram_size > 0 || opt_.min_length > 0;
+}
+
+void Search::adjustments(int row, int r, const std::vector<int32_t> &prefix, Adjustments &out) const {
+    // The sequence so far: the prefix, then what slot r chose.
+    std::vector<int32_t> seq(prefix);
+    seq.insert(seq.end(), hist_[r].begin(), hist_[r].end());
+    std::map<int32_t, float> f;  // id → factor (0: banned)
+    if (opt_.repetition_penalty != 1.0f) {
+        for (int32_t id : seq) f[id] = opt_.repetition_penalty;
+    }
+    const int n = opt_.no_repeat_ngram_size;
+    if (n > 0 && (int)seq.size() >= n - 1) {
+        // Every earlier n-gram whose first n - 1 tokens are the last n - 1.
+        const size_t tail = seq.size() - (size_t)(n - 1);
+        for (size_t i = 0; i + (size_t)n <= seq.size(); i++) {
+            if (std::equal(seq.begin() + (ptrdiff_t)i, seq.begin() + (ptrdiff_t)i + n - 1, seq.begin() + (ptrdiff_t)tail)) {
+                f[seq[i + (size_t)n - 1]] = 0.0f;
+            }
+        }
+    }
+    if ((int)hist_[r].size() < opt_.min_length) {
+        if (eos_stop_ >= 0) f[eos_stop_] = 0.0f;
+        for (int32_t id : opt_.stop_ids) f[id] = 0.0f;
+    }
+    for (auto &[id, factor] : f) {
+        out.rows.push_back(row);
+        out.ids.push_back(id);
+        out.factor.push_back(factor);
+    }
 }
 
 void Search::step(int step, const StepResult &res, const std::vector<int> &row_of) {

@@ -21,6 +21,18 @@
 namespace halformer {
 namespace decoding {
 
+// Changes to a step's logits (hf_logits_adjust): entry e scales the logit
+// of token ids[e] in row rows[e] by factor[e] (0: banned).
+struct Adjustments {
+    std::vector<int32_t> rows, ids;
+    std::vector<float> factor;
+    void clear() {
+        rows.clear();
+        ids.clear();
+        factor.clear();
+    }
+};
+
 // What a step must compute for each row of its batch.
 enum class Need { Argmax, Sample, TopLogProbs };
 
@@ -58,6 +70,15 @@ public:
     // (its hypothesis' history, and the cache rows of that history).
     int32_t next(int r) const { return next_[r]; }
     int parent(int r) const { return parent_[r]; }
+    // The tokens slot r has chosen so far.
+    const std::vector<int32_t> &history(int r) const { return hist_[r]; }
+    // Whether the options change the logits before a choice (repetition
+    // penalty, no-repeat n-grams, minimum length).
+    bool adjusts() const;
+    // What hf_logits_adjust does to row `row` of a step whose slot has the
+    // decoder prefix `prefix` (bos dropped) and slot r's history: appended
+    // to `out` (each id once; a ban wins over a penalty).
+    void adjustments(int row, int r, const std::vector<int32_t> &prefix, Adjustments &out) const;
     bool done(int b) const { return done_[b] != 0; }
     bool all_done() const;
     // Every input's hypotheses (reporting those not yet reported).

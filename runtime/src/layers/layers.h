@@ -180,6 +180,13 @@ void feed_forward_backward(Kernels &k, const LayerW &L, const LayerW &G, const L
 void pool(Kernels &k, const float *x, int T, int R, const int32_t *lens, bool mean, bool normalize, float *out);
 // out[R, N] = softmax of each row of x.
 void softmax(Kernels &k, const float *x, int R, int N, float *out);
+// out[R, N] = log-softmax of each row of x.
+void log_softmax(Kernels &k, const float *x, int R, int N, float *out);
+// out[R, V] = x with n entries changed: the logit of ids[e] in row rows[e]
+// divided by factor[e] where positive, multiplied where negative, −1e30
+// where factor[e] = 0 (hf_logits_adjust; host arrays).
+void logits_adjust(Kernels &k, const float *x, int R, int V, const int32_t *rows, const int32_t *ids,
+                   const float *factor, int n, float *out);
 // The 8 largest probabilities of each row's softmax and their ids
 // (best first; probs[R, N] scratch): values[R, 8], ids[R, 8].
 void top8(Kernels &k, const float *x, int R, int N, float *probs, float *values, int32_t *ids);

@@ -6,6 +6,7 @@
 #include "hf_linear.h"
 #include "hf_linear_dot.h"
 #include "hf_log_softmax.h"
+#include "hf_logits_adjust.h"
 #include "hf_output_head.h"
 #include "hf_softmax.h"
 #include "hf_topk8.h"
@@ -23,6 +24,7 @@ HF_DEVICE_KERNELS(hf_pool_mean_l2)
 HF_DEVICE_KERNELS(hf_linear)
 HF_DEVICE_KERNELS(hf_linear_dot)
 HF_DEVICE_KERNELS(hf_log_softmax)
+HF_DEVICE_KERNELS(hf_logits_adjust)
 HF_DEVICE_KERNELS(hf_output_head)
 #ifdef HALFORMER_HAS_TRAINING
 #include "hf_cross_entropy.h"
@@ -41,6 +43,20 @@ namespace layers {
 void softmax(Kernels &k, const float *x, int R, int N, float *out) {
     View vx(x, {{N, 1}, {R, N}}), vo(out, {{N, 1}, {R, N}});
     k.run("softmax", [&] { return HF_PICK(k.device(), hf_softmax)(vx.get(), vo.get()); });
+}
+
+void log_softmax(Kernels &k, const float *x, int R, int N, float *out) {
+    View vx(x, {{N, 1}, {R, N}}), vo(out, {{N, 1}, {R, N}});
+    k.run("log_softmax", [&] { return HF_PICK(k.device(), hf_log_softmax)(vx.get(), vo.get()); });
+}
+
+void logits_adjust(Kernels &k, const float *x, int R, int V, const int32_t *rows, const int32_t *ids,
+                   const float *factor, int n, float *out) {
+    View vx(x, {{V, 1}, {R, V}}), vo(out, {{V, 1}, {R, V}});
+    View vr(rows, {{n, 1}}, true), vi(ids, {{n, 1}}, true), vf(factor, {{n, 1}});
+    k.run("logits_adjust", [&] {
+        return HF_PICK(k.device(), hf_logits_adjust)(vx.get(), vr.get(), vi.get(), vf.get(), vo.get());
+    });
 }
 
 void pool(Kernels &k, const float *x, int T, int R, const int32_t *lens, bool mean, bool normalize, float *out) {

@@ -166,6 +166,13 @@ bool decoding_field(const std::string &k, const json &v, const Limits &limits, i
         if (o.stop_ids.size() > 64) bad("'stop_ids' takes at most 64 ids");
     } else if (k == "return_logprobs") {
         o.return_logprobs = boolean(v, "return_logprobs");
+    } else if (k == "repetition_penalty") {
+        o.repetition_penalty = float32(v, "repetition_penalty");
+        if (!(o.repetition_penalty > 0)) bad("'repetition_penalty' must be positive");
+    } else if (k == "no_repeat_ngram_size") {
+        o.no_repeat_ngram_size = integer(v, "no_repeat_ngram_size", 0, 64);
+    } else if (k == "min_length") {
+        o.min_length = integer(v, "min_length", 0, limits.max_new_tokens);
     } else if (k == "seed") {
         if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
             bad(std::string("'seed' must be a non-negative integer, not ") + v.dump());
@@ -255,7 +262,8 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
         } else if (!decoding_field(k, it.value(), limits, cfg.tgt_vocab_size, r, max_new)) {
             bad("unknown field '" + k +
                 "' (expected ids or text, and beam, n_best, length_penalty, max_new_tokens, sample, temperature, "
-                "top_k, top_p, seed, stream, stop, stop_ids, return_logprobs, target_prefix)");
+                "top_k, top_p, seed, stream, stop, stop_ids, return_logprobs, target_prefix, repetition_penalty, "
+                "no_repeat_ngram_size, min_length)");
         }
     }
     const GenerateOptions &o = r.options;
@@ -350,6 +358,7 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
     std::vector<std::string> stop;
     const json *prompt = nullptr;
     bool have_model = false;
+    GenerateOptions extra;
     for (auto it = j.begin(); it != j.end(); ++it) {
         const std::string &k = it.key();
         const json &v = it.value();
@@ -391,6 +400,13 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
             have_seed = true;
         } else if (k == "stop") {
             stop = stop_strings(v, "stop");
+        } else if (k == "repetition_penalty") {  // vLLM's extensions of the API
+            if (!v.is_null()) extra.repetition_penalty = float32(v, "repetition_penalty");
+            if (!(extra.repetition_penalty > 0)) bad("'repetition_penalty' must be positive");
+        } else if (k == "min_tokens") {
+            if (!v.is_null()) extra.min_length = integer(v, "min_tokens", 0, limits.max_new_tokens);
+        } else if (k == "stop_token_ids") {
+            if (!v.is_null()) extra.stop_ids = token_ids(v, cfg.tgt_vocab_size, "stop_token_ids");
         } else if (k == "user") {
             if (!v.is_null() && !v.is_string()) bad(std::string("'user' must be a string, not ") + type_of(v));
         } else if (k == "logprobs") {
@@ -433,6 +449,9 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
         in.stop = stop;
         in.stream = c.stream;
         in.options.return_logprobs = c.logprobs;
+        in.options.repetition_penalty = extra.repetition_penalty;
+        in.options.min_length = extra.min_length;
+        in.options.stop_ids = extra.stop_ids;
         for (int k = 0; k < n; k++) {
             Request r = in;
             r.seed = seed + (uint64_t)k;
@@ -445,7 +464,8 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
 std::string batch_key(const GenerateOptions &o) {
     std::ostringstream k;
     k << o.beam << '/' << o.n_best << '/' << o.length_penalty << '/' << o.sample << '/' << o.temperature << '/'
-      << o.top_k << '/' << o.top_p << '/' << o.stop_at_eos << '/' << o.return_logprobs << '/';
+      << o.top_k << '/' << o.top_p << '/' << o.stop_at_eos << '/' << o.return_logprobs << '/'
+      << o.repetition_penalty << '/' << o.no_repeat_ngram_size << '/' << o.min_length << '/';
     for (int32_t id : o.stop_ids) k << id << ',';
     return k.str();
 }

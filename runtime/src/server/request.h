@@ -6,7 +6,8 @@
 //   optional: "beam" (1..7), "n_best", "length_penalty", "max_new_tokens",
 //             "sample", "temperature", "top_k", "top_p", "seed", "stream",
 //             "stop", "stop_ids", "return_logprobs", "target_prefix" (ids;
-//             encoder-decoder models)
+//             encoder-decoder models), "repetition_penalty",
+//             "no_repeat_ngram_size", "min_length"
 //
 // ids: the source (encoder-decoder) or the prompt (decoder-only); text needs
 // a model with a tokenizer. Unknown fields, wrong types, out-of-range values
@@ -61,7 +62,8 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
 //   a list of strings, a list of ids or a list of lists of ids), max_tokens
 //   (16), temperature (1; 0 is greedy), top_p, n (1..16), stream,
 //   stream_options.include_usage, seed (random when absent), stop (a string
-//   or up to 4), user (ignored), logprobs (0: the chosen tokens' log-
+//   or up to 4), user (ignored), vLLM's repetition_penalty, min_tokens and
+//   stop_token_ids, logprobs (0: the chosen tokens' log-
 //   probabilities, not streamed; no alternatives); echo, suffix, best_of,
 //   penalties and logit_bias only at their defaults (else 400 naming the
 //   argument).
