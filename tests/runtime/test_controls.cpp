@@ -4,6 +4,7 @@
 // precision log-softmax loops.
 #include "halformer/device.h"
 #include "halformer/model.h"
+#include "test_files.h"
 
 #include <gtest/gtest.h>
 
@@ -16,10 +17,7 @@ using namespace halformer;
 
 namespace {
 
-Device test_device() {
-    const char *e = std::getenv("HALFORMER_DEVICE");
-    return parse_device(e && *e ? e : "cpu");
-}
+using test_files::test_device;
 
 Config small(Architecture a) {
     Config c;

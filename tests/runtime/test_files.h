@@ -3,11 +3,13 @@
 // that must fail with a message naming the problem.
 #pragma once
 
+#include "halformer/device.h"
 #include "halformer/model.h"
 #include "halformer/safetensors.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <initializer_list>
 #include <sstream>
@@ -16,6 +18,13 @@
 #include <vector>
 
 namespace test_files {
+
+// The device under test: HALFORMER_DEVICE=cpu (default), opencl or cuda
+// (ctest runs the runtime suite once per device; tests/runtime/CMakeLists.txt).
+inline halformer::Device test_device() {
+    const char *e = std::getenv("HALFORMER_DEVICE");
+    return halformer::parse_device(e && *e ? e : "cpu");
+}
 
 inline std::string read(const std::string &path) {
     std::ifstream in(path, std::ios::binary);

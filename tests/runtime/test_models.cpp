@@ -3,6 +3,7 @@
 // KV-cache decoding against recomputing the whole prefix.
 #include "halformer/json.h"
 #include "halformer/model.h"
+#include "test_files.h"
 
 #include <gtest/gtest.h>
 
@@ -18,12 +19,7 @@ namespace {
 
 std::string fixture(const std::string &name) { return std::string(HALFORMER_FIXTURES) + "/" + name; }
 
-// The device under test: HALFORMER_DEVICE=cpu (default), opencl or cuda
-// (ctest runs this suite once per device; see tests/runtime/CMakeLists.txt).
-Device test_device() {
-    const char *e = std::getenv("HALFORMER_DEVICE");
-    return parse_device(e && *e ? e : "cpu");
-}
+using test_files::test_device;
 Model load_model(const std::string &name) { return Model::load(fixture(name), test_device()); }
 
 json::Value golden(const std::string &name) {

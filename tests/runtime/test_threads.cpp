@@ -10,6 +10,7 @@
 //    and the Model then answers the next calls exactly as before.
 #include "../../runtime/src/fault.h"
 #include "halformer/model.h"
+#include "test_files.h"
 
 #include <HalideRuntime.h>
 #include <gtest/gtest.h>
@@ -26,10 +27,7 @@ extern "C" int hf_embedding_adams2019(halide_buffer_t *tokens, halide_buffer_t *
 
 namespace {
 
-Device test_device() {
-    const char *e = std::getenv("HALFORMER_DEVICE");
-    return parse_device(e && *e ? e : "cpu");
-}
+using test_files::test_device;
 
 // Large enough that the kernels split their loops over the thread pool.
 Config config(Architecture a) {
