@@ -23,7 +23,8 @@ EXCLUDED = {
     "hf_topk8": "no tunable knob (generator topk)",
     "hf_argmax": "no tunable knob (generator topk)",
     "hf_logits_adjust": "a copy of one step's logits and a few entries (the decoding controls), far below the head",
-    "hf_gather_rows": "one row per prompt, once per call (the prefill's last positions of prompts of different lengths)",
+    "hf_gather_rows": "a copy: a prefill chunk's keys from the paged cache, the last positions of prompts of different lengths",
+    "hf_scatter_rows": "a copy of a step's new K|V rows to their paged-cache rows, far below the projections",
     "hf_pool_*": "no tunable knob (generator pool: a few rows a call, far below a layer)",
     "hf_position_bias*": "no tunable knob (generator position_bias: one (2·max_distance + 1) × heads table per stack and call)",
 }
