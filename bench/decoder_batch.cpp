@@ -1,7 +1,7 @@
 // Decoder-only prompts of mixed lengths: one batch against one at a time.
 //
 //   halformer_bench_decoder_batch [--prompts 16] [--new 48] [--rounds 3]
-//                                 [--min-len 8] [--max-len 128] [--small]
+//                                 [--min-len 8] [--max-len 128] [--small] [--profile]
 //
 // A GPT-2-small-shaped model (12 layers, d_model 768, 12 heads, d_ff 3072,
 // vocabulary 50257, learned positions, pre-LN, GELU-tanh) with random
@@ -40,13 +40,14 @@ double median(std::vector<double> v) {
 int main(int argc, char **argv) {
     CLI::App app{"decoder-only prompts of mixed lengths: one batch against one at a time"};
     int prompts = 16, new_tokens = 48, rounds = 3, min_len = 8, max_len = 128;
-    bool small = false;
+    bool small = false, profile = false;
     app.add_option("--prompts", prompts)->check(CLI::Range(1, 256));
     app.add_option("--new", new_tokens)->check(CLI::Range(1, 512));
     app.add_option("--rounds", rounds)->check(CLI::Range(1, 100));
     app.add_option("--min-len", min_len)->check(CLI::Range(1, 512));
     app.add_option("--max-len", max_len)->check(CLI::Range(1, 512));
     app.add_flag("--small", small);
+    app.add_flag("--profile", profile, "per-kernel times of each round's batched call, on stderr");
     CLI11_PARSE(app, argc, argv);
     if (max_len < min_len) {
         std::fprintf(stderr, "--max-len %d is below --min-len %d\n", max_len, min_len);
@@ -94,9 +95,16 @@ int main(int argc, char **argv) {
             m.generate(src, w);
         }
         for (int r = 0; r < rounds; r++) {
+            m.reset_profile();
             auto t0 = std::chrono::steady_clock::now();
             const auto batch = m.generate(src, o);
             const double tb = seconds_since(t0);
+            if (profile) {
+                for (auto &[name, k] : m.profile()) {
+                    std::fprintf(stderr, "[decoder-batch]   %-24s %8.3f s %8lld calls\n", name.c_str(), k.seconds,
+                                 (long long)k.calls);
+                }
+            }
             std::vector<std::vector<Hypothesis>> alone;
             t0 = std::chrono::steady_clock::now();
             for (auto &p : src) alone.push_back(m.generate({p}, o)[0]);

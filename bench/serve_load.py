@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""halformer serve under load: throughput and latency against one-at-a-time.
+"""halformer serve under load: throughput, latency and time to first token,
+with requests joining running batches, without (a request waits for a batch
+to start), and one at a time.
 
     bench/serve_load.py [--rounds 3] [--out bench/results/serve-<machine>-<date>]
 
 Runs the server load test (tests/server/test_server.cpp,
 Serve.LoadOf64ClientsEqualsEachRequestAlone: 64 clients x 20 mixed requests
 on the committed translator, every answer checked against the request run
-alone; then the same mix one request at a time through a server with one
-worker and batches of one) --rounds times, and writes report.md, the rounds
+alone, first with joining at the next step, then without; then the same mix
+one request at a time through a server with one worker and batches of one)
+--rounds times, and writes report.md, the rounds
 as JSON and serve.png. Medians and ranges over the rounds; the ratio is taken
 within each round (the machine is shared and noisy).
 """
@@ -29,6 +32,14 @@ ap.add_argument("--out", default=os.path.join(
 a = ap.parse_args()
 
 rounds = []
+
+
+def derived(x):
+    x["p99_over_p50"] = x["p99_s"] / x["p50_s"]
+    x["no_join_p99_over_p50"] = x["no_join_p99_s"] / x["no_join_p50_s"]
+    return x
+
+
 for r in range(a.rounds):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         env = dict(os.environ, HALFORMER_LOAD_REPORT=f.name)
@@ -36,11 +47,13 @@ for r in range(a.rounds):
                            capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(p.stdout[-3000:] + p.stderr[-2000:])
-        rounds.append(json.load(open(f.name)))
+        rounds.append(derived(json.load(open(f.name))))
     x = rounds[-1]
-    print(f"[serve] round {r + 1}/{a.rounds}: {x['tokens_per_s']:.0f} tokens/s batched, "
+    print(f"[serve] round {r + 1}/{a.rounds}: {x['tokens_per_s']:.0f} tokens/s joining, "
+          f"{x['no_join_tokens_per_s']:.0f} without ({x['join_ratio']:.2f}x), "
           f"{x['single_tokens_per_s']:.0f} one at a time ({x['ratio']:.2f}x); p50 {x['p50_s']:.3f} s, "
-          f"p99 {x['p99_s']:.3f} s; errors {x['errors']}, mismatches {x['mismatches']}")
+          f"p99 {x['p99_s']:.3f} s (without: {x['no_join_p50_s']:.3f}, {x['no_join_p99_s']:.3f}); "
+          f"errors {x['errors']}, mismatches {x['mismatches']}")
 
 os.makedirs(a.out, exist_ok=True)
 json.dump(rounds, open(os.path.join(a.out, "rounds.json"), "w"), indent=2)
@@ -63,16 +76,24 @@ lines = [
     f"One at a time: the first {r0['single_requests']} requests of the mix, one client, a server with one worker and"
     " batches of one. Medians over the rounds (range in brackets).",
     "",
-    "| measure | batched (64 clients) | one at a time |",
-    "|---|---|---|",
-    f"| tokens/s | {stat('tokens_per_s', '{:.0f}')} | {stat('single_tokens_per_s', '{:.0f}')} |",
-    f"| p50 latency (s) | {stat('p50_s', '{:.3f}')} | {stat('single_p50_s', '{:.3f}')} |",
-    f"| p99 latency (s) | {stat('p99_s', '{:.3f}')} | {stat('single_p99_s', '{:.3f}')} |",
+    "| measure | joining at the next step | waiting for a batch to start | one at a time |",
+    "|---|---|---|---|",
+    f"| tokens/s | {stat('tokens_per_s', '{:.0f}')} | {stat('no_join_tokens_per_s', '{:.0f}')} | "
+    f"{stat('single_tokens_per_s', '{:.0f}')} |",
+    f"| p50 latency (s) | {stat('p50_s', '{:.3f}')} | {stat('no_join_p50_s', '{:.3f}')} | {stat('single_p50_s', '{:.3f}')} |",
+    f"| p99 latency (s) | {stat('p99_s', '{:.3f}')} | {stat('no_join_p99_s', '{:.3f}')} | {stat('single_p99_s', '{:.3f}')} |",
+    f"| p99 / p50 | {stat('p99_over_p50', '{:.2f}')} | {stat('no_join_p99_over_p50', '{:.2f}')} | – |",
+    f"| time to first token p50 (s) | {stat('first_token_p50_s', '{:.3f}')} | {stat('no_join_first_token_p50_s', '{:.3f}')} | – |",
+    f"| time to first token p99 (s) | {stat('first_token_p99_s', '{:.3f}')} | {stat('no_join_first_token_p99_s', '{:.3f}')} | – |",
     f"| errors / answers unlike the request alone | {sum(x['errors'] for x in rounds)} / "
-    f"{sum(x['mismatches'] for x in rounds)} | – |",
+    f"{sum(x['mismatches'] for x in rounds)} | – | – |",
     "",
-    f"Throughput ratio (batched / one at a time, within a round): {stat('ratio', '{:.2f}')}x.",
-    f"Batches per round: {stat('batches', '{:.0f}')} for {r0['clients'] * r0['requests_per_client']} requests.",
+    f"Throughput ratios within a round: joining / waiting {stat('join_ratio', '{:.2f}')}x, joining / one at a time "
+    f"{stat('ratio', '{:.2f}')}x.",
+    f"Requests that joined a running batch: {stat('joined', '{:.0f}')} of {r0['clients'] * r0['requests_per_client']}; "
+    f"batches started per round: {stat('batches', '{:.0f}')}.",
+    "Time to first token: greedy and sampled requests (beam search has no token before its end), arrival to the"
+    " step that chose it, from each answer's first_token_ms.",
     "",
     "The one-at-a-time latencies are those of a lone client with nothing queued; 64 clients served one at a time",
     "would each wait behind the others' requests.",
@@ -84,23 +105,34 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
-names = ["batched\n(64 clients)", "one at a time"]
-tps = [[x["tokens_per_s"] for x in rounds], [x["single_tokens_per_s"] for x in rounds]]
-ax1.bar(names, [statistics.median(v) for v in tps], color=["tab:blue", "tab:gray"])
+fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(13, 3.8))
+names = ["joining", "waiting for\na batch", "one at a time"]
+tps = [[x["tokens_per_s"] for x in rounds], [x["no_join_tokens_per_s"] for x in rounds],
+       [x["single_tokens_per_s"] for x in rounds]]
+ax1.bar(names, [statistics.median(v) for v in tps], color=["tab:blue", "tab:orange", "tab:gray"])
 for i, v in enumerate(tps):
     ax1.plot([i] * len(v), v, "k.", ms=4)
 ax1.set_ylabel("generated tokens/s")
-ax1.set_title(f"throughput ({statistics.median(x['ratio'] for x in rounds):.1f}x)")
+ax1.set_title("throughput")
 w = 0.35
-for i, (k50, k99) in enumerate([("p50_s", "p99_s"), ("single_p50_s", "single_p99_s")]):
+for i, (k50, k99) in enumerate([("p50_s", "p99_s"), ("no_join_p50_s", "no_join_p99_s"),
+                                ("single_p50_s", "single_p99_s")]):
     ax2.bar(i - w / 2, statistics.median(x[k50] for x in rounds), w, color="tab:green", label="p50" if i == 0 else None)
     ax2.bar(i + w / 2, statistics.median(x[k99] for x in rounds), w, color="tab:red", label="p99" if i == 0 else None)
-ax2.set_xticks([0, 1])
+ax2.set_xticks([0, 1, 2])
 ax2.set_xticklabels(names)
 ax2.set_ylabel("request latency (s)")
 ax2.set_title("latency")
 ax2.legend()
+for i, (k50, k99) in enumerate([("first_token_p50_s", "first_token_p99_s"),
+                                ("no_join_first_token_p50_s", "no_join_first_token_p99_s")]):
+    ax3.bar(i - w / 2, statistics.median(x[k50] for x in rounds), w, color="tab:green", label="p50" if i == 0 else None)
+    ax3.bar(i + w / 2, statistics.median(x[k99] for x in rounds), w, color="tab:red", label="p99" if i == 0 else None)
+ax3.set_xticks([0, 1])
+ax3.set_xticklabels(names[:2])
+ax3.set_ylabel("time to first token (s)")
+ax3.set_title("first token (greedy, sampled)")
+ax3.legend()
 fig.suptitle("halformer serve, models/en-de, " + str(os.cpu_count()) + " vCPUs")
 fig.tight_layout()
 fig.savefig(os.path.join(a.out, "serve.png"), dpi=110)

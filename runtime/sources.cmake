@@ -24,6 +24,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/layers/norm.cpp
   src/layers/output_head.cpp
   src/layers/residual.cpp
+  src/layers/rows.cpp
   src/layers/transformer_layer.cpp
   src/translation_quality.cpp
   src/params.cpp

@@ -40,10 +40,13 @@ int cmd_serve(int argc, char **argv) {
     app.add_option("--max-connections", so.max_connections, "open connections at most; past it a new one gets 503")
         ->check(at_least(1));
     app.add_option("--model-name", so.model_name, "the model's id in the OpenAI API (default: the directory's name)");
+    bool no_join = false;
+    app.add_flag("--no-join", no_join, "a request waits for a batch to start (no joining at the next step)");
     app.add_flag("--log", so.log, "one line per request on stderr");
     add_machine_options(app, mo);
     add_precision_option(app, mo);
     if (!parse_command(app, argc, argv)) return 0;
+    so.join = !no_join;
     const Device device = apply_machine_options(mo);
     // The signals are taken by sigwait below: block them before any thread
     // starts, so that every thread inherits the mask.

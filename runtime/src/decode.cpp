@@ -1,13 +1,14 @@
-// Generation with a KV cache: greedy (argmax kernel, ties to the lowest id),
-// beam search (log-softmax head + top-k kernel, length penalty
+// Generation with a paged KV cache: greedy (argmax kernel, ties to the
+// lowest id), beam search (log-softmax head + top-k kernel, length penalty
 // ((5 + len) / 6)^α, early stop once `beam` hypotheses have ended), and
 // sampling (hf_sample: temperature, top-k, top-p, drawn from one seeded
-// uniform a row; only the ids leave the kernels). The decoder runs one position
-// per step over all beams of all inputs at once (R = batch × beam rows);
-// self-attention K|V are appended to the cache, the cross-attention K|V are
-// computed once per source. An input that is done leaves the batch: the
-// later steps run only the rows of inputs still decoding, whose caches stay
-// where they were written and are read through row lists.
+// uniform a row; only the ids leave the kernels). The decoder runs one
+// position per step over all beams of all inputs decoding (one kernel call
+// per step for the batch, each row at its own position), and inputs join
+// the running batch (continuous batching, GenerateOptions::join): a group
+// of joining inputs is encoded and its prefixes prefilled in chunks beside
+// the rows decoding, then decodes with them. An input that is done leaves
+// the batch at once and its cache blocks are freed.
 //
 // Beam search, exactly (tests/make_fixtures.py implements the same rule in
 // PyTorch): each live beam proposes its beam+1 best next tokens with score
@@ -24,312 +25,622 @@
 #include "decoding/search.h"
 
 #include "hf_argmax.h"
-#include "hf_gather_rows.h"
 #include "hf_sample.h"
 #include "hf_topk8.h"
 
 HF_DEVICE_KERNELS(hf_argmax)
-HF_DEVICE_KERNELS(hf_gather_rows)
 HF_DEVICE_KERNELS(hf_topk8)
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <map>
 
 namespace halformer {
 namespace {
 
-constexpr int kTopK = 8;  // hf_topk8: beam + 1 candidates per beam
+constexpr int kTopK = 8;    // hf_topk8: beam + 1 candidates per beam
+constexpr int kBlock = 16;  // cache rows per block of the paged cache
+
+int blocks_for(int64_t rows) { return (int)((rows + kBlock - 1) / kBlock); }
+
+// A decoder-only prompt's sampling stream for `seed` (as generate() gives a
+// prompt its seed, alone or batched).
+uint64_t prompt_seed(uint64_t seed) { return seed * 0x9E3779B97F4A7C15ull; }
+
+// The paged KV cache's blocks (vLLM's block manager): kBlock cache rows
+// each, in one cache per layer (the same rows in each). A block holds
+// positions of one row, or of one source's encoder K|V; it is free again
+// when nothing refers to it.
+class BlockPool {
+public:
+    explicit BlockPool(int blocks) : refs_((size_t)blocks, 0) {
+        for (int b = blocks - 1; b >= 0; b--) free_.push_back(b);
+    }
+    int blocks() const { return (int)refs_.size(); }
+    int free() const { return (int)free_.size(); }
+    int take() {
+        if (free_.empty()) throw Error("internal: the KV cache has no free block");
+        const int b = free_.back();
+        free_.pop_back();
+        refs_[b] = 1;
+        return b;
+    }
+    void ref(int b) { refs_[b]++; }
+    void unref(int b) {
+        if (--refs_[b] == 0) free_.push_back(b);
+    }
+
+private:
+    std::vector<int> refs_, free_;
+};
+
+// One slot's cache rows (slot r = b·K + k: beam k of input b). Position t
+// is at cache row rows[t]; `blocks` are the blocks its rows are in (each
+// entry one reference); it writes new positions into its own block `own`
+// (one more reference), `used` rows of it so far. A beam that takes another
+// parent takes the parent's rows (and references their blocks); its own
+// block stays its own.
+struct SlotRows {
+    std::vector<int32_t> rows;
+    std::vector<int> blocks;
+    int own = -1, used = 0;
+};
 
 }  // namespace
 
-// One generate() call's decoder over a batch of B inputs × K rows (slots r
-// = b·K + k). Row c of a step's batch (c < Ra, the rows still decoding) is
-// slot act[c], and slot r is row pos[r].
-//
-// The self-attention caches hold cap time slots of R rows each (cache row
-// slot·R + c): the prefill writes slots 0..P-1 (P: the longest prefix; a
-// shorter prefix leaves its row's last slots unused), and step s writes
-// slot P + s at the batch's row c. Positions are per row: input b's prefix
-// has plen[b] tokens, so the token a row reads at step s is at position
-// plen[b] + s, whatever the others' lengths. Row kv_rows[c·cap + t] of the
-// cache holds position t of row c; a hypothesis that takes another parent
-// takes the parent's list (cap ints), never its cache. Every position is
-// written once and read in place by the attention kernel. The lists are
-// passed to the kernel for beam search, for prefixes of different lengths,
-// and for greedy or sampling once an input has left the batch (before that
-// position t of row c is at cache row t·R + c, as the lists say).
+// One generate() call's decoder: the inputs given and those that join,
+// through the paged cache.
 struct Session::Decoder {
     Session &s;
-    const GenerateOptions &opt;
-    const float *memory;
-    int S, B, K, R, P, V, D, A, cap, max_new;  // A: the attention width
-    size_t layers;
-    decoding::Search &search;
-    int Ra;
-    bool uniform = true;  // every prefix of length P
-    std::vector<int> act, pos, pos_next;
-    std::vector<int32_t> plen, kv_rows, kv_rows_alt, kv_len, src_lens, cross_len, cross_rows, row_pos;
-    bool compacted = false;
-    float *x = nullptr, *xa = nullptr, *last = nullptr;
-    const float *bias = nullptr;
+    GenerateOptions o;  // the call's options, per-input lists growing as inputs join
+    const bool encdec;
+    const int K, V, D, A;
+    const size_t layers;
+    std::unique_ptr<decoding::Search> search;
+    const float *bias = nullptr;  // T5: the decoder's relative-position bias
+    int pool_rows = 0;
+    std::unique_ptr<BlockPool> pool;
+
+    // Per input b: its source (encoder-decoder) and decoder prefix (bos +
+    // target prefix, or the prompt), its blocks reserved, its source's
+    // cache rows and length.
+    std::vector<Sequence> src, prefix;
+    std::vector<int> reserved;
+    std::vector<std::vector<int32_t>> cross;
+    std::vector<std::vector<int>> cross_blocks;
+    std::vector<int32_t> src_len;
+    std::vector<SlotRows> slot;
+    std::vector<int32_t> len;     // per slot: positions written with real tokens
+    std::vector<Sequence> context;  // per slot: its prefix, bos dropped (the penalties' context)
+    int reserved_total = 0;
+
+    std::deque<int> waiting;   // inputs given or joined, not yet prefilling
+    std::vector<int> active;   // inputs decoding, in order of their rows
+    // The group prefilling: its inputs (one row each: beam 0) and the
+    // next position of its chunks.
+    std::vector<int> group;
+    int group_P = 0, group_S = 0, chunk_at = 0;
+
+    std::vector<int> row_of;  // per slot: its row in the step's batch
+    std::chrono::steady_clock::time_point step_start;
     std::vector<double> u;
     std::vector<float> chosen_logp;
     decoding::Adjustments adjust;
-    std::vector<Sequence> context;  // per slot: its decoder prefix, bos dropped (the penalties' context)
 
-    static int longest(const std::vector<Sequence> &prefix) {
-        size_t P = 0;
-        for (auto &p : prefix) P = std::max(P, p.size());
-        return (int)P;
-    }
-
-    Decoder(Session &s_, const std::vector<Sequence> &prefix, const float *memory_, int S_,
-            const std::vector<int32_t> &src_lens_, const GenerateOptions &o, int max_new_, decoding::Search &search_)
-        : s(s_), opt(o), memory(memory_), S(S_), B((int)prefix.size()), K(search_.width()), R(B * K),
-          P(longest(prefix)), V(s_.w->gen_rows), D(s_.cfg.d_model), A(s_.desc.attn_width), cap(P + max_new_ - 1),
-          max_new(max_new_), layers(s_.w->dec.layers.size()), search(search_), Ra(R), act(R), pos(R), pos_next(R),
-          plen(R), kv_rows((size_t)R * cap), kv_rows_alt((size_t)R * cap), kv_len(R), src_lens(src_lens_),
-          cross_len(src_lens_), row_pos(R) {
-        for (int r = 0; r < R; r++) {
-            const Sequence &p = prefix[r / K];
-            context.emplace_back(p.begin() + (memory ? 1 : 0), p.end());
-            act[r] = pos[r] = r;
-            plen[r] = kv_len[r] = (int)prefix[r / K].size();
-            if (plen[r] != P) uniform = false;
-            for (int t = 0; t < cap; t++) kv_rows[(size_t)r * cap + t] = t * R + r;
+    Decoder(Session &s_, const std::vector<Sequence> &inputs, const GenerateOptions &opt)
+        : s(s_), o(opt), encdec(s_.cfg.architecture == Architecture::EncoderDecoder), K(opt.beam),
+          V(s_.w->gen_rows), D(s_.cfg.d_model), A(s_.desc.attn_width), layers(s_.w->dec.layers.size()) {
+        const int eos_stop = o.stop_at_eos ? s.cfg.eos_id : -2;  // -2: no token id matches
+        // Limits are per input (max_new_tokens_each, filled by the caller).
+        search = decoding::make_search(0, o, 1 << 30, eos_stop, s.cfg.pad_id);
+        bias = s.stack_bias(s.w->dec, true);
+        for (size_t b = 0; b < inputs.size(); b++) {
+            add_input(inputs[b], o.target_prefix.empty() ? Sequence{} : o.target_prefix[b]);
+        }
+        search->add((int)inputs.size());
+        if (bias) {
+            // T5's kernels take one query position a step: every prefix of
+            // one length, and nothing joins.
+            for (auto &p : prefix) {
+                if (p.size() != prefix[0].size()) {
+                    throw Error("generate: this model's relative-position attention (T5) takes one query position "
+                                "a step: give every input a target prefix of one length");
+                }
+            }
+            o.join = nullptr;
         }
     }
 
-    // The caches: the cross-attention K|V once per source, read by all of
-    // its beams (the attention kernel takes a source's beams as queries of
-    // one sequence), and room for every position of the self-attention.
-    void allocate() {
-        s.cross_kv.resize(layers);
-        s.attach(s.cross_kv);
-        for (size_t l = 0; memory && l < layers; l++) {
-            layers::memory_kv(s, layers::Pass{}, s.w->dec.layers[l].cross, memory, S * B,
-                              s.cross_kv[l].need((size_t)S * B * 2 * A));
+    // Input b's per-input state (its options are in o's lists already).
+    void add_input(const Sequence &in, const Sequence &target_prefix) {
+        if (encdec) {
+            src.push_back(in);
+            Sequence p{s.cfg.bos_id};
+            p.insert(p.end(), target_prefix.begin(), target_prefix.end());
+            prefix.push_back(std::move(p));
+        } else {
+            src.emplace_back();
+            prefix.push_back(in);
         }
+        reserved.push_back(0);
+        cross.emplace_back();
+        cross_blocks.emplace_back();
+        src_len.push_back((int32_t)src.back().size());
+        const Sequence &p = prefix.back();
+        for (int k = 0; k < K; k++) {
+            slot.emplace_back();
+            len.push_back(0);
+            context.emplace_back(p.begin() + (encdec ? 1 : 0), p.end());
+        }
+        waiting.push_back((int)prefix.size() - 1);
+    }
+
+    int limit(int b) const { return o.max_new_tokens_each[(size_t)b]; }
+
+    // The blocks input b can hold at once in a group whose prefixes are P
+    // and sources S long: its source's K|V, beam 0's prefix (padded to P)
+    // and new rows (greedy: its new positions take its padding's rows
+    // first; a beam that took another's rows writes past its own), each
+    // other beam's new rows (a row writes max_new - 1 positions: the last
+    // token chosen is never read).
+    int reservation(int b, int P, int S) const {
+        const int n = limit(b), p = (int)prefix[(size_t)b].size();
+        const int first = K == 1 ? std::max(P, p + n - 1) : P + n - 1;
+        return blocks_for(S) + blocks_for(first) + (K - 1) * blocks_for(n - 1);
+    }
+
+    // The cache: pool_blocks blocks in every layer, within the budget.
+    void allocate(int pool_blocks) {
+        pool_rows = pool_blocks * kBlock;
+        pool = std::make_unique<BlockPool>(pool_blocks);
         s.self_kv.resize(layers);
         s.attach(s.self_kv);
-        for (size_t l = 0; l < layers; l++) s.self_kv[l].need((size_t)cap * R * 2 * A);
-        // T5: the decoder's relative-position bias, once for every step.
-        bias = s.stack_bias(s.w->dec, true);
-        // (Its kernels take one query position a step: every prefix of one length.)
-        if (bias && !uniform) {
-            throw Error("generate: this model's relative-position attention (T5) takes one query position a step: "
-                        "give every input a target prefix of one length");
-        }
+        for (size_t l = 0; l < layers; l++) s.self_kv[l].need((size_t)pool_rows * 2 * A);
     }
 
-    // T new positions of the Ra rows, written at cache slots slot..slot+T-1.
-    void run_layers(int T, int slot) {
-        RowMap rows;
-        rows.cache_rows = R;
-        if (T == 1 && (K > 1 || compacted || !uniform)) {
-            rows.kv_rows = kv_rows.data();
-            rows.kv_rows_stride = cap;
-            rows.slots = cap;
+    // Slot r's cache row for position t (written next): a row of its own
+    // block, or (beam 0 of a padded prefix) the row its prefill wrote there.
+    int32_t row_for(int r, int t) {
+        SlotRows &q = slot[(size_t)r];
+        if (t < (int)q.rows.size()) return q.rows[(size_t)t];
+        if (q.own < 0 || q.used == kBlock) {
+            if (q.own >= 0) pool->unref(q.own);
+            q.own = pool->take();
+            q.used = 0;
         }
-        if (compacted && memory) {
-            rows.cross_rows = cross_rows.data();
-            rows.cross_sources = B;
+        if (q.blocks.empty() || q.blocks.back() != q.own) {
+            q.blocks.push_back(q.own);
+            pool->ref(q.own);
         }
-        // A target prefix under beam search: the prefill's R rows read their
-        // sources' K|V repeated for each beam (gathered per layer into
-        // kv_tmp; the steps read one copy per source, cross_group).
-        const bool repeat = memory && T > 1 && K > 1;
-        std::vector<int32_t> beam_src, beam_len;
-        if (repeat) {
-            for (int r = 0; r < R; r++) {
-                beam_src.push_back(r / K);
-                beam_len.push_back(src_lens[r / K]);
+        q.rows.push_back(q.own * kBlock + q.used++);
+        return q.rows.back();
+    }
+
+
+    void release_input(int b) {
+        for (int k = 0; k < K; k++) {
+            SlotRows &q = slot[(size_t)b * K + k];
+            for (int x : q.blocks) pool->unref(x);
+            if (q.own >= 0) pool->unref(q.own);
+            q = SlotRows{};
+        }
+        for (int x : cross_blocks[(size_t)b]) pool->unref(x);
+        cross_blocks[(size_t)b].clear();
+        cross[(size_t)b].clear();
+        reserved_total -= reserved[(size_t)b];
+        reserved[(size_t)b] = 0;
+    }
+
+    // ---- joining ----------------------------------------------------------
+
+    int live() const { return (int)(active.size() + group.size() + waiting.size()); }
+
+    // Asks o.join for inputs while the batch has room, and checks them.
+    void poll_joins() {
+        if (!o.join) return;
+        const int room = o.max_batch - live();
+        if (room <= 0) return;
+        std::vector<JoinInput> in = o.join(room);
+        if (in.empty()) return;
+        if ((int)in.size() > room) {
+            throw Error("generate: join returned " + std::to_string(in.size()) + " inputs for room for " +
+                        std::to_string(room));
+        }
+        // (Inputs given without seeds keep their streams: seeds[b] is read
+        // only as an input joins.)
+        if (o.seeds.size() < prefix.size()) o.seeds.resize(prefix.size(), 0);
+        for (auto &j : in) {
+            check_join(j);
+            o.seeds.push_back(encdec ? j.seed : prompt_seed(j.seed));
+            o.max_new_tokens_each.push_back(limit_of(j));
+            add_input(j.input, j.target_prefix);
+        }
+        search->add((int)in.size());
+    }
+
+    void check_join(const JoinInput &j) const;
+    int limit_of(const JoinInput &j) const;
+
+    // Takes waiting inputs into a new group while their blocks are free.
+    void form_group() {
+        if (!group.empty() || waiting.empty()) return;
+        int P = 0, S = 0;
+        std::vector<int> g;
+        while (!waiting.empty()) {
+            const int b = waiting.front();
+            const int P2 = std::max(P, (int)prefix[(size_t)b].size()), S2 = std::max(S, (int)src[(size_t)b].size());
+            int need = 0;
+            for (int x : g) need += reservation(x, P2, S2);
+            need += reservation(b, P2, S2);
+            if (reserved_total + need > pool->blocks()) {
+                if (g.empty() && active.empty()) {
+                    throw Error("generate: input " + std::to_string(b) + " needs " + std::to_string(need) +
+                                " KV cache blocks of " + std::to_string(kBlock) + " positions; the cache has " +
+                                std::to_string(pool->blocks()) + " (GenerateOptions::kv_blocks)");
+                }
+                break;
+            }
+            g.push_back(b);
+            P = P2;
+            S = S2;
+            waiting.pop_front();
+        }
+        if (g.empty()) return;
+        for (int x : g) {
+            reserved[(size_t)x] = reservation(x, P, S);
+            reserved_total += reserved[(size_t)x];
+        }
+        group = g;
+        group_P = P;
+        group_S = S;
+        chunk_at = 0;
+        if (encdec) encode_group();
+    }
+
+    // The group's sources: the encoder, then each decoder layer's K|V of
+    // them into their blocks (every source padded to the longest).
+    void encode_group() {
+        const int G = (int)group.size(), S = group_S;
+        std::vector<Sequence> srcs;
+        for (int b : group) srcs.push_back(src[(size_t)b]);
+        std::vector<int32_t> lens;
+        const float *memory = s.encoder(srcs, S, lens);
+        // (The encoder's bias table took the scratch the decoder's was in.)
+        if (bias) bias = s.stack_bias(s.w->dec, true);
+        std::vector<int32_t> to((size_t)S * G);
+        for (int g = 0; g < G; g++) {
+            const int b = group[(size_t)g];
+            for (int t = 0; t < S; t++) {
+                if (t % kBlock == 0) cross_blocks[(size_t)b].push_back(pool->take());
+                cross[(size_t)b].push_back(cross_blocks[(size_t)b].back() * kBlock + t % kBlock);
+                to[(size_t)t * G + g] = cross[(size_t)b].back();
             }
         }
+        float *stage = s.kv_stage.need((size_t)S * G * 2 * A);
         for (size_t l = 0; l < layers; l++) {
-            const float *mem = memory ? s.cross_kv[l].get() : nullptr;
-            if (repeat) {
-                float *out = s.kv_tmp.need((size_t)S * R * 2 * A);
-                View from(mem, {{2 * A, 1}, {B, 2 * A}, {S, B * 2 * A}}), idx(beam_src.data(), {{R, 1}}, true);
-                View to(out, {{2 * A, 1}, {R, 2 * A}, {S, R * 2 * A}});
-                s.run("gather", [&] { return HF_PICK(s.device(), hf_gather_rows)(from.get(), idx.get(), to.get()); });
-                mem = out;
+            layers::memory_kv(s, layers::Pass{}, s.w->dec.layers[l].cross, memory, S * G, stage);
+            layers::scatter_rows(s, stage, 2 * A, S * G, to.data(), s.self_kv[l].get(), pool_rows);
+        }
+    }
+
+    // ---- the steps ---------------------------------------------------------
+
+    // The kernels' row lists of the call's rows (their slots): each row's
+    // positions 0..L-1 (past its own: its first row, masked by kv_len), and
+    // per group of `group_rows` rows its source's rows.
+    std::vector<int32_t> kv_rows, cross_rows, cross_len, dense_rows;
+
+    void lists(const std::vector<int> &slots, int L, int group_rows) {
+        const int R = (int)slots.size();
+        kv_rows.assign((size_t)R * L, 0);
+        for (int c = 0; c < R; c++) {
+            const auto &rows = slot[(size_t)slots[(size_t)c]].rows;
+            for (int t = 0; t < L; t++) kv_rows[(size_t)c * L + t] = t < (int)rows.size() ? rows[(size_t)t] : rows[0];
+        }
+        if (!encdec) return;
+        const int G = R / group_rows;
+        int S = 0;
+        for (int g = 0; g < G; g++) S = std::max(S, (int)cross[(size_t)slots[(size_t)g * group_rows] / K].size());
+        cross_rows.assign((size_t)G * S, 0);
+        cross_len.resize(G);
+        for (int g = 0; g < G; g++) {
+            const int b = slots[(size_t)g * group_rows] / K;
+            const auto &rows = cross[(size_t)b];
+            for (int t = 0; t < S; t++) cross_rows[(size_t)g * S + t] = t < (int)rows.size() ? rows[(size_t)t] : rows[0];
+            cross_len[g] = src_len[(size_t)b];
+        }
+        cross_S = S;
+    }
+    int cross_S = 0;
+
+    // T positions of the call's R rows from position `start`: their K|V to
+    // write_rows, keys through the lists.
+    void run_layers(float *&x, float *&xa, int T, int R, int start, const std::vector<int32_t> &write_rows,
+                    const std::vector<int32_t> &kv_len, int L, int cross_group) {
+        RowMap rows;
+        rows.kv_rows = kv_rows.data();
+        rows.kv_rows_stride = L;
+        rows.pool_rows = pool_rows;
+        rows.write_rows = write_rows.data();
+        rows.staging = s.kv_stage.need((size_t)T * R * 2 * A);
+        if (T > 1) {
+            // (The prefill's keys, dense: position t of row c at t·R + c.)
+            dense_rows.resize((size_t)L * R);
+            for (int t = 0; t < L; t++) {
+                for (int c = 0; c < R; c++) dense_rows[(size_t)t * R + c] = kv_rows[(size_t)c * L + t];
             }
-            s.layer(s.w->dec.layers[l], true, x, xa, T, Ra, slot, s.self_kv[l].get(), kv_len.data(), mem,
-                    memory ? (repeat ? beam_len.data() : cross_len.data()) : nullptr, S, memory && T == 1 ? K : 1,
-                    rows, bias);
+            rows.dense_rows = dense_rows.data();
+            rows.dense = s.kv_tmp.need((size_t)L * R * 2 * A);
+        }
+        if (encdec) rows.cross_rows = cross_rows.data();
+        for (size_t l = 0; l < layers; l++) {
+            float *cache = s.self_kv[l].get();
+            s.layer(s.w->dec.layers[l], true, x, xa, T, R, start, cache, kv_len.data(), encdec ? cache : nullptr,
+                    encdec ? cross_len.data() : nullptr, cross_S, cross_group, rows, bias);
         }
     }
 
-    // The prefixes at positions 0..plen-1 of every row (a shorter one
-    // padded at its end: its own keys stop at plen, kv_len), then each
-    // row's last position, normalized.
-    void prefill(const std::vector<Sequence> &prefix) {
-        std::vector<int32_t> tokens((size_t)P * R, s.cfg.pad_id);
-        for (int r = 0; r < R; r++) {
-            const Sequence &p = prefix[r / K];
-            for (size_t t = 0; t < p.size(); t++) tokens[t * R + r] = p[t];
+    // One chunk of the group's prefixes: positions chunk_at..+T of every
+    // row (beam 0 of each input; a shorter prefix padded at its end: its
+    // own keys stop at its length, and its padding's rows are the ones its
+    // next positions take). A row whose last position is in the chunk
+    // keeps its output in last_rows. After the last chunk the group's first
+    // tokens are chosen and it joins the rows decoding.
+    void prefill_chunk() {
+        const int G = (int)group.size(), P = group_P;
+        const int T = active.empty() ? P - chunk_at : std::min(std::max(o.prefill_chunk, 1), P - chunk_at);
+        const int c0 = chunk_at, L = c0 + T;
+        std::vector<int> slots(G);
+        std::vector<int32_t> tokens((size_t)T * G, s.cfg.pad_id), write((size_t)T * G), kv_len(G);
+        for (int g = 0; g < G; g++) {
+            const int b = group[(size_t)g];
+            slots[(size_t)g] = b * K;
+            const Sequence &p = prefix[(size_t)b];
+            for (int t = c0; t < L; t++) {
+                if (t < (int)p.size()) tokens[(size_t)(t - c0) * G + g] = p[(size_t)t];
+                write[(size_t)(t - c0) * G + g] = row_for(b * K, t);
+            }
+            kv_len[g] = std::min((int)p.size(), L);
         }
-        x = s.x0.need((size_t)std::max(P, 1) * R * D);
-        xa = s.x1.need((size_t)std::max(P, 1) * R * D);
-        layers::embed(s, s.w->dec, tokens.data(), P, R, 0, x);
-        run_layers(P, 0);
-        if (uniform) {
-            last = x + (size_t)(P - 1) * R * D;
-        } else {
-            // Row r's last position, plen[r] - 1, gathered into xa.
-            std::vector<int32_t> at(R);
-            for (int r = 0; r < R; r++) at[r] = (plen[r] - 1) * R + r;
-            View src(x, {{D, 1}, {P * R, D}, {1, P * R * D}}), idx(at.data(), {{R, 1}}, true);
-            View out(xa, {{D, 1}, {R, D}, {1, R * D}});
-            s.run("gather", [&] { return HF_PICK(s.device(), hf_gather_rows)(src.get(), idx.get(), out.get()); });
-            last = xa;
+        lists(slots, L, 1);
+        float *x = s.x0.need((size_t)T * G * D), *xa = s.x1.need((size_t)T * G * D);
+        layers::embed(s, s.w->dec, tokens.data(), T, G, c0, x);
+        run_layers(x, xa, T, G, c0, write, kv_len, L, 1);
+        // Rows whose last position is in this chunk.
+        std::vector<int32_t> at, to;
+        for (int g = 0; g < G; g++) {
+            const int last = (int)prefix[(size_t)group[(size_t)g]].size() - 1;
+            if (last >= c0 && last < L) {
+                at.push_back((last - c0) * G + g);
+                to.push_back(g);
+            }
         }
-        s.final_norm(s.w->dec.final_norm, last, R);
+        float *last_rows = s.last_rows.need((size_t)G * D);
+        if (!at.empty()) {
+            float *tmp = s.head_tmp.need(at.size() * D);
+            layers::gather_rows(s, x, D, T * G, at.data(), (int)at.size(), tmp);
+            layers::scatter_rows(s, tmp, D, (int)at.size(), to.data(), last_rows, G);
+        }
+        chunk_at = L;
+        if (chunk_at < P) return;
+        // The group's first tokens.
+        for (int g = 0; g < G; g++) {
+            const int b = group[(size_t)g];
+            for (int k = 0; k < K; k++) len[(size_t)b * K + k] = (int32_t)prefix[(size_t)b].size();
+        }
+        s.final_norm(s.w->dec.final_norm, last_rows, G);
+        std::vector<int> inputs = group;
+        choose(inputs, slots, last_rows);
+        group.clear();
+        for (int b : inputs) {
+            if (!search->done(b)) active.push_back(b);
+        }
+        leave_done();
     }
 
-    // The step's results for its Ra rows: only ids (and for beam search the
-    // K + 1 best log-probabilities) come back to the host.
-    decoding::StepResult results() {
+    // One position more for every row decoding: each at its own position.
+    void decode_step() {
+        std::vector<int> slots;
+        for (int b : active) {
+            for (int k = 0; k < K; k++) slots.push_back(b * K + k);
+        }
+        const int R = (int)slots.size();
+        std::vector<int32_t> tokens(R), write(R), kv_len(R), row_pos(R);
+        int L = 0;
+        for (int c = 0; c < R; c++) {
+            const int r = slots[(size_t)c];
+            tokens[c] = search->next(r);
+            row_pos[c] = len[(size_t)r];
+            write[c] = row_for(r, row_pos[c]);
+            kv_len[c] = ++len[(size_t)r];
+            L = std::max(L, kv_len[c]);
+        }
+        lists(slots, L, K);
+        float *x = s.x0.need((size_t)R * D), *xa = s.x1.need((size_t)R * D);
+        layers::embed(s, s.w->dec, tokens.data(), 1, R, L - 1, x, bias ? nullptr : row_pos.data());
+        run_layers(x, xa, 1, R, L - 1, write, kv_len, L, K);
+        s.final_norm(s.w->dec.final_norm, x, R);
+        choose(active, slots, x);
+        std::vector<int> still;
+        for (int b : active) {
+            if (!search->done(b)) still.push_back(b);
+        }
+        active = still;
+        leave_done();
+    }
+
+    // Frees the blocks of every input done and not yet freed.
+    std::vector<char> freed;
+    void leave_done() {
+        freed.resize((size_t)search->inputs(), 0);
+        for (int b = 0; b < search->inputs(); b++) {
+            if (search->done(b) && !freed[(size_t)b] && reserved[(size_t)b] > 0) {
+                release_input(b);
+                freed[(size_t)b] = 1;
+            }
+        }
+    }
+
+    // The step's choice for `inputs`, whose rows (`slots`, in order) have
+    // their last hidden states, normalized, in x: only ids (and for beam
+    // search the K + 1 best log-probabilities) come back to the host.
+    void choose(const std::vector<int> &inputs, const std::vector<int> &slots, const float *x) {
+        const int R = (int)slots.size();
+        row_of.assign(slot.size(), 0);
+        for (int c = 0; c < R; c++) row_of[(size_t)slots[(size_t)c]] = c;
         float *out = s.logits.need((size_t)R * V);
         float *topv = s.topv.need((size_t)R * kTopK);
         int32_t *topi = (int32_t *)s.topi.need((size_t)R * kTopK);
-        const decoding::Need need = search.need();
-        const bool logp = opt.return_logprobs, lsm = need == decoding::Need::TopLogProbs || logp;
+        const decoding::Need need = search->need();
+        const bool logp = o.return_logprobs, lsm = need == decoding::Need::TopLogProbs || logp;
         // scores: what the choice reads (logits, or log-probabilities).
         float *scores = out;
-        if (!search.adjusts()) {
-            s.project(last, Ra, D, out, lsm, true);
+        if (!search->adjusts()) {
+            s.project(x, R, D, out, lsm, true);
         } else {
             // The penalties and bans change the logits, then the
             // log-softmax (where needed) normalizes what they left.
-            s.project(last, Ra, D, out, false, true);
+            s.project(x, R, D, out, false, true);
             adjust.clear();
-            for (int c = 0; c < Ra; c++) search.adjustments(c, act[c], context[act[c]], adjust);
+            for (int c = 0; c < R; c++) {
+                const int r = slots[(size_t)c];
+                search->adjustments(c, r, context[(size_t)r], adjust);
+            }
             float *tmp = s.head_tmp.need((size_t)R * V);
             if (!adjust.ids.empty()) {
-                layers::logits_adjust(s, out, Ra, V, adjust.rows.data(), adjust.ids.data(), adjust.factor.data(),
+                layers::logits_adjust(s, out, R, V, adjust.rows.data(), adjust.ids.data(), adjust.factor.data(),
                                       (int)adjust.ids.size(), tmp);
-                if (lsm) layers::log_softmax(s, tmp, Ra, V, out);
+                if (lsm) layers::log_softmax(s, tmp, R, V, out);
                 else scores = tmp;
             } else if (lsm) {
-                layers::log_softmax(s, out, Ra, V, tmp);
+                layers::log_softmax(s, out, R, V, tmp);
                 scores = tmp;
             }
         }
-        View vs(scores, {{V, 1}, {Ra, V}});
+        View vs(scores, {{V, 1}, {R, V}});
+        decoding::StepResult res;
         if (need == decoding::Need::TopLogProbs) {
-            View vv(topv, {{kTopK, 1}, {Ra, kTopK}}), vi(topi, {{kTopK, 1}, {Ra, kTopK}}, true);
+            View vv(topv, {{kTopK, 1}, {R, kTopK}}), vi(topi, {{kTopK, 1}, {R, kTopK}}, true);
             s.run("topk", [&] { return HF_PICK(s.device(), hf_topk8)(vs.get(), vv.get(), vi.get()); });
-            s.dev->to_host(topv, (size_t)Ra * kTopK * sizeof(float));
-            s.dev->to_host(topi, (size_t)Ra * kTopK * sizeof(int32_t));
-            return {topi, topv, kTopK};
-        }
-        if (need == decoding::Need::Argmax) {
-            View vv(topv, {{1, 1}, {Ra, 1}}), vi(topi, {{1, 1}, {Ra, 1}}, true);
+            s.dev->to_host(topv, (size_t)R * kTopK * sizeof(float));
+            s.dev->to_host(topi, (size_t)R * kTopK * sizeof(int32_t));
+            res = {topi, topv, kTopK};
+        } else if (need == decoding::Need::Argmax) {
+            View vv(topv, {{1, 1}, {R, 1}}), vi(topi, {{1, 1}, {R, 1}}, true);
             s.run("argmax", [&] { return HF_PICK(s.device(), hf_argmax)(vs.get(), vv.get(), vi.get()); });
+            s.dev->to_host(topi, (size_t)R * sizeof(int32_t));
+            res = {topi, nullptr, 1};
+            if (logp) {
+                // The argmax of the log-probabilities is the chosen id's.
+                s.dev->to_host(topv, (size_t)R * sizeof(float));
+                res.logp = topv;
+            }
         } else {
             // Sampling: the kernel draws each row's id from the row's
             // uniform, on the CPU (hf_sample has no GPU build: a GPU session
             // brings the step's logits to the host first).
-            static_cast<decoding::SamplingSearch &>(search).uniforms(pos, u);
-            std::vector<float> uf(u.begin(), u.begin() + Ra);
-            if (s.dev->on_gpu()) s.dev->to_host(scores, (size_t)Ra * V * sizeof(float));
-            View vh(scores, {{V, 1}, {Ra, V}}), vu(uf.data(), {{Ra, 1}}), vid(topi, {{Ra, 1}}, true);
+            static_cast<decoding::SamplingSearch &>(*search).uniforms(inputs, row_of, R, u);
+            std::vector<float> uf(u.begin(), u.end());
+            if (s.dev->on_gpu()) s.dev->to_host(scores, (size_t)R * V * sizeof(float));
+            View vh(scores, {{V, 1}, {R, V}}), vu(uf.data(), {{R, 1}}), vid(topi, {{R, 1}}, true);
             s.run("sample", [&] {
-                return hf_sample(vh.host(), opt.temperature, opt.top_k, opt.top_p, vu.host(), vid.host());
+                return hf_sample(vh.host(), o.temperature, o.top_k, o.top_p, vu.host(), vid.host());
             });
-            if (!logp) return {topi, nullptr, 1};
-            // The drawn ids' log-probabilities, read from the rows (on the host).
-            chosen_logp.resize(Ra);
-            for (int c = 0; c < Ra; c++) chosen_logp[c] = scores[(size_t)c * V + topi[c]];
-            return {topi, nullptr, 1, chosen_logp.data()};
-        }
-        s.dev->to_host(topi, (size_t)Ra * sizeof(int32_t));
-        if (!logp) return {topi, nullptr, 1};
-        // The argmax of the log-probabilities is the chosen id's.
-        s.dev->to_host(topv, (size_t)Ra * sizeof(float));
-        return {topi, nullptr, 1, topv};
-    }
-
-    // The next batch: the slots of the inputs not done, in order, with
-    // their row lists (a beam's is its parent's) and sources. `slots`:
-    // the cache slots written so far (no list holds a later one).
-    void compact(int slots) {
-        int Rn = 0;
-        for (int c = 0; c < Ra; c++) {
-            if (!search.done(act[c] / K)) act[Rn++] = act[c];
-        }
-        if (Rn < Ra) {
-            compacted = true;
-            if (memory) {
-                const int Bs = Rn / K;
-                cross_len.resize(Bs);
-                cross_rows.resize((size_t)Bs * S);
-                for (int g = 0; g < Bs; g++) {
-                    const int src = act[g * K] / K;
-                    cross_len[g] = src_lens[src];
-                    std::fill_n(&cross_rows[(size_t)g * S], S, src);
-                }
+            res = {topi, nullptr, 1};
+            if (logp) {
+                // The drawn ids' log-probabilities, read from the rows (on the host).
+                chosen_logp.resize(R);
+                for (int c = 0; c < R; c++) chosen_logp[c] = scores[(size_t)c * V + topi[c]];
+                res.logp = chosen_logp.data();
             }
         }
-        for (int c = 0; c < Rn; c++) pos_next[act[c]] = c;
-        for (int c = 0; c < Rn; c++) {
-            const int32_t *from = &kv_rows[(size_t)pos[search.parent(act[c])] * cap];
-            std::copy(from, from + slots, &kv_rows_alt[(size_t)c * cap]);
-        }
-        std::swap(kv_rows, kv_rows_alt);
-        std::swap(pos, pos_next);
-        Ra = Rn;
+        search->step(inputs, res, row_of);
+        // (The step's time and rows: Model::step_seconds, step_rows.)
+        const auto now = std::chrono::steady_clock::now();
+        s.step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
+        s.step_rows.push_back(R);
+        step_start = now;
+        search->report_done();
+        follow_parents(inputs);
     }
 
-    // One position more for the rows still decoding: at step `step`, each
-    // row's token goes to position plen + step and cache slot P + step.
-    void advance(int step) {
-        const int slot = P + step;
-        std::vector<int32_t> tokens_now(Ra);
-        kv_len.resize(Ra);
-        row_pos.resize(Ra);
-        for (int c = 0; c < Ra; c++) {
-            tokens_now[c] = search.next(act[c]);
-            row_pos[c] = plen[act[c]] + step;
-            kv_len[c] = row_pos[c] + 1;
-            kv_rows[(size_t)c * cap + row_pos[c]] = slot * R + c;
+    // Beams that took another parent take its rows (its first len ones:
+    // never a prefix's padding).
+    void follow_parents(const std::vector<int> &inputs) {
+        if (K == 1) return;
+        for (int b : inputs) {
+            if (search->done(b)) continue;
+            const size_t first = (size_t)b * K;
+            std::vector<SlotRows> rows(slot.begin() + (ptrdiff_t)first, slot.begin() + (ptrdiff_t)(first + K));
+            std::vector<int32_t> lens(len.begin() + (ptrdiff_t)first, len.begin() + (ptrdiff_t)(first + K));
+            // Every new reference first, then the old ones dropped: a block
+            // two beams pass between them is never freed on the way.
+            for (int k = 0; k < K; k++) {
+                const int r = (int)first + k, from = search->parent(r) - (int)first;
+                if (from == k) continue;
+                SlotRows &q = slot[(size_t)r];
+                for (int x : rows[(size_t)from].blocks) pool->ref(x);
+                q.rows.assign(rows[(size_t)from].rows.begin(), rows[(size_t)from].rows.begin() + lens[(size_t)from]);
+                q.blocks = rows[(size_t)from].blocks;
+                len[(size_t)r] = lens[(size_t)from];
+            }
+            for (int k = 0; k < K; k++) {
+                const int from = search->parent((int)first + k) - (int)first;
+                if (from == k) continue;
+                for (int x : rows[(size_t)k].blocks) pool->unref(x);
+            }
         }
-        x = s.x0.get();
-        xa = s.x1.get();
-        layers::embed(s, s.w->dec, tokens_now.data(), 1, Ra, slot, x, uniform ? nullptr : row_pos.data());
-        run_layers(1, slot);
-        last = x;
-        s.final_norm(s.w->dec.final_norm, last, Ra);
+    }
+
+    // The cache's blocks: the inputs given, as one group; with join, room
+    // for more (GenerateOptions::kv_blocks), as much as the budget allows.
+    int pool_blocks() {
+        int P = 0, S = 0;
+        for (size_t b = 0; b < prefix.size(); b++) {
+            P = std::max(P, (int)prefix[b].size());
+            S = std::max(S, (int)src[b].size());
+        }
+        int need = 0;
+        for (size_t b = 0; b < prefix.size(); b++) need += reservation((int)b, P, S);
+        if (!o.join) return need;
+        if (o.kv_blocks > 0) return std::max(need, o.kv_blocks);
+        const int typical = blocks_for(encdec ? 128 : 0) + blocks_for(128 + 256) + (K - 1) * blocks_for(256);
+        int64_t blocks = std::max<int64_t>(need, (int64_t)std::max(o.max_batch, 1) * typical);
+        for (; blocks > need; blocks = std::max<int64_t>(need, blocks / 2)) {
+            try {
+                s.require_fits(checked_product({blocks, kBlock, 2 * (int64_t)A, (int64_t)layers}, "generate"),
+                               "the KV cache");
+                break;
+            } catch (const Error &) {
+            }
+        }
+        return (int)blocks;
+    }
+
+    // Runs to the end: inputs join, groups prefill, the batch decodes.
+    std::vector<std::vector<Hypothesis>> run() {
+        s.step_seconds.clear();
+        s.step_rows.clear();
+        step_start = std::chrono::steady_clock::now();
+        for (;;) {
+            poll_joins();
+            form_group();
+            // (A group whose prefill ends now decodes from the next turn.)
+            const bool decoding = !active.empty();
+            if (!group.empty()) prefill_chunk();
+            if (decoding) decode_step();
+            if (active.empty() && group.empty() && waiting.empty()) break;
+        }
+        return search->results();
     }
 };
 
-std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence> &prefix, const float *memory, int S,
-                                                     const std::vector<int32_t> &src_lens, const GenerateOptions &opt,
-                                                     int max_new) {
-    const int eos_stop = opt.stop_at_eos ? cfg.eos_id : -2;  // -2: no token id matches
-    auto search = decoding::make_search((int)prefix.size(), opt, max_new, eos_stop, cfg.pad_id);
-    Decoder d(*this, prefix, memory, S, src_lens, opt, max_new, *search);
-    d.allocate();
-    step_seconds.clear();
-    step_rows.clear();
-    auto step_start = std::chrono::steady_clock::now();
-    d.prefill(prefix);
-    for (int step = 0; step < max_new; step++) {
-        search->step(step, d.results(), d.pos);
-        auto now = std::chrono::steady_clock::now();
-        step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
-        step_rows.push_back(d.Ra);
-        step_start = now;
-        search->report_done();
-        if (step == max_new - 1 || search->all_done()) break;
-        d.compact(d.P + step);
-        d.advance(step);
-    }
-    return search->results();
+std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence> &inputs, const GenerateOptions &opt) {
+    Decoder d(*this, inputs, opt);
+    d.allocate(d.pool_blocks());
+    return d.run();
 }
 
 namespace {
@@ -482,7 +793,6 @@ std::vector<std::vector<Hypothesis>> generate_prompts(Session &m, const std::vec
             }
         }
         const std::vector<size_t> idx(order.begin() + (ptrdiff_t)at, order.begin() + (ptrdiff_t)(at + n));
-        const int max_new = longest_new(n);
         at += n;
         GenerateOptions o = opt;
         o.seeds.clear();
@@ -490,8 +800,7 @@ std::vector<std::vector<Hypothesis>> generate_prompts(Session &m, const std::vec
         std::vector<Sequence> prompts;
         for (size_t b : idx) {
             prompts.push_back(src[b]);
-            o.seeds.push_back((opt.seeds.empty() ? opt.seed : opt.seeds[b]) * 0x9E3779B97F4A7C15ull +
-                              (opt.seeds.empty() ? b : 0));
+            o.seeds.push_back(prompt_seed(opt.seeds.empty() ? opt.seed : opt.seeds[b]) + (opt.seeds.empty() ? b : 0));
             o.max_new_tokens_each.push_back(limit[b]);
         }
         if (opt.on_finished) {
@@ -501,13 +810,35 @@ std::vector<std::vector<Hypothesis>> generate_prompts(Session &m, const std::vec
         }
         if (opt.on_token) o.on_token = [&opt, &idx](int i, int32_t id) { opt.on_token((int)idx[(size_t)i], id); };
         if (opt.cancelled) o.cancelled = [&opt, &idx](int i) { return opt.cancelled((int)idx[(size_t)i]); };
-        auto r = m.decode(prompts, nullptr, 0, {}, o, max_new);
+        auto r = m.decode(prompts, o);
         for (size_t i = 0; i < idx.size(); i++) out[idx[i]] = std::move(r[i]);
     }
     return out;
 }
 
 }  // namespace
+
+void Session::Decoder::check_join(const JoinInput &j) const {
+    const Config &c = s.cfg;
+    if (encdec) {
+        s.check_tokens({j.input}, c.src_vocab_size, "joining source", 0);
+        if (!j.target_prefix.empty()) {
+            Sequence p{c.bos_id};
+            p.insert(p.end(), j.target_prefix.begin(), j.target_prefix.end());
+            s.check_tokens({p}, c.tgt_vocab_size, "joining target prefix", 0);
+        }
+    } else {
+        if (!j.target_prefix.empty()) throw Error("generate: target_prefix is for encoder-decoder models");
+        s.check_tokens({j.input}, c.tgt_vocab_size, "joining prompt", 0);
+    }
+}
+
+int Session::Decoder::limit_of(const JoinInput &j) const {
+    GenerateOptions one = o;
+    one.max_new_tokens = j.max_new_tokens;
+    one.max_new_tokens_each.clear();
+    return new_token_limit(s.cfg, one, encdec ? 1 + (int)j.target_prefix.size() : (int)j.input.size());
+}
 
 std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence> &src,
                                                      const GenerateOptions &opt) {
@@ -529,13 +860,25 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
         }
         const int new_tokens = new_token_limit(c, opt, P);
         require_generate_fits(m, opt, (int64_t)src.size(), S, P, new_tokens);
-        std::vector<int32_t> lens;
-        const float *memory = m.encoder(src, S, lens);
-        return m.decode(prefix, memory, S, lens, opt, new_tokens);
+        GenerateOptions o = opt;
+        o.max_new_tokens_each.resize(src.size(), new_tokens);
+        for (int &n : o.max_new_tokens_each) n = std::min(n, new_tokens);
+        return m.decode(src, o);
     }
     m.check_tokens(src, c.tgt_vocab_size, "prompt", 0);
     for (size_t b = 0; b < src.size(); b++) {
         require_generate_fits(m, opt, 1, 0, (int64_t)src[b].size(), prompt_limit(c, opt, b, (int)src[b].size()));
+    }
+    if (opt.join) {
+        // Joining: one batch, the cache's blocks deciding who prefills when.
+        GenerateOptions o = opt;
+        o.max_new_tokens_each.clear();
+        o.seeds.clear();
+        for (size_t b = 0; b < src.size(); b++) {
+            o.max_new_tokens_each.push_back(prompt_limit(c, opt, b, (int)src[b].size()));
+            o.seeds.push_back(prompt_seed(opt.seeds.empty() ? opt.seed : opt.seeds[b]) + (opt.seeds.empty() ? b : 0));
+        }
+        return m.decode(src, o);
     }
     return generate_prompts(m, src, opt);
 }

@@ -69,8 +69,8 @@ void Session::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int 
     io.cross.len = cross_len;
     io.cross.S = S;
     io.cross.group = cross_group;
-    const bool grouped = cross_group > 1 || rows.cross_rows;
-    io.cross.rows = !grouped ? CR : rows.cross_rows ? rows.cross_sources : R / cross_group;
+    // (The paged cache's sources: one per group of rows.)
+    io.cross.rows = rows.cross_rows ? R / cross_group : CR;
     io.rows = rows;
     io.pos_bias = pos_bias;
     layers::layer_forward(*this, layers::Pass{}, L, causal, io);

@@ -16,20 +16,26 @@
 namespace halformer {
 
 // Where a decoder layer's rows find their keys and values (Session::layer).
-// cache_rows: rows of each time slot of the self-attention cache (0: the
-// batch's rows); position t of row r is at cache row t·cache_rows + r, or
-// with kv_rows (T = 1, causal) at cache row kv_rows[r·kv_rows_stride + t]
-// of the whole cache (`slots` time slots: rows of one batch may be at
-// different positions, and a beam reads its ancestors' rows).
-// cross_rows (with cross_group): source g of the call is source
-// cross_rows[g·S] of the encoder K|V, which holds cross_sources of them
-// (the sources still in the batch).
+// cache_rows: rows of each time slot of a dense self-attention cache (0:
+// the batch's rows); position t of row r is at cache row t·cache_rows + r.
+// The paged cache (decode.cpp) instead: the cache is `pool_rows` rows of
+// fixed-size blocks; position t of row r is at cache row
+// kv_rows[r·kv_rows_stride + t] (each row's list, from its block table;
+// beams share their ancestors' rows), the T·R new positions' K|V go to
+// cache rows write_rows (time-major, distinct) through `staging`, and
+// position s of source g of the encoder K|V (in the same cache) is at
+// cross_rows[g·S + s].
 struct RowMap {
     int cache_rows = 0;
     const int32_t *kv_rows = nullptr;
-    int kv_rows_stride = 0, slots = 0;
+    int kv_rows_stride = 0, pool_rows = 0;
+    const int32_t *write_rows = nullptr;
+    float *staging = nullptr;
+    // A prefill chunk (T > 1): its keys gathered into `dense`, position t
+    // of row r from cache row dense_rows[t·R + r].
+    const int32_t *dense_rows = nullptr;
+    float *dense = nullptr;
     const int32_t *cross_rows = nullptr;
-    int cross_sources = 0;
 };
 
 // Pads sequences to time-major [T][R] tokens (pad where a sequence is
@@ -103,11 +109,15 @@ public:
     // On a GPU each is shadowed on the device, where its contents live:
     // kernels write them, DeviceContext::to_host reads them back. Data the
     // host writes for a kernel (token ids, lengths) goes in plain vectors.
-    Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, enc_out, logits, topv, topi, pos_bias;
+    // kv_stage: a step's new K|V before they go to their cache rows;
+    // last_rows: the prefill's last position of each row, across chunks.
+    Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, enc_out, logits, topv, topi, pos_bias, kv_stage,
+        last_rows;
     std::vector<Scratch> self_kv, cross_kv;
     // Every scratch above but the per-layer caches.
-    std::array<Scratch *, 14> activations() {
-        return {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi, &pos_bias};
+    std::array<Scratch *, 16> activations() {
+        return {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi, &pos_bias,
+                &kv_stage, &last_rows};
     }
     // f(Scratch &) for each activation and each layer's caches.
     template <typename F>
@@ -151,16 +161,13 @@ public:
     // time-major (cache_rows 0: R); the R rows write their new positions at
     // cache rows 0..R-1. kv_len: valid keys per row; cross_mem/cross_len/S:
     // the encoder's K|V or null.
-    // kv_rows (T = 1, causal): row kv_rows[r·kv_rows_stride + t] of the
-    // whole cache holds position t of row r (beam search, prefixes of
-    // different lengths, or rows that moved when finished inputs left the
-    // batch); `start` is then the cache slot written, and each row's keys
-    // end at its kv_len.
-    // cross_group: rows per source in cross_mem (beam search: the beams of a
-    // source are consecutive rows and read one copy of its K|V, as that many
-    // queries of one sequence); cross_mem then has R / cross_group rows and
-    // cross_len one entry per source. T must be 1 when cross_group > 1.
-    // rows: where the rows' keys and values are (RowMap).
+    // rows: where the rows' keys and values are (RowMap). With its paged
+    // cache (kv_rows), kv and cross_mem are the same cache, `start` is the
+    // position of the chunk's first query (T > 1: every row's; T = 1: the
+    // furthest row's, each row's keys ending at its kv_len), and
+    // cross_group: rows per source (beam search: the beams of a source are
+    // consecutive rows and read its K|V as that many queries of one
+    // sequence; T must then be 1), cross_len one entry per source.
     void layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len,
                int S, int cross_group = 1, const RowMap &rows = {}, const float *pos_bias = nullptr);
@@ -178,10 +185,10 @@ public:
                       int extra_positions) const;
     // Generation over a prefix (decode.cpp; the policies in decoding/).
     struct Decoder;
-    std::vector<std::vector<Hypothesis>> decode(const std::vector<Sequence> &prefix,
-                                                const float *memory, int S,
-                                                const std::vector<int32_t> &src_lens,
-                                                const GenerateOptions &opt, int max_new);
+    // inputs: sources (encoder-decoder: the decoder starts from bos and
+    // opt.target_prefix) or prompts; opt.max_new_tokens_each has one limit
+    // per input.
+    std::vector<std::vector<Hypothesis>> decode(const std::vector<Sequence> &inputs, const GenerateOptions &opt);
 };
 
 // A Model: its weights and its first session (the one a Trainer runs on).

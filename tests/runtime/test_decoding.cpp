@@ -41,6 +41,13 @@ struct FakeStep {
     }
 };
 
+// Every input of `s`: a step over the whole batch.
+std::vector<int> all(const Search &s) {
+    std::vector<int> v(s.inputs());
+    for (int b = 0; b < s.inputs(); b++) v[b] = b;
+    return v;
+}
+
 double pen(size_t len, double a) { return std::pow((5.0 + (double)len) / 6.0, a); }
 double f(float x) { return (double)x; }
 
@@ -53,7 +60,7 @@ std::vector<std::vector<Hypothesis>> drive(Search &s, FakeStep &fake, int max_ne
     std::vector<int> row_of(R);
     for (int r = 0; r < R; r++) row_of[r] = r;
     for (int step = 0; step < max_new; step++) {
-        s.step(step, fake.run(s, hist, cand_width), row_of);
+        s.step(all(s), fake.run(s, hist, cand_width), row_of);
         s.report_done();
         if (s.all_done()) break;
         std::vector<Sequence> next(R);
@@ -155,7 +162,7 @@ TEST(GreedySearch, EosAndPerInputLimits) {
     std::vector<Sequence> hist{{}, {7}};
     std::vector<int> row_of{0, 1};
     for (int step = 0; step < 6 && !s.all_done(); step++) {
-        s.step(step, fake.run(s, hist, 1), row_of);
+        s.step(all(s), fake.run(s, hist, 1), row_of);
         for (int r = 0; r < 2; r++) hist[r].push_back(s.next(r));
     }
     auto res = s.results();
@@ -165,7 +172,7 @@ TEST(GreedySearch, EosAndPerInputLimits) {
     GreedySearch t(1, no_eos, 4, -2, kPad);  // stop_at_eos off: eos is a token like others
     std::vector<Sequence> h{{4, 5}};
     for (int step = 0; step < 4 && !t.all_done(); step++) {
-        t.step(step, fake.run(t, h, 1), {0});
+        t.step({0}, fake.run(t, h, 1), {0});
         h[0].push_back(t.next(0));
     }
     EXPECT_EQ(t.results()[0][0].tokens.size(), 4u);
@@ -181,8 +188,8 @@ TEST(SamplingSearch, EachInputDrawsItsOwnStream) {
     SamplingSearch t(1, alone, 5, kEos, kPad);
     std::vector<double> u, v;
     // Rows in another order than slots: the uniform lands on the input's row.
-    s.uniforms({2, 0, 1}, u);
-    t.uniforms({0}, v);
+    s.uniforms({0, 1, 2}, {2, 0, 1}, 3, u);
+    t.uniforms({0}, {0}, 1, v);
     ASSERT_EQ(u.size(), 3u);
     EXPECT_EQ(u[0], v[0]);  // input 1 sits at row 0
     EXPECT_NE(u[1], u[2]);
@@ -190,15 +197,68 @@ TEST(SamplingSearch, EachInputDrawsItsOwnStream) {
         EXPECT_GE(x, 0.0);
         EXPECT_LT(x, 1.0);
     }
-    s.uniforms({2, 0, 1}, u);
-    t.uniforms({0}, v);
+    s.uniforms({0, 1, 2}, {2, 0, 1}, 3, u);
+    t.uniforms({0}, {0}, 1, v);
     EXPECT_EQ(u[0], v[0]);  // and so on, step after step
     GenerateOptions seeded;
     seeded.sample = true;
     seeded.seed = 5;
     SamplingSearch a(2, seeded, 5, kEos, kPad), b(2, seeded, 5, kEos, kPad);
-    a.uniforms({0, 1}, u);
-    b.uniforms({0, 1}, v);
+    a.uniforms({0, 1}, {0, 1}, 2, u);
+    b.uniforms({0, 1}, {0, 1}, 2, v);
     EXPECT_EQ(u, v);  // one seed, the same draws
     EXPECT_NE(u[0], u[1]);
+}
+
+// Continuous batching: an input that joins a running search (add) draws,
+// stops and is scored as it would alone, whatever step the others are at.
+TEST(SamplingSearch, AJoiningInputDrawsAsAlone) {
+    GenerateOptions batch;
+    batch.sample = true;
+    batch.seeds = {11};
+    batch.max_new_tokens_each = {5};
+    SamplingSearch s(1, batch, 1 << 20, kEos, kPad);
+    std::vector<double> u;
+    s.uniforms({0}, {0}, 1, u);
+    s.uniforms({0}, {0}, 1, u);  // input 0 is two steps in
+    batch.seeds.push_back(22);
+    batch.max_new_tokens_each.push_back(2);
+    s.add(1);
+    ASSERT_EQ(s.inputs(), 2);
+    GenerateOptions alone;
+    alone.sample = true;
+    alone.seeds = {22};
+    SamplingSearch t(1, alone, 5, kEos, kPad);
+    std::vector<double> v;
+    for (int step = 0; step < 3; step++) {
+        s.uniforms({1}, {5, 0}, 1, u);  // only the joiner's row (row 0) this step
+        t.uniforms({0}, {0}, 1, v);
+        EXPECT_EQ(u[0], v[0]) << step;
+    }
+}
+
+TEST(GreedySearch, AJoiningInputKeepsItsOwnLimitAndSteps) {
+    FakeStep fake;
+    fake.fallback = {{7, 0.0f}};
+    GenerateOptions o;
+    o.max_new_tokens_each = {4};
+    GreedySearch s(1, o, 1 << 20, kEos, kPad);
+    std::vector<Sequence> hist{{}};
+    s.step({0}, fake.run(s, hist, 1), {0});
+    s.step({0}, fake.run(s, hist, 1), {0});
+    o.max_new_tokens_each.push_back(2);
+    s.add(1);
+    std::vector<int> finished;
+    hist.resize(2);
+    // Both step together now; input 1 is done after its own 2 tokens.
+    for (int step = 0; step < 3 && !s.all_done(); step++) {
+        std::vector<int> live;
+        for (int b = 0; b < 2; b++) if (!s.done(b)) live.push_back(b);
+        s.step(live, fake.run(s, hist, 1), {0, 1});
+        if (s.done(1) && finished.empty()) finished.push_back(step);
+    }
+    auto res = s.results();
+    EXPECT_EQ(res[0][0].tokens, (Sequence{7, 7, 7, 7}));
+    EXPECT_EQ(res[1][0].tokens, (Sequence{7, 7}));
+    EXPECT_EQ(finished, (std::vector<int>{1}));
 }

@@ -444,11 +444,12 @@ TEST(Generate, DecoderPromptsOfDifferentLengthsRunAsOneBatch) {
                 if (beam == 1) o.on_token = [&](int b, int32_t id) { streamed[(size_t)b].push_back(id); };
                 m.reset_profile();
                 const auto batch = m.generate(src, o);
-                // One batch: its first step has every prompt, and every step
-                // one embedding call (the prefill and 9 steps), not one per
-                // length.
+                // One batch: its prefill has every prompt (one row each: the
+                // beams start from one), and every step one embedding call
+                // (the prefill and 9 steps), not one per length.
                 ASSERT_FALSE(m.step_rows().empty());
-                EXPECT_EQ(m.step_rows()[0], n * beam);
+                EXPECT_EQ(m.step_rows()[0], n);
+                EXPECT_EQ(m.step_rows()[1], n * beam);
                 EXPECT_EQ(m.step_rows().size(), 10u);
                 EXPECT_EQ(m.profile()["embedding"].calls, 10);
                 for (int b = 0; b < n; b++) {
@@ -496,3 +497,142 @@ TEST(Generate, EachPromptsLimitIsCheckedAgainstItsOwnLength) {
 }
 
 }  // namespace
+
+// Continuous batching: inputs join a running generate() (GenerateOptions::
+// join) at later steps, some prefilled in chunks beside the rows decoding
+// (prefill_chunk 4), at most max_batch at once (the rest wait for room),
+// with their own seeds, limits and target prefixes; each answers exactly
+// what it answers alone (tokens; beam scores within 1e-5), streams its own
+// tokens, and the joined rows decode in the same steps as the others.
+TEST(Generate, InputsJoinARunningBatchAndAnswerAsAlone) {
+    const Device dev = test_device();
+    for (Architecture arch : {Architecture::EncoderDecoder, Architecture::Decoder}) {
+        const bool ed = arch == Architecture::EncoderDecoder;
+        Config c = config(arch);
+        Model m = Model::random(c, ed ? 45 : 46, dev);
+        std::mt19937 rng(23);
+        auto seq = [&](int len) {
+            Sequence p(len);
+            for (auto &t : p) t = 3 + (int32_t)(rng() % 270);
+            return p;
+        };
+        const std::vector<Sequence> first = {seq(7), seq(3)};
+        // (at poll, input, seed, limit, target prefix)
+        struct Joiner {
+            int at;
+            Sequence input;
+            uint64_t seed;
+            int limit;
+            Sequence prefix;
+        };
+        const std::vector<Joiner> joiners = {{1, seq(13), 7, 9, ed ? seq(2) : Sequence{}},
+                                             {3, seq(1), 8, 12, {}},
+                                             {3, seq(22), 9, 5, ed ? seq(6) : Sequence{}},
+                                             {3, seq(9), 10, 8, {}},
+                                             {6, seq(4), 11, 1, {}}};
+        for (int beam : {1, 2}) {
+            for (bool sample : {false, true}) {
+                if (sample && beam > 1) continue;
+                SCOPED_TRACE(std::string(ed ? "encoder-decoder" : "decoder-only") + " beam " + std::to_string(beam) +
+                             (sample ? " sampled" : ""));
+                GenerateOptions o;
+                o.beam = beam;
+                o.n_best = beam;
+                o.sample = sample;
+                o.top_k = 20;
+                o.stop_at_eos = false;  // random weights: run to each limit
+                o.max_new_tokens = 10;
+                o.seeds = {1, 2};
+                o.max_new_tokens_each = {10, 6};
+                o.max_batch = 4;
+                o.prefill_chunk = 4;
+                int polls = 0;
+                size_t next = 0;
+                std::vector<int> rooms;
+                o.join = [&](int room) {
+                    rooms.push_back(room);
+                    polls++;
+                    std::vector<JoinInput> in;
+                    while (next < joiners.size() && joiners[next].at <= polls && (int)in.size() < room) {
+                        const Joiner &j = joiners[next++];
+                        in.push_back({j.input, j.seed, j.limit, j.prefix});
+                    }
+                    return in;
+                };
+                const int n = (int)(first.size() + joiners.size());
+                std::vector<std::vector<int32_t>> streamed((size_t)n);
+                if (beam == 1) o.on_token = [&](int b, int32_t id) { streamed[(size_t)b].push_back(id); };
+                const auto out = m.generate(first, o);
+                ASSERT_EQ(next, joiners.size()) << "not every joiner was taken";
+                ASSERT_EQ((int)out.size(), n);
+                for (int room : rooms) EXPECT_LE(room, 4);
+                // Joined rows decoded beside the first ones: some step ran
+                // more rows than the first inputs have.
+                int most = 0;
+                for (int r : m.step_rows()) most = std::max(most, r);
+                EXPECT_GT(most, (int)first.size() * beam);
+                for (int b = 0; b < n; b++) {
+                    const bool joined = b >= (int)first.size();
+                    const Joiner *j = joined ? &joiners[(size_t)b - first.size()] : nullptr;
+                    GenerateOptions a;
+                    a.beam = beam;
+                    a.n_best = beam;
+                    a.sample = sample;
+                    a.top_k = 20;
+                    a.stop_at_eos = false;
+                    a.seeds = {joined ? j->seed : o.seeds[(size_t)b]};
+                    a.max_new_tokens = joined ? j->limit : o.max_new_tokens_each[(size_t)b];
+                    if (joined && !j->prefix.empty()) a.target_prefix = {j->prefix};
+                    const auto alone = m.generate({joined ? j->input : first[(size_t)b]}, a)[0];
+                    ASSERT_EQ(out[(size_t)b].size(), alone.size()) << "input " << b;
+                    for (size_t h = 0; h < alone.size(); h++) {
+                        EXPECT_EQ(out[(size_t)b][h].tokens, alone[h].tokens) << "input " << b << " hypothesis " << h;
+                        EXPECT_NEAR(out[(size_t)b][h].score, alone[h].score, 1e-5 * (1 + std::abs(alone[h].score)))
+                            << "input " << b;
+                    }
+                    EXPECT_EQ((int)out[(size_t)b][0].tokens.size(), a.max_new_tokens) << "input " << b;
+                    if (beam == 1) EXPECT_EQ(streamed[(size_t)b], out[(size_t)b][0].tokens) << "input " << b;
+                }
+            }
+        }
+    }
+}
+
+// The paged cache's blocks decide who prefills when: with room for one
+// input's blocks only, joined inputs wait until an input is done and frees
+// its blocks, one batch row at a time, and still answer as alone; an input
+// that could never fit is an Error naming the blocks.
+TEST(Generate, AJoiningInputWaitsForFreeCacheBlocks) {
+    Model m = Model::random(config(Architecture::Decoder), 47, test_device());
+    const std::vector<Sequence> prompts = {Sequence(10, 5), Sequence(12, 6), Sequence(3, 7)};
+    GenerateOptions o;
+    o.stop_at_eos = false;
+    o.max_new_tokens = 9;
+    o.kv_blocks = 2;  // one input: 10 + 9 - 1 positions of 16 each
+    size_t next = 1;
+    o.join = [&](int room) {
+        std::vector<JoinInput> in;
+        if (next < prompts.size() && room > 0) in.push_back({prompts[next++], 0, 9, {}});
+        return in;
+    };
+    const auto out = m.generate({prompts[0]}, o);
+    ASSERT_EQ(out.size(), prompts.size());
+    for (int r : m.step_rows()) EXPECT_EQ(r, 1);
+    GenerateOptions a;
+    a.stop_at_eos = false;
+    a.max_new_tokens = 9;
+    for (size_t b = 0; b < prompts.size(); b++) EXPECT_EQ(out[b][0].tokens, m.generate({prompts[b]}, a)[0][0].tokens);
+    // 40 + 9 - 1 positions: 3 blocks, never free.
+    o.join = [&, joined = false](int) mutable {
+        std::vector<JoinInput> in;
+        if (!joined) in.push_back({Sequence(40, 5), 0, 9, {}});
+        joined = true;
+        return in;
+    };
+    try {
+        m.generate({prompts[0]}, o);
+        FAIL() << "an input larger than the cache was accepted";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("KV cache blocks"), std::string::npos) << e.what();
+    }
+}

@@ -1,9 +1,10 @@
 // halformer serve (halformer/server.h), in process, on the loopback address:
-//  * load: 64 clients × 20 mixed requests against the committed translator;
-//    0 errors, every answer equal to the same request run alone through
-//    Model::generate; throughput against one-at-a-time serving and p50/p99
-//    latency printed (bench/serve_load.sh records them; speed is not
-//    asserted);
+//  * load: 64 clients × 20 mixed requests against the committed translator,
+//    with requests joining running batches and without; 0 errors, every
+//    answer equal to the same request run alone through Model::generate;
+//    throughput against one-at-a-time serving and against no joining, p50/
+//    p99 latency and time to first token printed (bench/serve_load.sh
+//    records them; speed is not asserted);
 //  * faults: malformed and wrong requests, an oversized body, a full queue,
 //    a slow client, a stalled client, clients killed mid-request, shutdown
 //    with requests in flight.
@@ -26,6 +27,7 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
         mix.push_back(mixed(i));
         ref.push_back(alone(*model, mix.back()));
     }
+    std::vector<double> *first_token = nullptr;  // the run's times to first token (s), where it records them
     auto run = [&](ServerOptions so, int n_clients, int n_each, std::vector<double> &latency, int &errors,
                    int &mismatches, int64_t &tokens) {
         Server server(*model, so);
@@ -46,6 +48,9 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
                         if (errors++ < 3) ADD_FAILURE() << "status " << r.status << " " << r.error << ": " << r.body.dump();
                     } else {
                         tokens += r.body["output_tokens"].get<int64_t>();
+                        if (first_token && r.body.contains("first_token_ms")) {
+                            first_token->push_back(r.body["first_token_ms"].get<double>() / 1000);
+                        }
                         if (!same_answer(r.body, ref[i])) {
                             if (mismatches++ < 3) {
                                 ADD_FAILURE() << "request " << i << " " << mix[i].body.dump() << "\n got "
@@ -62,18 +67,33 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
         server.shutdown();
         return std::make_pair(s, m);
     };
+    // Joining at the next step (the default), then today's batching (a
+    // request waits for a batch to start), interleaved: the same load each.
     ServerOptions batched;
     batched.port = 0;
-    std::vector<double> lat;
+    std::vector<double> lat, ttft;
     int errors = 0, mismatches = 0;
     int64_t tokens = 0;
+    first_token = &ttft;
     auto [seconds, metrics] = run(batched, clients, per_client, lat, errors, mismatches, tokens);
     EXPECT_EQ(errors, 0);
     EXPECT_EQ(mismatches, 0);
     EXPECT_EQ((int)lat.size(), clients * per_client);
     const double batches = metric(metrics, "halformer_batches_total"),
-                 batched_requests = metric(metrics, "halformer_batched_requests_total");
+                 batched_requests = metric(metrics, "halformer_batched_requests_total"),
+                 joined = metric(metrics, "halformer_joined_requests_total");
     EXPECT_EQ(batched_requests, clients * per_client);
+
+    ServerOptions no_join = batched;
+    no_join.join = false;
+    std::vector<double> lat0, ttft0;
+    int errors0 = 0, mismatches0 = 0;
+    int64_t tokens0 = 0;
+    first_token = &ttft0;
+    auto [seconds0, metrics0] = run(no_join, clients, per_client, lat0, errors0, mismatches0, tokens0);
+    EXPECT_EQ(errors0 + mismatches0, 0);
+    EXPECT_EQ(metric(metrics0, "halformer_joined_requests_total"), 0);
+    first_token = nullptr;
 
     // One at a time: one client, one request per batch, one worker.
     ServerOptions single;
@@ -97,6 +117,14 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
     std::printf("[load] one at a time: %d requests: %.2f s, %.0f tokens/s, p50 %.3f s, p99 %.3f s\n", n_single,
                 seconds1, tps1, percentile(lat1, 0.5), percentile(lat1, 0.99));
     std::printf("[load] throughput ratio (batched / one at a time): %.2f\n", tps / tps1);
+    const double tps0 = tokens0 / seconds0;
+    std::printf("[load] joining: %.0f of %d requests joined a running batch; first token p50 %.3f s, p99 %.3f s\n",
+                joined, clients * per_client, percentile(ttft, 0.5), percentile(ttft, 0.99));
+    std::printf("[load] no joining: %.2f s, %.0f tokens/s, p50 %.3f s, p99 %.3f s; first token p50 %.3f s, "
+                "p99 %.3f s\n",
+                seconds0, tps0, percentile(lat0, 0.5), percentile(lat0, 0.99), percentile(ttft0, 0.5),
+                percentile(ttft0, 0.99));
+    std::printf("[load] throughput ratio (joining / no joining): %.2f\n", tps / tps0);
     if (const char *out = std::getenv("HALFORMER_LOAD_REPORT")) {
         std::ofstream(out) << json{{"clients", clients},
                                    {"requests_per_client", per_client},
@@ -112,7 +140,17 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
                                    {"single_tokens_per_s", tps1},
                                    {"single_p50_s", percentile(lat1, 0.5)},
                                    {"single_p99_s", percentile(lat1, 0.99)},
-                                   {"ratio", tps / tps1}}
+                                   {"ratio", tps / tps1},
+                                   {"joined", joined},
+                                   {"first_token_p50_s", percentile(ttft, 0.5)},
+                                   {"first_token_p99_s", percentile(ttft, 0.99)},
+                                   {"no_join_seconds", seconds0},
+                                   {"no_join_tokens_per_s", tps0},
+                                   {"no_join_p50_s", percentile(lat0, 0.5)},
+                                   {"no_join_p99_s", percentile(lat0, 0.99)},
+                                   {"no_join_first_token_p50_s", percentile(ttft0, 0.5)},
+                                   {"no_join_first_token_p99_s", percentile(ttft0, 0.99)},
+                                   {"join_ratio", tps / tps0}}
                                   .dump(2);
     }
 }

@@ -439,3 +439,61 @@ TEST_F(Serve, DecodingControlsInBothAPIs) {
         EXPECT_NE(e->body.find("\"param\":\"logprobs\""), std::string::npos) << e->body;
     }
 }
+
+// Continuous batching: with one worker busy on a long sampled batch, a
+// request that can share it joins at its next step and is answered while
+// the long one still runs (its answer equal to the request alone); without
+// joining (ServerOptions::join off) the same request waits for the long
+// batch to end.
+TEST_F(Serve, ARequestJoinsARunningBatchAtItsNextStep) {
+    for (bool join : {true, false}) {
+        SCOPED_TRACE(join ? "joining" : "not joining");
+        ServerOptions so;
+        so.port = 0;
+        so.workers = 1;
+        so.batch_wait_ms = 0;
+        so.join = join;
+        Server server(*model, so);
+        const int port = server.start();
+        json slow = {{"text", "Open the file."}, {"sample", true}, {"temperature", 50.0}, {"max_new_tokens", 120},
+                     {"seed", 7}, {"stream", true}};
+        Clock::time_point slow_end, quick_end;
+        Streamed s;
+        std::thread long_one([&] {
+            s = stream_post(port, "/v1/generate", slow.dump());
+            slow_end = Clock::now();
+        });
+        // Wait for its batch to run (its first token streamed).
+        const auto t0 = Clock::now();
+        while (metric(server.metrics(), "halformer_batches_running") < 1 &&
+               std::chrono::duration<double>(Clock::now() - t0).count() < 20) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        Mixed quick;
+        quick.text = "The cat sat on the mat.";
+        quick.body = {{"text", quick.text}, {"sample", true}, {"temperature", 50.0}, {"max_new_tokens", 5},
+                      {"seed", 11}};
+        quick.options.sample = true;
+        quick.options.temperature = 50.0f;
+        quick.options.max_new_tokens = 5;
+        quick.options.seed = 11;
+        httplib::Client cli("127.0.0.1", port);
+        cli.set_read_timeout(60, 0);
+        Result r = post(cli, quick.body.dump());
+        quick_end = Clock::now();
+        long_one.join();
+        ASSERT_EQ(r.status, 200) << r.error;
+        ASSERT_EQ(s.status, 200);
+        EXPECT_TRUE(same_answer(r.body, alone(*model, quick))) << r.body.dump();
+        const double joined = metric(server.metrics(), "halformer_joined_requests_total");
+        if (join) {
+            EXPECT_EQ(joined, 1);
+            EXPECT_LT(quick_end, slow_end) << "the request waited for the running batch to end";
+        } else {
+            EXPECT_EQ(joined, 0);
+            EXPECT_GT(quick_end, slow_end);
+        }
+        server.shutdown();
+    }
+}

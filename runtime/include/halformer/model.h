@@ -106,6 +106,16 @@ struct Hypothesis {
     std::vector<float> log_probs;
 };
 
+// An input that joins a running generate() (GenerateOptions::join): a
+// source (encoder-decoder) or a prompt (decoder-only), with what it would
+// be given alone.
+struct JoinInput {
+    Sequence input;
+    uint64_t seed = 0;         // sampling: its seed (as GenerateOptions::seeds)
+    int max_new_tokens = -1;   // its limit (-1: as max_new_tokens would give it)
+    Sequence target_prefix;    // encoder-decoder: its target prefix
+};
+
 struct GenerateOptions {
     // Tokens to generate at most (eos included); -1: as many as max_positions
     // allows, up to 256. More than the positions allow is an Error.
@@ -164,6 +174,27 @@ struct GenerateOptions {
     // when the input is done (on_finished). TextStream turns the tokens
     // into text pieces.
     std::function<void(int b, int32_t token)> on_token;
+    // Continuous batching (a server's worker): asked (on the calling
+    // thread) before each decoder step with the number of inputs the
+    // running batch has room for; the inputs it returns join the batch:
+    // they are prefilled (encoded, their prefixes run in chunks of
+    // prefill_chunk positions beside the rows already decoding, which go on
+    // a step at a time) and then decode with the others, one kernel call per
+    // step for all. They are numbered after the inputs given and those that
+    // joined before (the callbacks above see them so); each answers what it
+    // would alone. Every joined input shares these options but for its
+    // seed, limit and target prefix. Models with relative positions (T5)
+    // take one position per step for the whole batch: nothing joins them.
+    // Null: the batch is what generate() was given.
+    std::function<std::vector<JoinInput>(int room)> join;
+    int max_batch = 16;      // with join: inputs prefilling or decoding at once
+    int prefill_chunk = 64;  // positions of a joining prefix per step while others decode
+    // With join: the paged KV cache's blocks (16 positions of one row each,
+    // or 16 positions of a source's encoder K|V); 0: room for max_batch
+    // inputs of 128 tokens and 256 new ones, or what the memory budget
+    // allows. An input joins only when its blocks (its longest case) are
+    // free.
+    int kv_blocks = 0;
 };
 
 
@@ -241,9 +272,10 @@ public:
     std::vector<Tensor> logits(const std::vector<Sequence> &src,
                                const std::vector<Sequence> &tgt = {});
 
-    // Generation with a KV cache. Encoder-decoder: each src is translated,
-    // starting from bos; decoder-only: each src is a prompt continued.
-    // Returns n_best hypotheses per input, best first.
+    // Generation with a paged KV cache. Encoder-decoder: each src is
+    // translated, starting from bos; decoder-only: each src is a prompt
+    // continued. Returns n_best hypotheses per input, best first (with
+    // GenerateOptions::join: the inputs given, then those that joined).
     std::vector<std::vector<Hypothesis>> generate(const std::vector<Sequence> &src,
                                                   const GenerateOptions &options = {});
 

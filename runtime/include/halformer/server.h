@@ -21,8 +21,11 @@
 // options can share a batch (up to max_batch), runs them as one generate()
 // call, and answers each as soon as it is done (a finished input leaves the
 // batch; a short request does not wait for the long ones of its batch).
-// `workers` batches run at once, each in its own Model session, so a long
-// batch does not hold new requests back. Every answer's tokens and text
+// With `join` (the default), a request that arrives while a batch it can
+// share runs joins it at its next step (continuous batching: its prompt is
+// prefilled in chunks beside the rows decoding, its KV cache in blocks of
+// the batch's paged cache). `workers` batches run at once, each in its own
+// Model session, so a long batch does not hold new requests back. Every answer's tokens and text
 // equal the same request run alone (per-request seeds and limits); a beam
 // score may differ from the request alone in its last bits (float32 sums
 // over a batch of another size), by at most 1e-5 relative.
@@ -60,6 +63,7 @@ struct ServerOptions {
     int max_batch = 32;              // requests per batch
     int max_queue = 256;             // waiting requests; past it: 503
     double batch_wait_ms = 2.0;      // a worker waits this long for a batch to fill
+    bool join = true;                // a waiting request joins a running batch at its next step
     size_t max_body = 1 << 20;       // bytes; past it: 413
     int max_input_tokens = 0;        // 0: the model's max_positions
     int max_new_tokens = 256;        // the most one request may ask for

@@ -11,8 +11,22 @@ Search::Search(int inputs, int width, const GenerateOptions &opt, int max_new, i
     : opt_(opt), B_(inputs), K_(width), max_new_(max_new), eos_stop_(eos_stop), pad_(pad),
       hist_((size_t)inputs * width), logp_((size_t)inputs * width), next_((size_t)inputs * width),
       parent_((size_t)inputs * width),
-      done_(inputs, 0), result_(inputs), reported_(inputs, 0) {
+      done_(inputs, 0), steps_(inputs, 0), result_(inputs), reported_(inputs, 0) {
     for (int r = 0; r < B_ * K_; r++) parent_[r] = r;
+}
+
+void Search::add(int n) {
+    const size_t B = (size_t)B_ + n, R = B * K_;
+    hist_.resize(R);
+    logp_.resize(R);
+    next_.resize(R);
+    parent_.resize(R);
+    for (size_t r = (size_t)B_ * K_; r < R; r++) parent_[r] = (int)r;
+    done_.resize(B, 0);
+    steps_.resize(B, 0);
+    result_.resize(B);
+    reported_.resize(B, 0);
+    B_ = (int)B;
 }
 
 int Search::limit(int b) const {
@@ -62,14 +76,14 @@ void Search::adjustments(int row, int r, const std::vector<int32_t> &prefix, Adj
     }
 }
 
-void Search::step(int step, const StepResult &res, const std::vector<int> &row_of) {
-    for (int b = 0; b < B_; b++) {
+void Search::step(const std::vector<int> &inputs, const StepResult &res, const std::vector<int> &row_of) {
+    for (int b : inputs) {
         if (done_[b]) continue;  // left the batch
         if (opt_.cancelled && opt_.cancelled(b)) {
             cancel(b);
             continue;
         }
-        choose(b, step, res, row_of);
+        choose(b, steps_[b]++, res, row_of);
     }
 }
 
@@ -113,17 +127,32 @@ std::vector<Hypothesis> GreedySearch::finish(int b) {
 }
 
 SamplingSearch::SamplingSearch(int inputs, const GenerateOptions &opt, int max_new, int eos_stop, int pad)
-    : GreedySearch(inputs, opt, max_new, eos_stop, pad), rng_(inputs) {
-    for (int b = 0; b < inputs; b++) {
+    : GreedySearch(inputs, opt, max_new, eos_stop, pad) {
+    seed_streams(0);
+}
+
+void SamplingSearch::seed_streams(int from) {
+    rng_.resize(B_);
+    for (int b = from; b < B_; b++) {
         // With seeds, input b draws as input 0 of a batch of one.
-        rng_[b].s = opt.seeds.empty() ? opt.seed * 0x2545F4914F6CDD1Dull + (uint64_t)b
-                                      : opt.seeds[b] * 0x2545F4914F6CDD1Dull;
+        // (Inputs given without seeds, then joined by inputs with seeds:
+        // seeds is read only as an input is added.)
+        rng_[b].s = (size_t)b >= opt_.seeds.size() || opt_.seeds.empty()
+                        ? opt_.seed * 0x2545F4914F6CDD1Dull + (uint64_t)b
+                        : opt_.seeds[b] * 0x2545F4914F6CDD1Dull;
     }
 }
 
-void SamplingSearch::uniforms(const std::vector<int> &row_of, std::vector<double> &u) {
-    u.assign(row_of.size(), 0.0);
-    for (int b = 0; b < B_; b++) {
+void SamplingSearch::add(int n) {
+    const int from = B_;
+    Search::add(n);
+    seed_streams(from);
+}
+
+void SamplingSearch::uniforms(const std::vector<int> &inputs, const std::vector<int> &row_of, int rows,
+                              std::vector<double> &u) {
+    u.assign((size_t)rows, 0.0);
+    for (int b : inputs) {
         if (!done_[b]) u[(size_t)row_of[b]] = rng_[b].uniform();
     }
 }
@@ -132,6 +161,15 @@ BeamSearch::BeamSearch(int inputs, int width, const GenerateOptions &opt, int ma
     : Search(inputs, width, opt, max_new, eos_stop, pad), score_((size_t)inputs * width, 0.0),
       alive_((size_t)inputs * width, 0), finished_(inputs) {
     for (int r = 0; r < inputs * width; r++) alive_[r] = (r % width == 0);  // one live beam to start
+}
+
+void BeamSearch::add(int n) {
+    const int from = B_ * K_;
+    Search::add(n);
+    score_.resize((size_t)B_ * K_, 0.0);
+    alive_.resize((size_t)B_ * K_, 0);
+    for (int r = from; r < B_ * K_; r++) alive_[r] = (r % K_ == 0);
+    finished_.resize(B_);
 }
 
 double BeamSearch::penalty(size_t len) const {

@@ -60,10 +60,13 @@ public:
     int inputs() const { return B_; }
     int width() const { return K_; }
 
-    // Step `step` (from 0): asks opt.cancelled for every live input, then
-    // chooses each live input's next tokens (row_of[r]: slot r's row in
-    // the step's batch).
-    void step(int step, const StepResult &res, const std::vector<int> &row_of);
+    // n more inputs (continuous batching: they join a running batch; their
+    // seeds and limits are in opt's per-input lists by then).
+    virtual void add(int n);
+    // A step for `inputs` (each at its own step: the tokens it has chosen
+    // so far): asks opt.cancelled for every live one, then chooses each
+    // live one's next tokens (row_of[r]: slot r's row in the step's batch).
+    void step(const std::vector<int> &inputs, const StepResult &res, const std::vector<int> &row_of);
     // Reports every input done and not yet reported through opt.on_finished.
     void report_done();
     // After step(): the token slot r reads next and the slot it continues
@@ -104,6 +107,7 @@ protected:
     std::vector<int32_t> next_;
     std::vector<int> parent_;
     std::vector<char> done_;
+    std::vector<int> steps_;  // per input: the steps it has taken
 
 private:
     void report(int b);
@@ -130,11 +134,13 @@ class SamplingSearch : public GreedySearch {
 public:
     SamplingSearch(int inputs, const GenerateOptions &opt, int max_new, int eos_stop, int pad);
     Need need() const override { return Need::Sample; }
-    // The uniforms of a step's rows: u[c] for row c = row_of[b] of each
-    // input b still decoding.
-    void uniforms(const std::vector<int> &row_of, std::vector<double> &u);
+    void add(int n) override;
+    // The uniforms of a step's rows (`rows` of them): u[c] for row c =
+    // row_of[b] of each input b of `inputs` still decoding.
+    void uniforms(const std::vector<int> &inputs, const std::vector<int> &row_of, int rows, std::vector<double> &u);
 
 private:
+    void seed_streams(int from);  // inputs from..B-1
     std::vector<SplitMix> rng_;
 };
 
@@ -148,6 +154,7 @@ class BeamSearch : public Search {
 public:
     BeamSearch(int inputs, int width, const GenerateOptions &opt, int max_new, int eos_stop, int pad);
     Need need() const override { return Need::TopLogProbs; }
+    void add(int n) override;
 
 protected:
     void choose(int b, int step, const StepResult &res, const std::vector<int> &row_of) override;

@@ -73,28 +73,22 @@ struct Heads {
     }
 };
 
-// Beam search: the G beams of a source are G queries of one sequence over
-// its one copy of K|V (rows r = s·G + g); sources that left the batch keep
-// their K|V in place (cross_rows).
-void grouped_cross_attention(Kernels &k, const Heads &h, const LayerIO &io) {
+// Cross-attention over the paged cache: source g's position s is at cache
+// row cross_rows[g·S + s]. One step (T = 1): the G beams of a source are G
+// queries of one sequence over its one copy of K|V (rows r = g·G + k); a
+// prefill chunk (T > 1, G = 1): T queries of each row.
+void listed_cross_attention(Kernels &k, const Heads &h, const LayerIO &io) {
     const CrossMemory &c = io.cross;
-    if (io.T != 1 || io.R % c.group) throw Error("internal: grouped cross-attention needs one step of whole groups");
     const int G = c.group, Bs = io.R / G, D = h.D;
-    auto gview = [&](const float *p) { return View(p, {{h.dk, 1}, {G, D}, {h.H, h.dk}, {Bs, G * D}}); };
-    View vq = gview(io.qc), vk = h.kv(c.kv, c.S, c.rows, 2 * D), vv = h.kv(c.kv + D, c.S, c.rows, 2 * D);
-    View vo = gview(io.attc), vl(c.len, {{Bs, 1}}, true);
-    if (io.rows.cross_rows) {
-        View vrows(io.rows.cross_rows, {{c.S, 1}, {Bs, c.S}}, true);
-        k.run("attention", [&] {
-            return HF_PICK(k.device(), hf_attention_decode_rows)(vq.get(), vk.get(), vv.get(), vl.get(), 0, h.scale,
-                                                                 vrows.get(), vo.get());
-        });
-    } else {
-        k.run("attention", [&] {
-            return HF_PICK(k.device(), hf_attention_decode)(vq.get(), vk.get(), vv.get(), vl.get(), 0, h.scale,
-                                                            vo.get());
-        });
-    }
+    if (io.R % G || (G > 1 && io.T != 1)) throw Error("internal: grouped cross-attention needs one step of whole groups");
+    View vq = io.T == 1 ? View(io.qc, {{h.dk, 1}, {G, D}, {h.H, h.dk}, {Bs, G * D}}) : h.q(io.qc, io.T, io.R, D);
+    View vo = io.T == 1 ? View(io.attc, {{h.dk, 1}, {G, D}, {h.H, h.dk}, {Bs, G * D}}) : h.q(io.attc, io.T, io.R, D);
+    View vk = h.kv_listed(c.kv, c.S, io.rows.pool_rows, 2 * D), vv = h.kv_listed(c.kv + D, c.S, io.rows.pool_rows, 2 * D);
+    View vl(c.len, {{Bs, 1}}, true), vrows(io.rows.cross_rows, {{c.S, 1}, {Bs, c.S}}, true);
+    k.run("attention", [&] {
+        return HF_PICK(k.device(), hf_attention_decode_rows)(vq.get(), vk.get(), vv.get(), vl.get(), 0, h.scale,
+                                                             vrows.get(), vo.get());
+    });
 }
 
 }  // namespace
@@ -107,6 +101,12 @@ void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in
         return linear(k, p, "linear", x, w.in_w, w.in_b, 3 * A, io.q, 3 * A);
     }
     linear(k, p, "linear", x, w.in_w, w.in_b, A, io.q, A);
+    if (io.rows.write_rows) {
+        // The paged cache: the new positions' K|V, then each to its row.
+        linear(k, p, "linear", x, w.in_w + (size_t)A * D, w.in_b + A, 2 * A, io.rows.staging, 2 * A);
+        scatter_rows(k, io.rows.staging, 2 * A, io.M(), io.rows.write_rows, io.kv, io.rows.pool_rows);
+        return;
+    }
     // The new positions' K|V: one dense block of the time-major cache.
     linear(k, p, "linear", x, w.in_w + (size_t)A * D, w.in_b + A, 2 * A,
            io.kv + (size_t)io.start * io.cache_rows * io.kv_stride, io.kv_stride);
@@ -131,13 +131,23 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
     View vv = h.kv(io.kv + h.D, L, io.cache_rows, io.kv_stride), vo = h.q(io.att, T, R, h.D);
     View vl(io.kv_len, {{R, 1}}, true);
     const int start = io.start;
-    const bool listed = io.rows.kv_rows && causal && T == 1;
+    bool listed = io.rows.kv_rows && causal;
+    if (listed && T > 1) {
+        // A prefill chunk: its rows' keys and values gathered into one dense
+        // time-major block (dense_rows: position t of row r at t·R + r),
+        // then the prefill kernels (they tile queries and keys; a row list
+        // per key would defeat that).
+        const int W = io.kv_stride;
+        layers::gather_rows(k, io.kv, W, io.rows.pool_rows, io.rows.dense_rows, L * R, io.rows.dense);
+        vk = h.kv(io.rows.dense, L, R, W);
+        vv = h.kv(io.rows.dense + h.D, L, R, W);
+        listed = false;
+    }
     if (listed) {
-        // Position t of row r is cache row kv_rows[r·stride + t] of the whole cache.
-        const int rows = io.rows.slots * io.cache_rows;
-        if (io.rows.slots < L || io.rows.kv_rows_stride < L) throw Error("internal: row lists shorter than the keys");
-        vk = h.kv_listed(io.kv, L, rows, io.kv_stride);
-        vv = h.kv_listed(io.kv + h.D, L, rows, io.kv_stride);
+        // Position t of row r is cache row kv_rows[r·stride + t] of the paged cache.
+        if (io.rows.kv_rows_stride < L) throw Error("internal: row lists shorter than the keys");
+        vk = h.kv_listed(io.kv, L, io.rows.pool_rows, io.kv_stride);
+        vv = h.kv_listed(io.kv + h.D, L, io.rows.pool_rows, io.kv_stride);
     }
     if (io.pos_bias) {
         if (p.train) throw Error("training: no attention kernels with a relative-position bias (T5 is inference only)");
@@ -146,7 +156,7 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
         vb.dim[0].min = -Rb;
         if (listed) {
             // (The bias is by the query's position: `start` for every row.
-            // T5 decodes behind an encoder, every prefix bos alone.)
+            // T5 decodes behind an encoder, every prefix of one length.)
             View vrows(io.rows.kv_rows, {{L, 1}, {R, io.rows.kv_rows_stride}}, true);
             k.run("attention", [&] {
                 return HF_PICK(k.device(), hf_attention_causal_decode_rows_bias)(
@@ -193,7 +203,7 @@ void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in,
     if (p.train) memory_kv(k, p, w, c.memory, c.S * c.rows, io.kv_mem);
     const int Dm = k.cfg.d_model;
     linear(k, p, "linear", Mat{in, io.M(), Dm, Dm}, w.in_w, w.in_b, h.D, io.qc, h.D);
-    if (!p.train && (c.group > 1 || io.rows.cross_rows)) return grouped_cross_attention(k, h, io);
+    if (!p.train && io.rows.cross_rows) return listed_cross_attention(k, h, io);
     const float *kv = p.train ? io.kv_mem : c.kv;
     View vq = h.q(io.qc, io.T, io.R, h.D), vk = h.kv(kv, c.S, c.rows, 2 * h.D), vv = h.kv(kv + h.D, c.S, c.rows, 2 * h.D);
     View vo = h.q(io.attc, io.T, io.R, h.D), vl(c.len, {{p.train ? c.rows : io.R, 1}}, true);

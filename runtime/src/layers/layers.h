@@ -187,6 +187,12 @@ void log_softmax(Kernels &k, const float *x, int R, int N, float *out);
 // where factor[e] = 0 (hf_logits_adjust; host arrays).
 void logits_adjust(Kernels &k, const float *x, int R, int V, const int32_t *rows, const int32_t *ids,
                    const float *factor, int n, float *out);
+// --- rows.cpp
+// out[i] = src[idx[i]] for i < n (rows of width W; src has rows_in).
+void gather_rows(Kernels &k, const float *src, int W, int rows_in, const int32_t *idx, int n, float *out);
+// out[idx[i]] = src[i] for i < n, in place (out has rows_out rows; the
+// indices distinct); every other row of out keeps what it holds.
+void scatter_rows(Kernels &k, const float *src, int W, int n, const int32_t *idx, float *out, int rows_out);
 // The 8 largest probabilities of each row's softmax and their ids
 // (best first; probs[R, N] scratch): values[R, 8], ids[R, 8].
 void top8(Kernels &k, const float *x, int R, int N, float *probs, float *values, int32_t *ids);

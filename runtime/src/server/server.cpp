@@ -126,6 +126,11 @@ public:
         std::lock_guard<std::mutex> lock(mu_);
         splits_++;
     }
+    void joined(size_t n) {
+        std::lock_guard<std::mutex> lock(mu_);
+        joined_ += (int64_t)n;
+        batched_ += (int64_t)n;
+    }
     std::string text(const Gauges &g) const {
         std::lock_guard<std::mutex> lock(mu_);
         std::ostringstream o;
@@ -145,6 +150,8 @@ public:
         one("halformer_batch_splits_total", "counter", "Batches that failed whole and ran their requests alone.",
             splits_);
         one("halformer_batched_requests_total", "counter", "Generations run in those batches.", batched_);
+        one("halformer_joined_requests_total", "counter", "Generations that joined a running batch at its next step.",
+            joined_);
         one("halformer_queue_depth", "gauge", "Generations waiting for a batch.", g.queue);
         one("halformer_batches_running", "gauge", "Batches running now.", g.running);
         one("halformer_requests_in_flight", "gauge", "Accepted requests not yet answered.", g.inflight);
@@ -162,7 +169,7 @@ private:
     mutable std::mutex mu_;
     std::map<int, int64_t> by_status_;
     Histogram duration_, first_token_;
-    int64_t in_tokens_ = 0, out_tokens_ = 0, batches_ = 0, batched_ = 0, cancelled_ = 0, splits_ = 0;
+    int64_t in_tokens_ = 0, out_tokens_ = 0, batches_ = 0, batched_ = 0, cancelled_ = 0, splits_ = 0, joined_ = 0;
 };
 
 // OpenAI's error object.
@@ -406,18 +413,47 @@ struct Server::Impl {
         }
     }
 
+    // A job starting in a batch (a retry alone, after a failed batch,
+    // starts its text again; beam search has no tokens before the end: its
+    // text comes whole).
+    void start(Job &j) {
+        j.started = Clock::now();
+        if (j.text_out && j.req.options.beam == 1 && (j.req.stream || !j.req.stop.empty())) {
+            j.text_stream = std::make_unique<TextStream>(model, prompt_of(j), j.req.stop);
+        }
+    }
+
+    // Continuous batching: each step, the waiting requests that can share
+    // the batch (up to `room`) join it.
+    std::vector<JoinInput> join(Jobs &batch, const std::string &key, int room) {
+        Jobs took;
+        {
+            std::lock_guard<std::mutex> lock(qmu);
+            for (auto it = queue.begin(); it != queue.end() && (int)took.size() < room;) {
+                if (serve::batch_key((*it)->req.options) == key) {
+                    took.push_back(*it);
+                    it = queue.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+        }
+        std::vector<JoinInput> in;
+        for (auto &j : took) {
+            start(*j);
+            batch.push_back(j);
+            in.push_back({j->req.ids, j->req.seed, j->req.options.max_new_tokens, j->req.target_prefix});
+        }
+        if (!took.empty()) metrics.joined(took.size());
+        return in;
+    }
+
     void run_batch(Jobs &batch) {
-        const auto now = Clock::now();
         std::vector<Sequence> src;
         GenerateOptions o = batch[0]->req.options;
         o.max_new_tokens = 1;
         for (auto &j : batch) {
-            j->started = now;
-            // A retry alone (after a failed batch) starts its text again.
-            // (Beam search has no tokens before the end: its text comes whole.)
-            if (j->text_out && j->req.options.beam == 1 && (j->req.stream || !j->req.stop.empty())) {
-                j->text_stream = std::make_unique<TextStream>(model, prompt_of(*j), j->req.stop);
-            }
+            start(*j);
             src.push_back(j->req.ids);
             o.seeds.push_back(j->req.seed);
             o.max_new_tokens_each.push_back(j->req.options.max_new_tokens);
@@ -430,6 +466,10 @@ struct Server::Impl {
             if (j->req.target_prefix.empty()) continue;
             for (auto &k : batch) o.target_prefix.push_back(k->req.target_prefix);
             break;
+        }
+        if (opt.join) {
+            o.max_batch = opt.max_batch;
+            o.join = [this, &batch, key = serve::batch_key(batch[0]->req.options)](int room) { return join(batch, key, room); };
         }
         o.on_finished = [&](int b, const std::vector<Hypothesis> &h) { complete(*batch[b], h); };
         o.on_token = [&](int b, int32_t id) { token(*batch[b], id); };
