@@ -263,14 +263,23 @@ struct Session::Decoder {
     void check_join(const JoinInput &j) const;
     int limit_of(const JoinInput &j) const;
 
-    // Takes waiting inputs into a new group while their blocks are free.
+    // Takes waiting inputs into a new group while their blocks are free:
+    // the oldest, then, in order, those whose prefixes keep the group's
+    // padding small (the longest at most 1.5 times the shortest, or 16
+    // positions more): the others wait for the next group, prefilled while
+    // this one decodes.
     void form_group() {
         if (!group.empty() || waiting.empty()) return;
-        int P = 0, S = 0;
+        int P = 0, S = 0, shortest = 0;
         std::vector<int> g;
-        while (!waiting.empty()) {
-            const int b = waiting.front();
-            const int P2 = std::max(P, (int)prefix[(size_t)b].size()), S2 = std::max(S, (int)src[(size_t)b].size());
+        for (auto it = waiting.begin(); it != waiting.end();) {
+            const int b = *it, p = (int)prefix[(size_t)b].size();
+            const int P2 = std::max(P, p), S2 = std::max(S, (int)src[(size_t)b].size());
+            const int lo = g.empty() ? p : std::min(shortest, p);
+            if (!g.empty() && 2 * P2 > 3 * lo && P2 > lo + 16) {
+                ++it;
+                continue;
+            }
             int need = 0;
             for (int x : g) need += reservation(x, P2, S2);
             need += reservation(b, P2, S2);
@@ -285,7 +294,8 @@ struct Session::Decoder {
             g.push_back(b);
             P = P2;
             S = S2;
-            waiting.pop_front();
+            shortest = lo;
+            it = waiting.erase(it);
         }
         if (g.empty()) return;
         for (int x : g) {

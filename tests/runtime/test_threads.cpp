@@ -444,14 +444,17 @@ TEST(Generate, DecoderPromptsOfDifferentLengthsRunAsOneBatch) {
                 if (beam == 1) o.on_token = [&](int b, int32_t id) { streamed[(size_t)b].push_back(id); };
                 m.reset_profile();
                 const auto batch = m.generate(src, o);
-                // One batch: its prefill has every prompt (one row each: the
-                // beams start from one), and every step one embedding call
-                // (the prefill and 9 steps), not one per length.
+                // One batch: prompts of similar lengths prefill together
+                // (here 3 groups: 1-11, 23 and 40 tokens, each one call), the
+                // later ones while the first decode, and every decode step is
+                // one embedding call for every row decoding, not one per
+                // length.
                 ASSERT_FALSE(m.step_rows().empty());
-                EXPECT_EQ(m.step_rows()[0], n);
-                EXPECT_EQ(m.step_rows()[1], n * beam);
-                EXPECT_EQ(m.step_rows().size(), 10u);
-                EXPECT_EQ(m.profile()["embedding"].calls, 10);
+                EXPECT_EQ(m.profile()["embedding"].calls, (int64_t)m.step_rows().size());
+                EXPECT_LE(m.step_rows().size(), 12u);
+                int most = 0;
+                for (int r : m.step_rows()) most = std::max(most, r);
+                EXPECT_GE(most, (n - 1) * beam);
                 for (int b = 0; b < n; b++) {
                     GenerateOptions a;
                     a.beam = beam;
