@@ -35,7 +35,6 @@ HF_DEVICE_KERNELS(hf_topk8)
 #include <chrono>
 #include <cmath>
 #include <deque>
-#include <map>
 
 namespace halformer {
 namespace {
@@ -48,6 +47,17 @@ int blocks_for(int64_t rows) { return (int)((rows + kBlock - 1) / kBlock); }
 // A decoder-only prompt's sampling stream for `seed` (as generate() gives a
 // prompt its seed, alone or batched).
 uint64_t prompt_seed(uint64_t seed) { return seed * 0x9E3779B97F4A7C15ull; }
+
+// Prompt b's stream in a generate() call: its own seed, or the call's seed
+// and its index.
+uint64_t prompt_stream(const GenerateOptions &opt, size_t b) {
+    return opt.seeds.empty() ? prompt_seed(opt.seed) + b : prompt_seed(opt.seeds[b]);
+}
+
+// Inputs one call takes in all, given and joined: a batch that joins
+// without end would grow its per-input bookkeeping without end, so past
+// this a call takes no more (the caller's next call does).
+constexpr int kMostInputs = 4096;
 
 // The paged KV cache's blocks (vLLM's block manager): kBlock cache rows
 // each, in one cache per layer (the same rows in each). A block holds
@@ -239,8 +249,8 @@ struct Session::Decoder {
 
     // Asks o.join for inputs while the batch has room, and checks them.
     void poll_joins() {
-        if (!o.join) return;
-        const int room = o.max_batch - live();
+        if (!o.join || (int)prefix.size() >= kMostInputs) return;
+        const int room = std::min(o.max_batch - live(), kMostInputs - (int)prefix.size());
         if (room <= 0) return;
         std::vector<JoinInput> in = o.join(room);
         if (in.empty()) return;
@@ -583,6 +593,9 @@ struct Session::Decoder {
         for (int b : inputs) {
             if (search->done(b)) continue;
             const size_t first = (size_t)b * K;
+            bool moved = false;
+            for (int k = 0; k < K; k++) moved = moved || search->parent((int)first + k) != (int)first + k;
+            if (!moved) continue;
             std::vector<SlotRows> rows(slot.begin() + (ptrdiff_t)first, slot.begin() + (ptrdiff_t)(first + K));
             std::vector<int32_t> lens(len.begin() + (ptrdiff_t)first, len.begin() + (ptrdiff_t)(first + K));
             // Every new reference first, then the old ones dropped: a block
@@ -810,7 +823,7 @@ std::vector<std::vector<Hypothesis>> generate_prompts(Session &m, const std::vec
         std::vector<Sequence> prompts;
         for (size_t b : idx) {
             prompts.push_back(src[b]);
-            o.seeds.push_back(prompt_seed(opt.seeds.empty() ? opt.seed : opt.seeds[b]) + (opt.seeds.empty() ? b : 0));
+            o.seeds.push_back(prompt_stream(opt, b));
             o.max_new_tokens_each.push_back(limit[b]);
         }
         if (opt.on_finished) {
@@ -886,7 +899,7 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
         o.seeds.clear();
         for (size_t b = 0; b < src.size(); b++) {
             o.max_new_tokens_each.push_back(prompt_limit(c, opt, b, (int)src[b].size()));
-            o.seeds.push_back(prompt_seed(opt.seeds.empty() ? opt.seed : opt.seeds[b]) + (opt.seeds.empty() ? b : 0));
+            o.seeds.push_back(prompt_stream(opt, b));
         }
         return m.decode(src, o);
     }

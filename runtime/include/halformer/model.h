@@ -185,7 +185,9 @@ struct GenerateOptions {
     // would alone. Every joined input shares these options but for its
     // seed, limit and target prefix. Models with relative positions (T5)
     // take one position per step for the whole batch: nothing joins them.
-    // Null: the batch is what generate() was given.
+    // A call takes 4096 inputs at most in all: past them join is no more
+    // asked (its bookkeeping would grow without end), and the call ends when
+    // they are done. Null: the batch is what generate() was given.
     std::function<std::vector<JoinInput>(int room)> join;
     int max_batch = 16;      // with join: inputs prefilling or decoding at once
     int prefill_chunk = 64;  // positions of a joining prefix per step while others decode
