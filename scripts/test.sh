@@ -7,4 +7,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh "-DHALFORMER_AUTOSCHEDULE_TARGET=host;x86-64-linux-avx-avx2-f16c-fma-sse41;x86-64-linux-sse41"
-ctest --test-dir build --output-on-failure
+ctest --test-dir build --output-on-failure -j"$(nproc)"
