@@ -11,10 +11,15 @@
 //                            L − Tq when Tq new queries follow a cache of L − Tq)
 //   scale                    score scale, normally 1/√dk
 //   o       [B, H, Tq,  dk]  Halide (d, i, h, b)
-//   kv_rows [B, Tkv] int32   only with indexed=true: key j of sequence b is
-//                            row kv_rows(j, b) of k and v (beam search: the
-//                            cache rows a hypothesis inherited from its
-//                            ancestors, read in place instead of copied)
+//   block_table [B, NB] int32  only with page > 0: the paged KV cache (vLLM's
+//                            paged attention). k and v are a pool of blocks
+//                            of `page` rows each, Halide (d, j, h, row) with
+//                            any stride of j (0 for a pool without a
+//                            position dimension); key j of sequence b is
+//                            row block_table(j / page, b) · page + j % page.
+//                            NB ≥ ⌈Tkv / page⌉. Beams share their ancestors'
+//                            blocks through their tables, read in place;
+//                            an entry out of the pool reads a clamped block
 //   bias    [H, 2R+1]        only with position_bias=true: an additive bias
 //                            by relative position, Halide (n, h) with dim 0
 //                            from −R to R; the score of query i and key j
@@ -48,7 +53,7 @@ class Attention : public Generator<Attention> {
 public:
     GeneratorParam<bool> causal{"causal", false};
     GeneratorParam<int> key_block{"key_block", 64};
-    GeneratorParam<bool> indexed{"indexed", false};
+    GeneratorParam<int> page{"page", 0};  // > 0: keys through block_table (rows per block)
     GeneratorParam<bool> position_bias{"position_bias", false};
     // Schedule knobs (schedules/attention_schedule.h).
     GeneratorParam<int> query_tile{"query_tile", 8};
@@ -67,11 +72,11 @@ public:
     Input<int32_t> q_offset{"q_offset"};
     Input<float> scale{"scale"};
     Output<Buffer<float, 4>> o{"o"};
-    Input<Buffer<int32_t, 2>> *kv_rows = nullptr;
+    Input<Buffer<int32_t, 2>> *block_table = nullptr;
     Input<Buffer<float, 2>> *bias = nullptr;
 
     void configure() {
-        if (indexed) kv_rows = add_input<Buffer<int32_t, 2>>("kv_rows");
+        if (page > 0) block_table = add_input<Buffer<int32_t, 2>>("block_table");
         if (position_bias) bias = add_input<Buffer<float, 2>>("bias");
     }
 
@@ -87,9 +92,12 @@ public:
         // queries past Tq read a clamped row and are never stored (a schedule
         // may compute whole query tiles).
         Expr Tq = q.dim(1).extent();
-        // The row of k and v that holds key j of sequence b.
-        auto row = [&](Expr jj) {
-            return indexed ? clamp((*kv_rows)(jj, b), 0, k.dim(3).extent() - 1) : b;
+        // The row of k and v that holds key jj (≥ 0) of sequence b.
+        const int P = page;
+        auto row = [&](Expr jj) -> Expr {
+            if (P == 0) return b;
+            Expr pool_blocks = max(k.dim(3).extent() / P, 1);
+            return clamp((*block_table)(jj / P, b), 0, pool_blocks - 1) * P + jj % P;
         };
         kt(j, d, h, b) = k(d, min(j, Tkv - 1), h, row(min(j, Tkv - 1)));
         score(j, i, h, b) = 0.0f;
@@ -140,7 +148,7 @@ public:
         q_offset.set_estimate(0);
         scale.set_estimate(0.125f);
         o.set_estimates({{0, 64}, {0, 128}, {0, 8}, {0, 1}});
-        if (kv_rows) kv_rows->set_estimates({{0, 128}, {0, 1}});
+        if (block_table) block_table->set_estimates({{0, (128 + P - 1) / std::max(P, 1)}, {0, 1}});
         if (bias) bias->set_estimates({{-128, 257}, {0, 8}});
     }
 

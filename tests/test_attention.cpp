@@ -7,23 +7,23 @@
 #include "hf_attention_causal.h"
 #include "hf_attention_causal_decode.h"
 #include "hf_attention_decode.h"
-#include "hf_attention_causal_decode_rows.h"
-#include "hf_attention_decode_rows.h"
+#include "hf_attention_causal_decode_paged.h"
+#include "hf_attention_decode_paged.h"
 #include "hf_attention_bias.h"
 #include "hf_attention_causal_bias.h"
 #include "hf_attention_causal_decode_bias.h"
-#include "hf_attention_causal_decode_rows_bias.h"
+#include "hf_attention_causal_decode_paged_bias.h"
 
 HF_DECLARE_LI(hf_attention)
 HF_DECLARE_LI(hf_attention_causal)
 HF_DECLARE(hf_attention_causal_decode)
 HF_DECLARE(hf_attention_decode)
-HF_DECLARE_GPU(hf_attention_causal_decode_rows)
-HF_DECLARE_GPU(hf_attention_decode_rows)
+HF_DECLARE_GPU(hf_attention_causal_decode_paged)
+HF_DECLARE_GPU(hf_attention_decode_paged)
 HF_DECLARE_GPU(hf_attention_bias)
 HF_DECLARE_GPU(hf_attention_causal_bias)
 HF_DECLARE_GPU(hf_attention_causal_decode_bias)
-HF_DECLARE_GPU(hf_attention_causal_decode_rows_bias)
+HF_DECLARE_GPU(hf_attention_causal_decode_paged_bias)
 
 using ref::Buffer;
 using AttnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
@@ -210,14 +210,19 @@ TEST(AttentionSeedExample, ThreeTokens) {
     EXPECT_NEAR(w(2, 0, 0, 0), 0.46, 0.01);
 }
 
-// Attention through row lists: sequence b reads key t from row kv_rows(t, b)
-// of k and v, against the reference on the rows as each sequence sees them.
-// Rows repeat, skip and cross; one sequence has no valid key; head sizes 64
-// and 80 (a vector tail); 1, 5 and 33 keys; Tq queries per sequence.
-using RowsFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
-                       halide_buffer_t *, halide_buffer_t *);
-using RowsBiasFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
-                           halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+// Attention through block tables (the paged KV cache): k and v are a pool
+// of blocks of kPage rows; sequence b reads key t from row
+// table(t / kPage, b) · kPage + t % kPage, against the reference on the keys
+// as each sequence sees them. Blocks repeat (beams sharing their
+// ancestors'), tables are longer than the keys, one entry is out of the
+// pool (read clamped to its last block), one sequence has no valid key;
+// head sizes 64 and 80 (a vector tail); 1, 5, 16, 17 and 33 keys (within a
+// block, a whole one, one past, three blocks); Tq queries per sequence.
+using PagedFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
+                        halide_buffer_t *, halide_buffer_t *);
+using PagedBiasFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
+                            halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+constexpr int kPage = 16;  // the _paged kernels' page (generators/CMakeLists.txt)
 
 // A T5-style bias table: H heads over relative positions −R..R (dim 0's
 // min −R), and the reference's view of it (clamped beyond ±R).
@@ -234,28 +239,33 @@ struct BiasTable {
 };
 
 template <typename Fn>
-static void check_rows(Kernel<Fn> fn, bool causal, int Tq, int rows_in_kv, uint32_t seed) {
-    constexpr bool biased = std::is_same_v<Fn, RowsBiasFn>;
+static void check_paged(Kernel<Fn> fn, bool causal, int Tq, int pool_blocks, uint32_t seed) {
+    constexpr bool biased = std::is_same_v<Fn, PagedBiasFn>;
     for (int dk : {64, 80}) {
-        for (int L : {1, 5, 33}) {
-            const int B = 6, H = 3;
+        for (int L : {1, 5, 16, 17, 33}) {
+            const int B = 6, H = 3, rows_in_pool = pool_blocks * kPage, NB = (L + kPage - 1) / kPage + 1;
             Buffer<float> q = ref::random_buffer({dk, Tq, H, B}, seed++, -2, 2);
-            Buffer<float> k = ref::random_buffer({dk, L, H, rows_in_kv}, seed++, -2, 2);
-            Buffer<float> v = ref::random_buffer({dk, L, H, rows_in_kv}, seed++);
-            Buffer<int32_t> rows(L, B), len(B);
+            // (The pool's position dimension: any stride, here a real one.)
+            Buffer<float> k = ref::random_buffer({dk, L, H, rows_in_pool}, seed++, -2, 2);
+            Buffer<float> v = ref::random_buffer({dk, L, H, rows_in_pool}, seed++);
+            Buffer<int32_t> table(NB, B), len(B);
             std::mt19937 rng(seed++);
             for (int b = 0; b < B; b++) {
-                for (int t = 0; t < L; t++) rows(t, b) = t == L - 1 ? b : (int)(rng() % rows_in_kv);
+                for (int n = 0; n < NB; n++) table(n, b) = (int)(rng() % pool_blocks);
                 len(b) = b == 4 ? 0 : L - (b % 2);
             }
+            table(0, 5) = pool_blocks + 1000;  // out of the pool: its last block
+            auto row = [&](int t, int b) {
+                return std::clamp(table(t / kPage, b), 0, pool_blocks - 1) * kPage + t % kPage;
+            };
             // The keys and values as sequence b sees them.
             Buffer<float> kl(dk, L, H, B), vl(dk, L, H, B);
             for (int b = 0; b < B; b++)
                 for (int h = 0; h < H; h++)
                     for (int t = 0; t < L; t++)
                         for (int d = 0; d < dk; d++) {
-                            kl(d, t, h, b) = k(d, t, h, rows(t, b));
-                            vl(d, t, h, b) = v(d, t, h, rows(t, b));
+                            kl(d, t, h, b) = k(d, t, h, row(t, b));
+                            vl(d, t, h, b) = v(d, t, h, row(t, b));
                         }
             std::vector<int> lens(B);
             for (int b = 0; b < B; b++) lens[b] = len(b);
@@ -264,9 +274,9 @@ static void check_rows(Kernel<Fn> fn, bool causal, int Tq, int rows_in_kv, uint3
             const int q_offset = causal ? L - Tq : 0;
             BiasTable bias(H, 4, seed++);
             if constexpr (biased) {
-                HF_CALL(fn(q, k, v, len, q_offset, scale, rows, bias.buf, o));
+                HF_CALL(fn(q, k, v, len, q_offset, scale, table, bias.buf, o));
             } else {
-                HF_CALL(fn(q, k, v, len, q_offset, scale, rows, o));
+                HF_CALL(fn(q, k, v, len, q_offset, scale, table, o));
             }
             auto r = ref::attention(ref::to_array(q), ref::to_array(kl), ref::to_array(vl), lens, q_offset, scale,
                                     causal, biased ? &bias.fn : nullptr);
@@ -275,16 +285,27 @@ static void check_rows(Kernel<Fn> fn, bool causal, int Tq, int rows_in_kv, uint3
     }
 }
 
-// Beam search's self-attention: a hypothesis reads the cache rows it
-// inherited from its ancestors.
-TEST(AttentionRows, ReadsInheritedCacheRows) {
-    check_rows(HF_KERNEL(hf_attention_causal_decode_rows), true, 1, 6, 900);
+// Beam search's self-attention: a hypothesis reads the blocks it shares
+// with its ancestors.
+TEST(AttentionPaged, ReadsKeysThroughBlockTables) {
+    check_paged(HF_KERNEL(hf_attention_causal_decode_paged), true, 1, 7, 900);
 }
 
-// Cross-attention once finished inputs left the batch: the beams of a source
-// (2 queries) read its encoder K|V among those of 9 sources.
-TEST(AttentionRows, ReadsTheSourcesLeftInTheBatch) {
-    check_rows(HF_KERNEL(hf_attention_decode_rows), false, 2, 9, 950);
+// Cross-attention: the beams of a source (2 queries) read its encoder K|V
+// through its blocks, among those of other sources.
+TEST(AttentionPaged, ReadsTheSourcesBlocks) {
+    check_paged(HF_KERNEL(hf_attention_decode_paged), false, 2, 9, 950);
+}
+
+// A table shorter than the keys is refused, not read past.
+TEST(AttentionPaged, ATableShorterThanTheKeysIsRefused) {
+    const int dk = 64, L = 33, H = 1, B = 2;
+    Buffer<float> q = ref::random_buffer({dk, 1, H, B}, 1), k = ref::random_buffer({dk, L, H, 4 * kPage}, 2);
+    Buffer<float> v = ref::random_buffer({dk, L, H, 4 * kPage}, 3), o(dk, 1, H, B);
+    Buffer<int32_t> table(2, B), len(B);  // 33 keys need 3 blocks
+    table.fill(0);
+    len.fill(L);
+    EXPECT_NE(HF_KERNEL(hf_attention_causal_decode_paged)(q, k, v, len, L - 1, 0.125f, table, o), 0);
 }
 
 // T5's attention: the scores (scale 1) plus a bias per head by relative
@@ -341,7 +362,7 @@ INSTANTIATE_TEST_SUITE_P(All, AttentionBiasTest,
                              {"hf_attention_causal_decode_bias", HF_KERNEL(hf_attention_causal_decode_bias)}})),
                          impl_name<AttnBiasFn>);
 
-// Beam search's self-attention in T5's decoder: inherited rows and the bias.
-TEST(AttentionRows, ReadsInheritedCacheRowsWithBias) {
-    check_rows(HF_KERNEL(hf_attention_causal_decode_rows_bias), true, 1, 6, 1900);
+// Beam search's self-attention in T5's decoder: block tables and the bias.
+TEST(AttentionPaged, ReadsKeysThroughBlockTablesWithBias) {
+    check_paged(HF_KERNEL(hf_attention_causal_decode_paged_bias), true, 1, 7, 1900);
 }

@@ -40,7 +40,7 @@ namespace halformer {
 namespace {
 
 constexpr int kTopK = 8;    // hf_topk8: beam + 1 candidates per beam
-constexpr int kBlock = 16;  // cache rows per block of the paged cache
+constexpr int kBlock = kPageRows;  // cache rows per block of the paged cache (the _paged kernels' page)
 
 int blocks_for(int64_t rows) { return (int)((rows + kBlock - 1) / kBlock); }
 
@@ -78,6 +78,7 @@ public:
         return b;
     }
     void ref(int b) { refs_[b]++; }
+    bool shared(int b) const { return refs_[b] > 1; }
     void unref(int b) {
         if (--refs_[b] == 0) free_.push_back(b);
     }
@@ -86,17 +87,12 @@ private:
     std::vector<int> refs_, free_;
 };
 
-// One slot's cache rows (slot r = b·K + k: beam k of input b). Position t
-// is at cache row rows[t]; `blocks` are the blocks its rows are in (each
-// entry one reference); it writes new positions into its own block `own`
-// (one more reference), `used` rows of it so far. A beam that takes another
-// parent takes the parent's rows (and references their blocks); its own
-// block stays its own.
-struct SlotRows {
-    std::vector<int32_t> rows;
-    std::vector<int> blocks;
-    int own = -1, used = 0;
-};
+// One slot's block table (slot r = b·K + k: beam k of input b): position
+// t is at cache row blocks[t / kBlock] · kBlock + t % kBlock, each entry one
+// reference. A beam that takes another parent takes the parent's table
+// (a reference to each block); a block its table shares with another is
+// copied on its first write into it (copy-on-write, vLLM's design).
+using BlockTable = std::vector<int>;
 
 }  // namespace
 
@@ -118,10 +114,10 @@ struct Session::Decoder {
     // cache rows and length.
     std::vector<Sequence> src, prefix;
     std::vector<int> reserved;
-    std::vector<std::vector<int32_t>> cross;
-    std::vector<std::vector<int>> cross_blocks;
+    std::vector<int> cross_S;  // per input: its source's positions in the cache (its group's longest)
+    std::vector<BlockTable> cross_blocks;
     std::vector<int32_t> src_len;
-    std::vector<SlotRows> slot;
+    std::vector<BlockTable> slot;
     std::vector<int32_t> len;     // per slot: positions written with real tokens
     std::vector<Sequence> context;  // per slot: its prefix, bos dropped (the penalties' context)
     int reserved_total = 0;
@@ -175,7 +171,7 @@ struct Session::Decoder {
             prefix.push_back(in);
         }
         reserved.push_back(0);
-        cross.emplace_back();
+        cross_S.push_back(0);
         cross_blocks.emplace_back();
         src_len.push_back((int32_t)src.back().size());
         const Sequence &p = prefix.back();
@@ -190,15 +186,16 @@ struct Session::Decoder {
     int limit(int b) const { return o.max_new_tokens_each[(size_t)b]; }
 
     // The blocks input b can hold at once in a group whose prefixes are P
-    // and sources S long: its source's K|V, beam 0's prefix (padded to P)
-    // and new rows (greedy: its new positions take its padding's rows
-    // first; a beam that took another's rows writes past its own), each
-    // other beam's new rows (a row writes max_new - 1 positions: the last
-    // token chosen is never read).
+    // and sources S long: its source's K|V, then (a row writes positions
+    // up to p + max_new - 2: the last token chosen is never read) greedy:
+    // its prefix padded to P, its new positions taking its padding's rows
+    // first; beams: the prefill's blocks, which every beam shares, and per
+    // beam the blocks from the one position p is in, which it may copy or
+    // add.
     int reservation(int b, int P, int S) const {
         const int n = limit(b), p = (int)prefix[(size_t)b].size();
-        const int first = K == 1 ? std::max(P, p + n - 1) : P + n - 1;
-        return blocks_for(S) + blocks_for(first) + (K - 1) * blocks_for(n - 1);
+        if (K == 1) return blocks_for(S) + blocks_for(std::max(P, p + n - 1));
+        return blocks_for(S) + blocks_for(P) + K * (blocks_for(p + n - 1) - p / kBlock);
     }
 
     // The cache: pool_blocks blocks in every layer, within the budget.
@@ -210,35 +207,56 @@ struct Session::Decoder {
         for (size_t l = 0; l < layers; l++) s.self_kv[l].need((size_t)pool_rows * 2 * A);
     }
 
-    // Slot r's cache row for position t (written next): a row of its own
-    // block, or (beam 0 of a padded prefix) the row its prefill wrote there.
+    // Slot r's cache row for position t (written next): in a new block at
+    // a block's first position, else in its table's block (beam 0 of a
+    // padded prefix: the row its prefill wrote there). A block shared
+    // with another table is first copied (its rows before t: the copies
+    // run before the step's layers, copy_shared_rows).
+    std::vector<int32_t> copy_from, copy_to;
     int32_t row_for(int r, int t) {
-        SlotRows &q = slot[(size_t)r];
-        if (t < (int)q.rows.size()) return q.rows[(size_t)t];
-        if (q.own < 0 || q.used == kBlock) {
-            if (q.own >= 0) pool->unref(q.own);
-            q.own = pool->take();
-            q.used = 0;
+        BlockTable &q = slot[(size_t)r];
+        const size_t n = (size_t)(t / kBlock);
+        const int at = t % kBlock;
+        if (n == q.size()) {
+            q.push_back(pool->take());
+        } else if (n > q.size()) {
+            throw Error("internal: position " + std::to_string(t) + " past its block table");
+        } else if (pool->shared(q[n])) {
+            const int mine = pool->take();
+            for (int i = 0; i < at; i++) {
+                copy_from.push_back(q[n] * kBlock + i);
+                copy_to.push_back(mine * kBlock + i);
+            }
+            pool->unref(q[n]);
+            q[n] = mine;
         }
-        if (q.blocks.empty() || q.blocks.back() != q.own) {
-            q.blocks.push_back(q.own);
-            pool->ref(q.own);
+        return q[n] * kBlock + at;
+    }
+
+    // The copies row_for asked for, in every layer's cache.
+    void copy_shared_rows() {
+        if (copy_from.empty()) return;
+        const int n = (int)copy_from.size();
+        float *tmp = s.kv_tmp.need((size_t)n * 2 * A);
+        for (size_t l = 0; l < layers; l++) {
+            float *cache = s.self_kv[l].get();
+            layers::gather_rows(s, cache, 2 * A, pool_rows, copy_from.data(), n, tmp);
+            layers::scatter_rows(s, tmp, 2 * A, n, copy_to.data(), cache, pool_rows);
         }
-        q.rows.push_back(q.own * kBlock + q.used++);
-        return q.rows.back();
+        copy_from.clear();
+        copy_to.clear();
     }
 
 
     void release_input(int b) {
         for (int k = 0; k < K; k++) {
-            SlotRows &q = slot[(size_t)b * K + k];
-            for (int x : q.blocks) pool->unref(x);
-            if (q.own >= 0) pool->unref(q.own);
-            q = SlotRows{};
+            BlockTable &q = slot[(size_t)b * K + k];
+            for (int x : q) pool->unref(x);
+            q.clear();
         }
         for (int x : cross_blocks[(size_t)b]) pool->unref(x);
         cross_blocks[(size_t)b].clear();
-        cross[(size_t)b].clear();
+        cross_S[(size_t)b] = 0;
         reserved_total -= reserved[(size_t)b];
         reserved[(size_t)b] = 0;
     }
@@ -334,9 +352,9 @@ struct Session::Decoder {
             const int b = group[(size_t)g];
             for (int t = 0; t < S; t++) {
                 if (t % kBlock == 0) cross_blocks[(size_t)b].push_back(pool->take());
-                cross[(size_t)b].push_back(cross_blocks[(size_t)b].back() * kBlock + t % kBlock);
-                to[(size_t)t * G + g] = cross[(size_t)b].back();
+                to[(size_t)t * G + g] = cross_blocks[(size_t)b].back() * kBlock + t % kBlock;
             }
+            cross_S[(size_t)b] = S;
         }
         float *stage = s.kv_stage.need((size_t)S * G * 2 * A);
         for (size_t l = 0; l < layers; l++) {
@@ -347,58 +365,71 @@ struct Session::Decoder {
 
     // ---- the steps ---------------------------------------------------------
 
-    // The kernels' row lists of the call's rows (their slots): each row's
-    // positions 0..L-1 (past its own: its first row, masked by kv_len), and
-    // per group of `group_rows` rows its source's rows.
-    std::vector<int32_t> kv_rows, cross_rows, cross_len, dense_rows;
+    // The kernels' block tables of the call's rows (their slots), L
+    // positions each (entries past a row's own: its first block, masked by
+    // kv_len), per group of `group_rows` rows its source's, and for a
+    // prefill chunk (dense) every position's row, time-major.
+    std::vector<int32_t> block_table, cross_table, cross_len, dense_rows;
+    int table_stride = 0, cross_stride = 0, cross_S_max = 0;
 
-    void lists(const std::vector<int> &slots, int L, int group_rows) {
-        const int R = (int)slots.size();
-        kv_rows.assign((size_t)R * L, 0);
+    void tables(const std::vector<int> &slots, int L, int group_rows, bool dense) {
+        const int R = (int)slots.size(), NB = blocks_for(L);
+        table_stride = NB;
+        block_table.assign((size_t)R * NB, 0);
         for (int c = 0; c < R; c++) {
-            const auto &rows = slot[(size_t)slots[(size_t)c]].rows;
-            for (int t = 0; t < L; t++) kv_rows[(size_t)c * L + t] = t < (int)rows.size() ? rows[(size_t)t] : rows[0];
+            const BlockTable &q = slot[(size_t)slots[(size_t)c]];
+            for (int n = 0; n < NB; n++) block_table[(size_t)c * NB + n] = n < (int)q.size() ? q[(size_t)n] : q[0];
+        }
+        if (dense) {
+            // (The prefill's keys: position t of row c at t·R + c.)
+            dense_rows.resize((size_t)L * R);
+            for (int t = 0; t < L; t++) {
+                for (int c = 0; c < R; c++) {
+                    dense_rows[(size_t)t * R + c] = block_table[(size_t)c * NB + t / kBlock] * kBlock + t % kBlock;
+                }
+            }
         }
         if (!encdec) return;
         const int G = R / group_rows;
         int S = 0;
-        for (int g = 0; g < G; g++) S = std::max(S, (int)cross[(size_t)slots[(size_t)g * group_rows] / K].size());
-        cross_rows.assign((size_t)G * S, 0);
+        for (int g = 0; g < G; g++) S = std::max(S, cross_S[(size_t)slots[(size_t)g * group_rows] / K]);
+        cross_stride = blocks_for(S);
+        cross_table.assign((size_t)G * cross_stride, 0);
         cross_len.resize(G);
         for (int g = 0; g < G; g++) {
             const int b = slots[(size_t)g * group_rows] / K;
-            const auto &rows = cross[(size_t)b];
-            for (int t = 0; t < S; t++) cross_rows[(size_t)g * S + t] = t < (int)rows.size() ? rows[(size_t)t] : rows[0];
+            const BlockTable &q = cross_blocks[(size_t)b];
+            for (int n = 0; n < cross_stride; n++) {
+                cross_table[(size_t)g * cross_stride + n] = n < (int)q.size() ? q[(size_t)n] : q[0];
+            }
             cross_len[g] = src_len[(size_t)b];
         }
-        cross_S = S;
+        cross_S_max = S;
     }
-    int cross_S = 0;
 
     // T positions of the call's R rows from position `start`: their K|V to
-    // write_rows, keys through the lists.
+    // write_rows, keys through the block tables.
     void run_layers(float *&x, float *&xa, int T, int R, int start, const std::vector<int32_t> &write_rows,
                     const std::vector<int32_t> &kv_len, int L, int cross_group) {
+        copy_shared_rows();
         RowMap rows;
-        rows.kv_rows = kv_rows.data();
-        rows.kv_rows_stride = L;
+        rows.block_table = block_table.data();
+        rows.table_stride = table_stride;
         rows.pool_rows = pool_rows;
         rows.write_rows = write_rows.data();
         rows.staging = s.kv_stage.need((size_t)T * R * 2 * A);
         if (T > 1) {
-            // (The prefill's keys, dense: position t of row c at t·R + c.)
-            dense_rows.resize((size_t)L * R);
-            for (int t = 0; t < L; t++) {
-                for (int c = 0; c < R; c++) dense_rows[(size_t)t * R + c] = kv_rows[(size_t)c * L + t];
-            }
             rows.dense_rows = dense_rows.data();
             rows.dense = s.kv_tmp.need((size_t)L * R * 2 * A);
         }
-        if (encdec) rows.cross_rows = cross_rows.data();
+        if (encdec) {
+            rows.cross_table = cross_table.data();
+            rows.cross_stride = cross_stride;
+        }
         for (size_t l = 0; l < layers; l++) {
             float *cache = s.self_kv[l].get();
             s.layer(s.w->dec.layers[l], true, x, xa, T, R, start, cache, kv_len.data(), encdec ? cache : nullptr,
-                    encdec ? cross_len.data() : nullptr, cross_S, cross_group, rows, bias);
+                    encdec ? cross_len.data() : nullptr, cross_S_max, cross_group, rows, bias);
         }
     }
 
@@ -424,7 +455,7 @@ struct Session::Decoder {
             }
             kv_len[g] = std::min((int)p.size(), L);
         }
-        lists(slots, L, 1);
+        tables(slots, L, 1, true);
         float *x = s.x0.need((size_t)T * G * D), *xa = s.x1.need((size_t)T * G * D);
         layers::embed(s, s.w->dec, tokens.data(), T, G, c0, x);
         run_layers(x, xa, T, G, c0, write, kv_len, L, 1);
@@ -477,7 +508,7 @@ struct Session::Decoder {
             kv_len[c] = ++len[(size_t)r];
             L = std::max(L, kv_len[c]);
         }
-        lists(slots, L, K);
+        tables(slots, L, K, false);
         float *x = s.x0.need((size_t)R * D), *xa = s.x1.need((size_t)R * D);
         layers::embed(s, s.w->dec, tokens.data(), 1, R, L - 1, x, bias ? nullptr : row_pos.data());
         run_layers(x, xa, 1, R, L - 1, write, kv_len, L, K);
@@ -586,8 +617,8 @@ struct Session::Decoder {
         follow_parents(inputs);
     }
 
-    // Beams that took another parent take its rows (its first len ones:
-    // never a prefix's padding).
+    // Beams that took another parent take its block table (the blocks of
+    // its first len positions: never a prefix's padding past them).
     void follow_parents(const std::vector<int> &inputs) {
         if (K == 1) return;
         for (int b : inputs) {
@@ -596,23 +627,23 @@ struct Session::Decoder {
             bool moved = false;
             for (int k = 0; k < K; k++) moved = moved || search->parent((int)first + k) != (int)first + k;
             if (!moved) continue;
-            std::vector<SlotRows> rows(slot.begin() + (ptrdiff_t)first, slot.begin() + (ptrdiff_t)(first + K));
+            std::vector<BlockTable> old(slot.begin() + (ptrdiff_t)first, slot.begin() + (ptrdiff_t)(first + K));
             std::vector<int32_t> lens(len.begin() + (ptrdiff_t)first, len.begin() + (ptrdiff_t)(first + K));
             // Every new reference first, then the old ones dropped: a block
             // two beams pass between them is never freed on the way.
             for (int k = 0; k < K; k++) {
                 const int r = (int)first + k, from = search->parent(r) - (int)first;
                 if (from == k) continue;
-                SlotRows &q = slot[(size_t)r];
-                for (int x : rows[(size_t)from].blocks) pool->ref(x);
-                q.rows.assign(rows[(size_t)from].rows.begin(), rows[(size_t)from].rows.begin() + lens[(size_t)from]);
-                q.blocks = rows[(size_t)from].blocks;
+                const BlockTable &p = old[(size_t)from];
+                const size_t n = std::min(p.size(), (size_t)blocks_for(lens[(size_t)from]));
+                slot[(size_t)r].assign(p.begin(), p.begin() + (ptrdiff_t)n);
+                for (int x : slot[(size_t)r]) pool->ref(x);
                 len[(size_t)r] = lens[(size_t)from];
             }
             for (int k = 0; k < K; k++) {
                 const int from = search->parent((int)first + k) - (int)first;
                 if (from == k) continue;
-                for (int x : rows[(size_t)k].blocks) pool->unref(x);
+                for (int x : old[(size_t)k]) pool->unref(x);
             }
         }
     }

@@ -70,7 +70,7 @@ void Session::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int 
     io.cross.S = S;
     io.cross.group = cross_group;
     // (The paged cache's sources: one per group of rows.)
-    io.cross.rows = rows.cross_rows ? R / cross_group : CR;
+    io.cross.rows = rows.cross_table ? R / cross_group : CR;
     io.rows = rows;
     io.pos_bias = pos_bias;
     layers::layer_forward(*this, layers::Pass{}, L, causal, io);

@@ -19,23 +19,26 @@ namespace halformer {
 // cache_rows: rows of each time slot of a dense self-attention cache (0:
 // the batch's rows); position t of row r is at cache row t·cache_rows + r.
 // The paged cache (decode.cpp) instead: the cache is `pool_rows` rows of
-// fixed-size blocks; position t of row r is at cache row
-// kv_rows[r·kv_rows_stride + t] (each row's list, from its block table;
-// beams share their ancestors' rows), the T·R new positions' K|V go to
-// cache rows write_rows (time-major, distinct) through `staging`, and
-// position s of source g of the encoder K|V (in the same cache) is at
-// cross_rows[g·S + s].
+// blocks of kPageRows rows; position t of row r is at cache row
+// table[t / kPageRows] · kPageRows + t % kPageRows, table = block_table +
+// r·table_stride (its block table; beams share their ancestors' blocks),
+// the T·R new positions' K|V go to cache rows write_rows (time-major,
+// distinct) through `staging`, and position s of source g of the encoder
+// K|V (in the same cache) is found the same way through cross_table +
+// g·cross_stride.
+constexpr int kPageRows = 16;  // the _paged attention kernels' page (generators/CMakeLists.txt)
 struct RowMap {
     int cache_rows = 0;
-    const int32_t *kv_rows = nullptr;
-    int kv_rows_stride = 0, pool_rows = 0;
+    const int32_t *block_table = nullptr;
+    int table_stride = 0, pool_rows = 0;
     const int32_t *write_rows = nullptr;
     float *staging = nullptr;
     // A prefill chunk (T > 1): its keys gathered into `dense`, position t
     // of row r from cache row dense_rows[t·R + r].
     const int32_t *dense_rows = nullptr;
     float *dense = nullptr;
-    const int32_t *cross_rows = nullptr;
+    const int32_t *cross_table = nullptr;
+    int cross_stride = 0;
 };
 
 // Pads sequences to time-major [T][R] tokens (pad where a sequence is
@@ -162,7 +165,7 @@ public:
     // cache rows 0..R-1. kv_len: valid keys per row; cross_mem/cross_len/S:
     // the encoder's K|V or null.
     // rows: where the rows' keys and values are (RowMap). With its paged
-    // cache (kv_rows), kv and cross_mem are the same cache, `start` is the
+    // cache (block tables), kv and cross_mem are the same cache, `start` is the
     // position of the chunk's first query (T > 1: every row's; T = 1: the
     // furthest row's, each row's keys ending at its kv_len), and
     // cross_group: rows per source (beam search: the beams of a source are

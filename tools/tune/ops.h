@@ -322,25 +322,28 @@ private:
 };
 
 // attention: q (dk, Tq, H, B), k/v (dk, Tkv, H, B), per-sequence kv_len;
-// indexed: key t of sequence b in row kv_rows(t, b) of k and v
+// paged (page > 0): k and v a pool of B blocks of `page` rows, key t of
+// sequence b in row block_table(t / page, b) · page + t % page
 class AttentionData : public OpData {
 public:
-    AttentionData(const Shape &s, bool causal, bool indexed)
+    AttentionData(const Shape &s, bool causal, int page)
         : B(dim(s, "B")), H(dim(s, "H")), Tq(dim(s, "Tq")), Tkv(dim(s, "Tkv")), dk(dim(s, "dk")),
-          causal(causal), indexed(indexed), q_offset(Tkv - Tq), scale(1.0f / std::sqrt((float)dk)),
-          q(ref::random_buffer({dk, Tq, H, B}, 1)), k(ref::random_buffer({dk, Tkv, H, B}, 2)),
-          v(ref::random_buffer({dk, Tkv, H, B}, 3)), kv_len(B), kv_rows(Tkv, B), o(dk, Tq, H, B) {
+          causal(causal), page(page), q_offset(Tkv - Tq), scale(1.0f / std::sqrt((float)dk)),
+          q(ref::random_buffer({dk, Tq, H, B}, 1)), k(ref::random_buffer({dk, Tkv, H, B * std::max(page, 1)}, 2)),
+          v(ref::random_buffer({dk, Tkv, H, B * std::max(page, 1)}, 3)), kv_len(B),
+          block_table(std::max((Tkv + std::max(page, 1) - 1) / std::max(page, 1), 1), B), o(dk, Tq, H, B) {
         // Sequences of a batch end at different lengths (the padded case).
         for (int b = 0; b < B; b++) kv_len(b) = std::max(1, Tkv - 3 * b);
-        // As beam search leaves them: rows shared and crossed between
-        // hypotheses, each hypothesis' newest key in its own row.
+        // As beam search leaves them: blocks shared and crossed between
+        // hypotheses, each hypothesis' newest block its own.
+        const int NB = block_table.dim(0).extent();
         for (int b = 0; b < B; b++)
-            for (int t = 0; t < Tkv; t++) kv_rows(t, b) = t == Tkv - 1 ? b : (b * 7 + t * 3) % B;
+            for (int n = 0; n < NB; n++) block_table(n, b) = n == NB - 1 ? b : (b * 7 + n * 3) % B;
     }
     std::vector<InputValue> inputs() override {
         std::vector<InputValue> in{{"q", q}, {"k", k}, {"v", v}, {"kv_len", kv_len},
                                    {"q_offset", (double)q_offset}, {"scale", scale}};
-        if (indexed) in.push_back({"kv_rows", kv_rows});
+        if (page > 0) in.push_back({"block_table", block_table});
         return in;
     }
     Halide::Realization outputs() override { return Halide::Realization({o}); }
@@ -348,15 +351,17 @@ public:
     double error() override {
         std::vector<int> lens(kv_len.data(), kv_len.data() + B);
         ref::Array ka = arr(k), va = arr(v);
-        if (indexed) {  // the cache as each sequence sees it
-            ref::Array kr = ka, vr = va;
+        if (page > 0) {  // the cache as each sequence sees it
+            ref::Array kr({dk, Tkv, H, B}), vr({dk, Tkv, H, B});
             for (int b = 0; b < B; b++)
                 for (int h = 0; h < H; h++)
-                    for (int t = 0; t < Tkv; t++)
+                    for (int t = 0; t < Tkv; t++) {
+                        const int row = block_table(t / page, b) * page + t % page;
                         for (int d = 0; d < dk; d++) {
-                            kr(d, t, h, b) = ka(d, t, h, kv_rows(t, b));
-                            vr(d, t, h, b) = va(d, t, h, kv_rows(t, b));
+                            kr(d, t, h, b) = ka(d, t, h, row);
+                            vr(d, t, h, b) = va(d, t, h, row);
                         }
+                    }
             ka = kr;
             va = vr;
         }
@@ -365,11 +370,12 @@ public:
 
 private:
     int B, H, Tq, Tkv, dk;
-    bool causal, indexed;
+    bool causal;
+    int page;
     int32_t q_offset;
     float scale;
     Buffer<float> q, k, v;
-    Buffer<int32_t> kv_len, kv_rows;
+    Buffer<int32_t> kv_len, block_table;
     Buffer<float> o;
 };
 
@@ -478,7 +484,7 @@ inline std::unique_ptr<OpData> make_op_data(const std::string &generator,
                                                   get("residual", "false") == "true");
     if (generator == "attention")
         return std::make_unique<AttentionData>(shape, get("causal", "false") == "true",
-                                               get("indexed", "false") == "true");
+                                               std::stoi(get("page", "0")));
     if (generator == "embedding")
         return std::make_unique<EmbeddingData>(shape, get("pe", "sinusoidal"), get("token_types", "false") == "true");
     if (generator == "sample") return std::make_unique<SampleData>(shape);

@@ -223,18 +223,18 @@ inline std::vector<Task> attention_tasks(const halformer::Config &c, const Workl
     };
     tasks.push_back(attp);
 
-    // Beam search's self-attention: each hypothesis reads its cache rows
-    // through kv_rows (here rows shared and crossed: AttentionData).
+    // The paged cache's self-attention: each hypothesis reads its keys
+    // through its block table (here blocks shared and crossed: AttentionData).
     auto att_rows = [&](int B, int heads, int Tkv, int head_dim) {
         Shape s = att_hd(B, heads, 1, Tkv, head_dim, true);
-        s.label += " rows";
-        s.gen["indexed"] = "true";
+        s.label += " paged";
+        s.gen["page"] = "16";
         return s;
     };
     // (The decode schedule reads only key_block: schedule_attention_decode_cpu.)
     Task attd{"attention", "decode", "hf_attention_decode",
-              {"hf_attention_decode", "hf_attention_causal_decode", "hf_attention_causal_decode_rows",
-               "hf_attention_decode_rows", "hf_attention_causal_decode_bias", "hf_attention_causal_decode_rows_bias"},
+              {"hf_attention_decode", "hf_attention_causal_decode", "hf_attention_causal_decode_paged",
+               "hf_attention_decode_paged", "hf_attention_causal_decode_bias", "hf_attention_causal_decode_paged_bias"},
               {{"key_block", {16, 8, 32, 64, 128}}},
               {att(1, 1, L, false), att(R, 1, L, false), att_rows(R, H, L, dk)},
               {att(3, 1, 1, false), att(2, 1, 19, true), att_hd(2, 3, 1, 9, 12, false), att_hd(2, 1, 1, 9, 20, true),

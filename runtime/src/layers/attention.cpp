@@ -8,26 +8,26 @@
 #include "hf_attention.h"
 #include "hf_attention_causal.h"
 #include "hf_attention_causal_decode.h"
-#include "hf_attention_causal_decode_rows.h"
+#include "hf_attention_causal_decode_paged.h"
 #include "hf_attention_decode.h"
-#include "hf_attention_decode_rows.h"
+#include "hf_attention_decode_paged.h"
 #include "hf_attention_bias.h"
 #include "hf_attention_causal_bias.h"
 #include "hf_attention_causal_decode_bias.h"
-#include "hf_attention_causal_decode_rows_bias.h"
+#include "hf_attention_causal_decode_paged_bias.h"
 #include "hf_position_bias.h"
 #include "hf_position_bias_causal.h"
 
 HF_DEVICE_KERNELS(hf_attention)
 HF_DEVICE_KERNELS(hf_attention_causal)
 HF_DEVICE_KERNELS(hf_attention_causal_decode)
-HF_DEVICE_KERNELS(hf_attention_causal_decode_rows)
+HF_DEVICE_KERNELS(hf_attention_causal_decode_paged)
 HF_DEVICE_KERNELS(hf_attention_decode)
-HF_DEVICE_KERNELS(hf_attention_decode_rows)
+HF_DEVICE_KERNELS(hf_attention_decode_paged)
 HF_DEVICE_KERNELS(hf_attention_bias)
 HF_DEVICE_KERNELS(hf_attention_causal_bias)
 HF_DEVICE_KERNELS(hf_attention_causal_decode_bias)
-HF_DEVICE_KERNELS(hf_attention_causal_decode_rows_bias)
+HF_DEVICE_KERNELS(hf_attention_causal_decode_paged_bias)
 HF_DEVICE_KERNELS(hf_position_bias)
 HF_DEVICE_KERNELS(hf_position_bias_causal)
 #ifdef HALFORMER_HAS_TRAINING
@@ -62,7 +62,7 @@ struct Heads {
         return View(p, {{dk, 1}, {L, rows * stride}, {H, dk}, {rows, stride}});
     }
     // Keys or values of L positions anywhere among `rows` cache rows: a
-    // row list gives each position's row (the position dimension has no
+    // block table gives each position's row (the position dimension has no
     // stride of its own).
     View kv_listed(const float *p, int L, int rows, int stride) const {
         return View(p, {{dk, 1}, {L, 0}, {H, dk}, {rows, stride}});
@@ -73,8 +73,8 @@ struct Heads {
     }
 };
 
-// Cross-attention over the paged cache: source g's position s is at cache
-// row cross_rows[g·S + s]. One step (T = 1): the G beams of a source are G
+// Cross-attention over the paged cache: source g's positions through its
+// block table (cross_table + g·cross_stride). One step (T = 1): the G beams of a source are G
 // queries of one sequence over its one copy of K|V (rows r = g·G + k); a
 // prefill chunk (T > 1, G = 1): T queries of each row.
 void listed_cross_attention(Kernels &k, const Heads &h, const LayerIO &io) {
@@ -84,10 +84,12 @@ void listed_cross_attention(Kernels &k, const Heads &h, const LayerIO &io) {
     View vq = io.T == 1 ? View(io.qc, {{h.dk, 1}, {G, D}, {h.H, h.dk}, {Bs, G * D}}) : h.q(io.qc, io.T, io.R, D);
     View vo = io.T == 1 ? View(io.attc, {{h.dk, 1}, {G, D}, {h.H, h.dk}, {Bs, G * D}}) : h.q(io.attc, io.T, io.R, D);
     View vk = h.kv_listed(c.kv, c.S, io.rows.pool_rows, 2 * D), vv = h.kv_listed(c.kv + D, c.S, io.rows.pool_rows, 2 * D);
-    View vl(c.len, {{Bs, 1}}, true), vrows(io.rows.cross_rows, {{c.S, 1}, {Bs, c.S}}, true);
+    const int NB = (c.S + kPageRows - 1) / kPageRows;
+    if (io.rows.cross_stride < NB) throw Error("internal: block tables shorter than the source");
+    View vl(c.len, {{Bs, 1}}, true), vtable(io.rows.cross_table, {{NB, 1}, {Bs, io.rows.cross_stride}}, true);
     k.run("attention", [&] {
-        return HF_PICK(k.device(), hf_attention_decode_rows)(vq.get(), vk.get(), vv.get(), vl.get(), 0, h.scale,
-                                                             vrows.get(), vo.get());
+        return HF_PICK(k.device(), hf_attention_decode_paged)(vq.get(), vk.get(), vv.get(), vl.get(), 0, h.scale,
+                                                              vtable.get(), vo.get());
     });
 }
 
@@ -131,7 +133,7 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
     View vv = h.kv(io.kv + h.D, L, io.cache_rows, io.kv_stride), vo = h.q(io.att, T, R, h.D);
     View vl(io.kv_len, {{R, 1}}, true);
     const int start = io.start;
-    bool listed = io.rows.kv_rows && causal;
+    bool listed = io.rows.block_table && causal;
     if (listed && T > 1) {
         // A prefill chunk: its rows' keys and values gathered into one dense
         // time-major block (dense_rows: position t of row r at t·R + r),
@@ -143,9 +145,10 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
         vv = h.kv(io.rows.dense + h.D, L, R, W);
         listed = false;
     }
+    const int NB = (L + kPageRows - 1) / kPageRows;
     if (listed) {
-        // Position t of row r is cache row kv_rows[r·stride + t] of the paged cache.
-        if (io.rows.kv_rows_stride < L) throw Error("internal: row lists shorter than the keys");
+        // Position t of row r through its block table in the paged cache.
+        if (io.rows.table_stride < NB) throw Error("internal: block tables shorter than the keys");
         vk = h.kv_listed(io.kv, L, io.rows.pool_rows, io.kv_stride);
         vv = h.kv_listed(io.kv + h.D, L, io.rows.pool_rows, io.kv_stride);
     }
@@ -157,10 +160,10 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
         if (listed) {
             // (The bias is by the query's position: `start` for every row.
             // T5 decodes behind an encoder, every prefix of one length.)
-            View vrows(io.rows.kv_rows, {{L, 1}, {R, io.rows.kv_rows_stride}}, true);
+            View vtable(io.rows.block_table, {{NB, 1}, {R, io.rows.table_stride}}, true);
             k.run("attention", [&] {
-                return HF_PICK(k.device(), hf_attention_causal_decode_rows_bias)(
-                    vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, vrows.get(), vb.get(), vo.get());
+                return HF_PICK(k.device(), hf_attention_causal_decode_paged_bias)(
+                    vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, vtable.get(), vb.get(), vo.get());
             });
             return;
         }
@@ -172,10 +175,10 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
         return;
     }
     if (listed) {
-        View vrows(io.rows.kv_rows, {{L, 1}, {R, io.rows.kv_rows_stride}}, true);
+        View vtable(io.rows.block_table, {{NB, 1}, {R, io.rows.table_stride}}, true);
         k.run("attention", [&] {
-            return HF_PICK(k.device(), hf_attention_causal_decode_rows)(vq.get(), vk.get(), vv.get(), vl.get(), start,
-                                                                        h.scale, vrows.get(), vo.get());
+            return HF_PICK(k.device(), hf_attention_causal_decode_paged)(vq.get(), vk.get(), vv.get(), vl.get(), start,
+                                                                         h.scale, vtable.get(), vo.get());
         });
         return;
     }
@@ -203,7 +206,7 @@ void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in,
     if (p.train) memory_kv(k, p, w, c.memory, c.S * c.rows, io.kv_mem);
     const int Dm = k.cfg.d_model;
     linear(k, p, "linear", Mat{in, io.M(), Dm, Dm}, w.in_w, w.in_b, h.D, io.qc, h.D);
-    if (!p.train && io.rows.cross_rows) return listed_cross_attention(k, h, io);
+    if (!p.train && io.rows.cross_table) return listed_cross_attention(k, h, io);
     const float *kv = p.train ? io.kv_mem : c.kv;
     View vq = h.q(io.qc, io.T, io.R, h.D), vk = h.kv(kv, c.S, c.rows, 2 * h.D), vv = h.kv(kv + h.D, c.S, c.rows, 2 * h.D);
     View vo = h.q(io.attc, io.T, io.R, h.D), vl(c.len, {{p.train ? c.rows : io.R, 1}}, true);
