@@ -28,6 +28,7 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
         ref.push_back(alone(*model, mix.back()));
     }
     std::vector<double> *first_token = nullptr;  // the run's times to first token (s), where it records them
+    std::vector<std::pair<int, double>> *by_request = nullptr;  // (mix entry, latency), where it records them
     auto run = [&](ServerOptions so, int n_clients, int n_each, std::vector<double> &latency, int &errors,
                    int &mismatches, int64_t &tokens) {
         Server server(*model, so);
@@ -44,6 +45,7 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
                     Result r = post(cli, mix[i].body.dump());
                     std::lock_guard<std::mutex> lock(mu);
                     latency.push_back(r.seconds);
+                    if (by_request) by_request->push_back({i, r.seconds});
                     if (r.status != 200 || r.body.is_discarded() || r.body.contains("error")) {
                         if (errors++ < 3) ADD_FAILURE() << "status " << r.status << " " << r.error << ": " << r.body.dump();
                     } else {
@@ -72,9 +74,11 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
     ServerOptions batched;
     batched.port = 0;
     std::vector<double> lat, ttft;
+    std::vector<std::pair<int, double>> each, each0, each1;
     int errors = 0, mismatches = 0;
     int64_t tokens = 0;
     first_token = &ttft;
+    by_request = &each;
     auto [seconds, metrics] = run(batched, clients, per_client, lat, errors, mismatches, tokens);
     EXPECT_EQ(errors, 0);
     EXPECT_EQ(mismatches, 0);
@@ -90,10 +94,12 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
     int errors0 = 0, mismatches0 = 0;
     int64_t tokens0 = 0;
     first_token = &ttft0;
+    by_request = &each0;
     auto [seconds0, metrics0] = run(no_join, clients, per_client, lat0, errors0, mismatches0, tokens0);
     EXPECT_EQ(errors0 + mismatches0, 0);
     EXPECT_EQ(metric(metrics0, "halformer_joined_requests_total"), 0);
     first_token = nullptr;
+    by_request = &each1;
 
     // One at a time: one client, one request per batch, one worker.
     ServerOptions single;
@@ -107,6 +113,39 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
     const int n_single = std::min(kMix, clients * per_client);
     auto [seconds1, metrics1] = run(single, 1, n_single, lat1, errors1, mismatches1, tokens1);
     EXPECT_EQ(errors1 + mismatches1, 0);
+    by_request = nullptr;
+    // Slowdown: a request's latency under load over the same request's
+    // alone (the one-at-a-time run takes each entry of the mix once), and
+    // latency per kind of request (greedy, beam, sampled, 4-token): the
+    // mix's kinds differ in work several times over, so percentiles over
+    // all requests measure the mix as much as the server.
+    std::vector<double> alone_s(kMix, 0);
+    for (auto &[i, sec] : each1) alone_s[(size_t)i] = sec;
+    auto slowdowns = [&](const std::vector<std::pair<int, double>> &e) {
+        std::vector<double> v;
+        for (auto &[i, sec] : e) {
+            if (alone_s[(size_t)i] > 0) v.push_back(sec / alone_s[(size_t)i]);
+        }
+        return v;
+    };
+    const char *kinds[] = {"greedy", "beam4", "sampled", "cut4"};
+    auto by_kind = [&](const std::vector<std::pair<int, double>> &e) {
+        json out;
+        for (int c = 0; c < 4; c++) {
+            std::vector<double> v;
+            for (auto &[i, sec] : e) {
+                if ((i / 16) % 4 == c) v.push_back(sec);
+            }
+            out[kinds[c]] = {{"p50_s", percentile(v, 0.5)}, {"p99_s", percentile(v, 0.99)}};
+        }
+        return out;
+    };
+    const std::vector<double> slow = slowdowns(each), slow0 = slowdowns(each0);
+    std::printf("[load] slowdown (latency / the request alone): joining p50 %.2f, p99 %.2f; no joining p50 %.2f, "
+                "p99 %.2f\n",
+                percentile(slow, 0.5), percentile(slow, 0.99), percentile(slow0, 0.5), percentile(slow0, 0.99));
+    const json kinds_join = by_kind(each), kinds_no_join = by_kind(each0), kinds_single = by_kind(each1);
+    std::printf("[load] by kind (joining): %s\n", kinds_join.dump().c_str());
     const double tps = tokens / seconds, tps1 = tokens1 / seconds1;
     std::printf("[load] %d clients x %d requests: %.2f s, %lld tokens, %.0f tokens/s, %.1f requests/s; "
                 "p50 %.3f s, p99 %.3f s; %.0f batches (%.1f requests each)\n",
@@ -150,7 +189,14 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
                                    {"no_join_p99_s", percentile(lat0, 0.99)},
                                    {"no_join_first_token_p50_s", percentile(ttft0, 0.5)},
                                    {"no_join_first_token_p99_s", percentile(ttft0, 0.99)},
-                                   {"join_ratio", tps / tps0}}
+                                   {"join_ratio", tps / tps0},
+                                   {"slowdown_p50", percentile(slow, 0.5)},
+                                   {"slowdown_p99", percentile(slow, 0.99)},
+                                   {"no_join_slowdown_p50", percentile(slow0, 0.5)},
+                                   {"no_join_slowdown_p99", percentile(slow0, 0.99)},
+                                   {"kinds", kinds_join},
+                                   {"no_join_kinds", kinds_no_join},
+                                   {"single_kinds", kinds_single}}
                                   .dump(2);
     }
 }

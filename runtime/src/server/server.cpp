@@ -424,15 +424,22 @@ struct Server::Impl {
     }
 
     // Continuous batching: each step, the waiting requests that can share
-    // the batch (up to `room`) join it.
+    // the batch (up to `room`) join it, oldest first, but none past an
+    // older request of another kind while every worker is busy: that one
+    // would wait for a batch to end, and batches that take their kind at
+    // every step may never end. The batch then drains and a worker takes
+    // the oldest request next (first come, first served).
     std::vector<JoinInput> join(Jobs &batch, const std::string &key, int room) {
         Jobs took;
         {
             std::lock_guard<std::mutex> lock(qmu);
+            const bool worker_free = running.load() < opt.workers;
             for (auto it = queue.begin(); it != queue.end() && (int)took.size() < room;) {
                 if (serve::batch_key((*it)->req.options) == key) {
                     took.push_back(*it);
                     it = queue.erase(it);
+                } else if (!worker_free) {
+                    break;
                 } else {
                     ++it;
                 }
