@@ -37,6 +37,13 @@ rounds = []
 def derived(x):
     x["p99_over_p50"] = x["p99_s"] / x["p50_s"]
     x["no_join_p99_over_p50"] = x["no_join_p99_s"] / x["no_join_p50_s"]
+    x["slowdown_p99_over_p50"] = x["slowdown_p99"] / x["slowdown_p50"]
+    x["no_join_slowdown_p99_over_p50"] = x["no_join_slowdown_p99"] / x["no_join_slowdown_p50"]
+    for prefix in ("", "no_join_", "single_"):
+        for kind, v in x[prefix + "kinds"].items():
+            x[f"{prefix}{kind}_p50_s"] = v["p50_s"]
+            x[f"{prefix}{kind}_p99_s"] = v["p99_s"]
+            x[f"{prefix}{kind}_p99_over_p50"] = v["p99_s"] / v["p50_s"] if v["p50_s"] > 0 else 0
     return x
 
 
@@ -53,6 +60,8 @@ for r in range(a.rounds):
           f"{x['no_join_tokens_per_s']:.0f} without ({x['join_ratio']:.2f}x), "
           f"{x['single_tokens_per_s']:.0f} one at a time ({x['ratio']:.2f}x); p50 {x['p50_s']:.3f} s, "
           f"p99 {x['p99_s']:.3f} s (without: {x['no_join_p50_s']:.3f}, {x['no_join_p99_s']:.3f}); "
+          f"slowdown p50 {x['slowdown_p50']:.2f} p99 {x['slowdown_p99']:.2f} (without: {x['no_join_slowdown_p50']:.2f}, "
+          f"{x['no_join_slowdown_p99']:.2f}); "
           f"errors {x['errors']}, mismatches {x['mismatches']}")
 
 os.makedirs(a.out, exist_ok=True)
@@ -85,6 +94,11 @@ lines = [
     f"| p99 / p50 | {stat('p99_over_p50', '{:.2f}')} | {stat('no_join_p99_over_p50', '{:.2f}')} | – |",
     f"| time to first token p50 (s) | {stat('first_token_p50_s', '{:.3f}')} | {stat('no_join_first_token_p50_s', '{:.3f}')} | – |",
     f"| time to first token p99 (s) | {stat('first_token_p99_s', '{:.3f}')} | {stat('no_join_first_token_p99_s', '{:.3f}')} | – |",
+    f"| slowdown p50 (latency / the request alone) | {stat('slowdown_p50', '{:.2f}')} | "
+    f"{stat('no_join_slowdown_p50', '{:.2f}')} | 1 |",
+    f"| slowdown p99 | {stat('slowdown_p99', '{:.2f}')} | {stat('no_join_slowdown_p99', '{:.2f}')} | 1 |",
+    f"| slowdown p99 / p50 | {stat('slowdown_p99_over_p50', '{:.2f}')} | "
+    f"{stat('no_join_slowdown_p99_over_p50', '{:.2f}')} | – |",
     f"| errors / answers unlike the request alone | {sum(x['errors'] for x in rounds)} / "
     f"{sum(x['mismatches'] for x in rounds)} | – | – |",
     "",
@@ -97,6 +111,19 @@ lines = [
     "",
     "The one-at-a-time latencies are those of a lone client with nothing queued; 64 clients served one at a time",
     "would each wait behind the others' requests.",
+    "",
+    "Slowdown: each request's latency under load over the same request's latency one at a time (the one-at-a-time",
+    "run takes each of the 64 requests of the mix once). The mix's kinds differ in work several times over, so",
+    "percentiles over all latencies measure the mix as much as the server; by kind:",
+    "",
+    "| kind | joining p50 / p99 (s) | p99 / p50 | waiting p50 / p99 (s) | p99 / p50 | one at a time p50 / p99 (s) |",
+    "|---|---|---|---|---|---|",
+] + [
+    f"| {k} | {stat(k + '_p50_s', '{:.3f}')} / {stat(k + '_p99_s', '{:.3f}')} | {stat(k + '_p99_over_p50', '{:.2f}')} | "
+    f"{stat('no_join_' + k + '_p50_s', '{:.3f}')} / {stat('no_join_' + k + '_p99_s', '{:.3f}')} | "
+    f"{stat('no_join_' + k + '_p99_over_p50', '{:.2f}')} | "
+    f"{stat('single_' + k + '_p50_s', '{:.3f}')} / {stat('single_' + k + '_p99_s', '{:.3f}')} |"
+    for k in r0["kinds"]
 ]
 open(os.path.join(a.out, "report.md"), "w").write("\n".join(lines) + "\n")
 
@@ -105,7 +132,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(13, 3.8))
+fig, (ax1, ax2, ax3, ax4) = plt.subplots(1, 4, figsize=(17, 3.8))
 names = ["joining", "waiting for\na batch", "one at a time"]
 tps = [[x["tokens_per_s"] for x in rounds], [x["no_join_tokens_per_s"] for x in rounds],
        [x["single_tokens_per_s"] for x in rounds]]
@@ -133,6 +160,14 @@ ax3.set_xticklabels(names[:2])
 ax3.set_ylabel("time to first token (s)")
 ax3.set_title("first token (greedy, sampled)")
 ax3.legend()
+for i, (k50, k99) in enumerate([("slowdown_p50", "slowdown_p99"), ("no_join_slowdown_p50", "no_join_slowdown_p99")]):
+    ax4.bar(i - w / 2, statistics.median(x[k50] for x in rounds), w, color="tab:green", label="p50" if i == 0 else None)
+    ax4.bar(i + w / 2, statistics.median(x[k99] for x in rounds), w, color="tab:red", label="p99" if i == 0 else None)
+ax4.set_xticks([0, 1])
+ax4.set_xticklabels(names[:2])
+ax4.set_ylabel("latency / the request alone")
+ax4.set_title("slowdown")
+ax4.legend()
 fig.suptitle("halformer serve, models/en-de, " + str(os.cpu_count()) + " vCPUs")
 fig.tight_layout()
 fig.savefig(os.path.join(a.out, "serve.png"), dpi=110)

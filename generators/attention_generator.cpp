@@ -19,7 +19,9 @@
 //                            row block_table(j / page, b) · page + j % page.
 //                            NB ≥ ⌈Tkv / page⌉. Beams share their ancestors'
 //                            blocks through their tables, read in place;
-//                            an entry out of the pool reads a clamped block
+//                            an entry out of the pool reads a clamped block;
+//                            masked keys may be rows never written (NaN):
+//                            they add nothing
 //   bias    [H, 2R+1]        only with position_bias=true: an additive bias
 //                            by relative position, Halide (n, h) with dim 0
 //                            from −R to R; the score of query i and key j
@@ -125,8 +127,13 @@ public:
         // vectors of head dims (the values past dk are never stored). The
         // clamp is `likely` in range, so loops over d split off the tail.
         Expr v_jb = v(clamp(likely(d), 0, dk - 1), min(jb, Tkv - 1), h, row(min(jb, Tkv - 1)));
+        Expr pv = p(jb, i, h, b) * select(d < dk, v_jb, 0.0f);
+        // Paged: a masked key's row may never have been written (the rest
+        // of a row's last block, a fresh copy's tail), and 0 · NaN is NaN,
+        // so a masked key adds exactly nothing.
+        if (P > 0) pv = select(p(jb, i, h, b) > 0.0f, pv, 0.0f);
         block_out(d, kb, i, h, b) = 0.0f;
-        block_out(d, kb, i, h, b) += p(jb, i, h, b) * select(d < dk, v_jb, 0.0f);
+        block_out(d, kb, i, h, b) += pv;
 
         // Combine the blocks.
         rb = RDom(0, nblocks, "rb");

@@ -215,7 +215,8 @@ TEST(AttentionSeedExample, ThreeTokens) {
 // table(t / kPage, b) · kPage + t % kPage, against the reference on the keys
 // as each sequence sees them. Blocks repeat (beams sharing their
 // ancestors'), tables are longer than the keys, one entry is out of the
-// pool (read clamped to its last block), one sequence has no valid key;
+// pool (read clamped to its last block), one sequence has no valid key,
+// rows that no valid key reads hold NaN;
 // head sizes 64 and 80 (a vector tail); 1, 5, 16, 17 and 33 keys (within a
 // block, a whole one, one past, three blocks); Tq queries per sequence.
 using PagedFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
@@ -258,14 +259,24 @@ static void check_paged(Kernel<Fn> fn, bool causal, int Tq, int pool_blocks, uin
             auto row = [&](int t, int b) {
                 return std::clamp(table(t / kPage, b), 0, pool_blocks - 1) * kPage + t % kPage;
             };
-            // The keys and values as sequence b sees them.
+            // Rows no valid key reads hold NaN (as never-written cache rows
+            // may): a masked key must add nothing.
+            std::vector<char> used((size_t)L * rows_in_pool, 0);
+            for (int b = 0; b < B; b++)
+                for (int t = 0; t < len(b); t++) used[(size_t)t * rows_in_pool + row(t, b)] = 1;
+            for (int r = 0; r < rows_in_pool; r++)
+                for (int t = 0; t < L; t++)
+                    if (!used[(size_t)t * rows_in_pool + r])
+                        for (int h = 0; h < H; h++)
+                            for (int d = 0; d < dk; d++) k(d, t, h, r) = v(d, t, h, r) = std::nanf("");
+            // The keys and values as sequence b sees them (masked ones 0).
             Buffer<float> kl(dk, L, H, B), vl(dk, L, H, B);
             for (int b = 0; b < B; b++)
                 for (int h = 0; h < H; h++)
                     for (int t = 0; t < L; t++)
                         for (int d = 0; d < dk; d++) {
-                            kl(d, t, h, b) = k(d, t, h, row(t, b));
-                            vl(d, t, h, b) = v(d, t, h, row(t, b));
+                            kl(d, t, h, b) = t < len(b) ? k(d, t, h, row(t, b)) : 0.0f;
+                            vl(d, t, h, b) = t < len(b) ? v(d, t, h, row(t, b)) : 0.0f;
                         }
             std::vector<int> lens(B);
             for (int b = 0; b < B; b++) lens[b] = len(b);
@@ -305,7 +316,8 @@ TEST(AttentionPaged, ATableShorterThanTheKeysIsRefused) {
     Buffer<int32_t> table(2, B), len(B);  // 33 keys need 3 blocks
     table.fill(0);
     len.fill(L);
-    EXPECT_NE(HF_KERNEL(hf_attention_causal_decode_paged)(q, k, v, len, L - 1, 0.125f, table, o), 0);
+    const auto fn = HF_KERNEL(hf_attention_causal_decode_paged);
+    EXPECT_NE(fn(q, k, v, len, L - 1, 0.125f, table, o), 0);
 }
 
 // T5's attention: the scores (scale 1) plus a bias per head by relative
