@@ -42,6 +42,10 @@ int cmd_serve(int argc, char **argv) {
     app.add_option("--model-name", so.model_name, "the model's id in the OpenAI API (default: the directory's name)");
     bool no_join = false;
     app.add_flag("--no-join", no_join, "a request waits for a batch to start (no joining at the next step)");
+    app.add_option("--join-fair-ms", so.join_fair_ms,
+                   "requests join a running batch only while no request of another kind has waited this long "
+                   "for a worker (0: first come, first served)")
+        ->check(CLI::NonNegativeNumber);
     app.add_flag("--log", so.log, "one line per request on stderr");
     add_machine_options(app, mo);
     add_precision_option(app, mo);

@@ -501,50 +501,79 @@ TEST_F(Serve, ARequestJoinsARunningBatchAtItsNextStep) {
 }
 
 // First come, first served: with the only worker busy on a long sampled
-// batch, a request of another kind (beam 2) waits for it; a later request
-// that could join the long batch does not pass it. The long batch drains,
-// the beam request runs next, then the later one (nothing joined).
+// batch, a request of another kind (beam 2) waits for it. With
+// join_fair_ms 0 a later request that could join the long batch does not
+// pass it: the long batch drains, the beam request runs next, then the
+// later one (nothing joined). With join_fair_ms far above its wait, the
+// later request joins and is answered first.
 TEST_F(Serve, JoinersDoNotPassAnOlderRequestOfAnotherKind) {
-    ServerOptions so;
-    so.port = 0;
-    so.workers = 1;
-    so.batch_wait_ms = 0;
-    Server server(*model, so);
-    const int port = server.start();
-    const json slow = {{"text", "Open the file."}, {"sample", true}, {"temperature", 50.0}, {"max_new_tokens", 120},
-                       {"seed", 7}, {"stream", true}};
-    Streamed s;
-    std::thread long_one([&] { s = stream_post(port, "/v1/generate", slow.dump()); });
-    auto wait_for = [&](const char *name, double at_least) {
-        const auto t0 = Clock::now();
-        while (metric(server.metrics(), name) < at_least &&
-               std::chrono::duration<double>(Clock::now() - t0).count() < 20) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (double fair : {0.0, 1e5}) {
+        SCOPED_TRACE("join_fair_ms " + std::to_string(fair));
+        ServerOptions so;
+        so.port = 0;
+        so.workers = 1;
+        so.batch_wait_ms = 0;
+        so.join_fair_ms = fair;
+        Server server(*model, so);
+        const int port = server.start();
+        const json slow = {{"text", "Open the file."}, {"sample", true}, {"temperature", 50.0},
+                           {"max_new_tokens", 120}, {"seed", 7}, {"stream", true}};
+        Streamed s;
+        std::thread long_one([&] { s = stream_post(port, "/v1/generate", slow.dump()); });
+        auto wait_for = [&](const char *name, double at_least) {
+            const auto t0 = Clock::now();
+            while (metric(server.metrics(), name) < at_least &&
+                   std::chrono::duration<double>(Clock::now() - t0).count() < 20) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            }
+            ASSERT_GE(metric(server.metrics(), name), at_least) << name;
+        };
+        wait_for("halformer_batches_running", 1);
+        Clock::time_point beam_end, later_end;
+        Result beam, later;
+        std::thread other_kind([&] {
+            httplib::Client c("127.0.0.1", port);
+            c.set_read_timeout(60, 0);
+            beam = post(c, json{{"text", "Save the file."}, {"beam", 2}, {"max_new_tokens", 5}}.dump());
+            beam_end = Clock::now();
+        });
+        wait_for("halformer_queue_depth", 1);
+        httplib::Client cli("127.0.0.1", port);
+        cli.set_read_timeout(60, 0);
+        later = post(cli, json{{"text", "The cat sat on the mat."}, {"sample", true}, {"temperature", 50.0},
+                               {"max_new_tokens", 5}, {"seed", 11}}
+                              .dump());
+        later_end = Clock::now();
+        other_kind.join();
+        long_one.join();
+        ASSERT_EQ(s.status, 200);
+        ASSERT_EQ(beam.status, 200) << beam.error;
+        ASSERT_EQ(later.status, 200) << later.error;
+        if (fair == 0) {
+            EXPECT_EQ(metric(server.metrics(), "halformer_joined_requests_total"), 0);
+            EXPECT_LT(beam_end, later_end) << "the later request passed the older one of another kind";
+        } else {
+            EXPECT_EQ(metric(server.metrics(), "halformer_joined_requests_total"), 1);
+            EXPECT_LT(later_end, beam_end) << "the later request did not join";
         }
-        ASSERT_GE(metric(server.metrics(), name), at_least) << name;
-    };
-    wait_for("halformer_batches_running", 1);
-    Clock::time_point beam_end, later_end;
-    Result beam, later;
-    std::thread other_kind([&] {
-        httplib::Client c("127.0.0.1", port);
-        c.set_read_timeout(60, 0);
-        beam = post(c, json{{"text", "Save the file."}, {"beam", 2}, {"max_new_tokens", 5}}.dump());
-        beam_end = Clock::now();
-    });
-    wait_for("halformer_queue_depth", 1);
-    httplib::Client cli("127.0.0.1", port);
-    cli.set_read_timeout(60, 0);
-    later = post(cli, json{{"text", "The cat sat on the mat."}, {"sample", true}, {"temperature", 50.0},
-                           {"max_new_tokens", 5}, {"seed", 11}}
-                          .dump());
-    later_end = Clock::now();
-    other_kind.join();
-    long_one.join();
-    ASSERT_EQ(s.status, 200);
-    ASSERT_EQ(beam.status, 200) << beam.error;
-    ASSERT_EQ(later.status, 200) << later.error;
-    EXPECT_EQ(metric(server.metrics(), "halformer_joined_requests_total"), 0);
-    EXPECT_LT(beam_end, later_end) << "the later request passed the older one of another kind";
-    server.shutdown();
+        server.shutdown();
+    }
+}
+
+// Options out of range are refused, naming the option.
+TEST_F(Serve, BadOptionsAreRefused) {
+    for (double fair : {-1.0, std::nan(""), HUGE_VAL}) {
+        ServerOptions so;
+        so.port = 0;
+        so.join_fair_ms = fair;
+        try {
+            Server server(*model, so);
+            ADD_FAILURE() << "join_fair_ms " << fair << " was accepted";
+        } catch (const Error &e) {
+            EXPECT_NE(std::string(e.what()).find("join_fair_ms"), std::string::npos) << e.what();
+        }
+    }
+    ServerOptions so;
+    so.workers = 0;
+    EXPECT_THROW(Server(*model, so), Error);
 }

@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -425,20 +426,21 @@ struct Server::Impl {
 
     // Continuous batching: each step, the waiting requests that can share
     // the batch (up to `room`) join it, oldest first, but none past an
-    // older request of another kind while every worker is busy: that one
-    // would wait for a batch to end, and batches that take their kind at
-    // every step may never end. The batch then drains and a worker takes
-    // the oldest request next (first come, first served).
+    // older request of another kind that has waited join_fair_ms while
+    // every worker is busy: that one waits for a batch to end, and batches
+    // that take their kind at every step may never end. The batch then
+    // drains and a worker takes the oldest request next.
     std::vector<JoinInput> join(Jobs &batch, const std::string &key, int room) {
         Jobs took;
         {
             std::lock_guard<std::mutex> lock(qmu);
             const bool worker_free = running.load() < opt.workers;
+            const auto now = Clock::now();
             for (auto it = queue.begin(); it != queue.end() && (int)took.size() < room;) {
                 if (serve::batch_key((*it)->req.options) == key) {
                     took.push_back(*it);
                     it = queue.erase(it);
-                } else if (!worker_free) {
+                } else if (!worker_free && ms_since((*it)->arrived, now) >= opt.join_fair_ms) {
                     break;
                 } else {
                     ++it;
@@ -807,6 +809,9 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
                     "max_new_tokens must be >= 1");
     }
     if (o.model_name.empty()) throw Error("serve: the model name must not be empty");
+    if (!(o.join_fair_ms >= 0 && std::isfinite(o.join_fair_ms))) {
+        throw Error("serve: join_fair_ms must be a finite number >= 0");
+    }
     if (model.device() == Device::CPU && model.max_sessions() < o.workers) model.set_max_sessions(o.workers);
     Impl &s = *impl_;
     serve::HttpLimits hl;
