@@ -142,32 +142,26 @@ for i, v in enumerate(tps):
 ax1.set_ylabel("generated tokens/s")
 ax1.set_title("throughput")
 w = 0.35
-for i, (k50, k99) in enumerate([("p50_s", "p99_s"), ("no_join_p50_s", "no_join_p99_s"),
-                                ("single_p50_s", "single_p99_s")]):
-    ax2.bar(i - w / 2, statistics.median(x[k50] for x in rounds), w, color="tab:green", label="p50" if i == 0 else None)
-    ax2.bar(i + w / 2, statistics.median(x[k99] for x in rounds), w, color="tab:red", label="p99" if i == 0 else None)
-ax2.set_xticks([0, 1, 2])
-ax2.set_xticklabels(names)
-ax2.set_ylabel("request latency (s)")
-ax2.set_title("latency")
-ax2.legend()
-for i, (k50, k99) in enumerate([("first_token_p50_s", "first_token_p99_s"),
-                                ("no_join_first_token_p50_s", "no_join_first_token_p99_s")]):
-    ax3.bar(i - w / 2, statistics.median(x[k50] for x in rounds), w, color="tab:green", label="p50" if i == 0 else None)
-    ax3.bar(i + w / 2, statistics.median(x[k99] for x in rounds), w, color="tab:red", label="p99" if i == 0 else None)
-ax3.set_xticks([0, 1])
-ax3.set_xticklabels(names[:2])
-ax3.set_ylabel("time to first token (s)")
-ax3.set_title("first token (greedy, sampled)")
-ax3.legend()
-for i, (k50, k99) in enumerate([("slowdown_p50", "slowdown_p99"), ("no_join_slowdown_p50", "no_join_slowdown_p99")]):
-    ax4.bar(i - w / 2, statistics.median(x[k50] for x in rounds), w, color="tab:green", label="p50" if i == 0 else None)
-    ax4.bar(i + w / 2, statistics.median(x[k99] for x in rounds), w, color="tab:red", label="p99" if i == 0 else None)
-ax4.set_xticks([0, 1])
-ax4.set_xticklabels(names[:2])
-ax4.set_ylabel("latency / the request alone")
-ax4.set_title("slowdown")
-ax4.legend()
+
+
+def p50_p99(ax, pairs, ylabel, title):
+    """Median p50 and p99 bars, one pair per mode."""
+    for i, (k50, k99) in enumerate(pairs):
+        ax.bar(i - w / 2, statistics.median(x[k50] for x in rounds), w, color="tab:green", label="p50" if i == 0 else None)
+        ax.bar(i + w / 2, statistics.median(x[k99] for x in rounds), w, color="tab:red", label="p99" if i == 0 else None)
+    ax.set_xticks(range(len(pairs)))
+    ax.set_xticklabels(names[:len(pairs)])
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+
+
+p50_p99(ax2, [("p50_s", "p99_s"), ("no_join_p50_s", "no_join_p99_s"), ("single_p50_s", "single_p99_s")],
+        "request latency (s)", "latency")
+p50_p99(ax3, [("first_token_p50_s", "first_token_p99_s"), ("no_join_first_token_p50_s", "no_join_first_token_p99_s")],
+        "time to first token (s)", "first token (greedy, sampled)")
+p50_p99(ax4, [("slowdown_p50", "slowdown_p99"), ("no_join_slowdown_p50", "no_join_slowdown_p99")],
+        "latency / the request alone", "slowdown")
 fig.suptitle("halformer serve, models/en-de, " + str(os.cpu_count()) + " vCPUs")
 fig.tight_layout()
 fig.savefig(os.path.join(a.out, "serve.png"), dpi=110)

@@ -440,6 +440,32 @@ TEST_F(Serve, DecodingControlsInBothAPIs) {
     }
 }
 
+// One worker, batches started at once: a long request holds the only worker.
+static ServerOptions one_worker() {
+    ServerOptions so;
+    so.port = 0;
+    so.workers = 1;
+    so.batch_wait_ms = 0;
+    return so;
+}
+
+// A long request: near-uniform sampling rarely draws eos, so this runs its
+// 120 tokens, streamed.
+static json slow_stream() {
+    return {{"text", "Open the file."}, {"sample", true}, {"temperature", 50.0}, {"max_new_tokens", 120},
+            {"seed", 7}, {"stream", true}};
+}
+
+// Waits (20 s at most) until the server's metric reaches at_least.
+static void wait_for_metric(Server &server, const char *name, double at_least) {
+    const auto t0 = Clock::now();
+    while (metric(server.metrics(), name) < at_least &&
+           std::chrono::duration<double>(Clock::now() - t0).count() < 20) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_GE(metric(server.metrics(), name), at_least) << name;
+}
+
 // Continuous batching: with one worker busy on a long sampled batch, a
 // request that can share it joins at its next step and is answered while
 // the long one still runs (its answer equal to the request alone); without
@@ -448,27 +474,18 @@ TEST_F(Serve, DecodingControlsInBothAPIs) {
 TEST_F(Serve, ARequestJoinsARunningBatchAtItsNextStep) {
     for (bool join : {true, false}) {
         SCOPED_TRACE(join ? "joining" : "not joining");
-        ServerOptions so;
-        so.port = 0;
-        so.workers = 1;
-        so.batch_wait_ms = 0;
+        ServerOptions so = one_worker();
         so.join = join;
         Server server(*model, so);
         const int port = server.start();
-        json slow = {{"text", "Open the file."}, {"sample", true}, {"temperature", 50.0}, {"max_new_tokens", 120},
-                     {"seed", 7}, {"stream", true}};
         Clock::time_point slow_end, quick_end;
         Streamed s;
         std::thread long_one([&] {
-            s = stream_post(port, "/v1/generate", slow.dump());
+            s = stream_post(port, "/v1/generate", slow_stream().dump());
             slow_end = Clock::now();
         });
-        // Wait for its batch to run (its first token streamed).
-        const auto t0 = Clock::now();
-        while (metric(server.metrics(), "halformer_batches_running") < 1 &&
-               std::chrono::duration<double>(Clock::now() - t0).count() < 20) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
+        // Wait for its batch to run.
+        wait_for_metric(server, "halformer_batches_running", 1);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         Mixed quick;
         quick.text = "The cat sat on the mat.";
@@ -509,26 +526,13 @@ TEST_F(Serve, ARequestJoinsARunningBatchAtItsNextStep) {
 TEST_F(Serve, JoinersDoNotPassAnOlderRequestOfAnotherKind) {
     for (double fair : {0.0, 1e5}) {
         SCOPED_TRACE("join_fair_ms " + std::to_string(fair));
-        ServerOptions so;
-        so.port = 0;
-        so.workers = 1;
-        so.batch_wait_ms = 0;
+        ServerOptions so = one_worker();
         so.join_fair_ms = fair;
         Server server(*model, so);
         const int port = server.start();
-        const json slow = {{"text", "Open the file."}, {"sample", true}, {"temperature", 50.0},
-                           {"max_new_tokens", 120}, {"seed", 7}, {"stream", true}};
         Streamed s;
-        std::thread long_one([&] { s = stream_post(port, "/v1/generate", slow.dump()); });
-        auto wait_for = [&](const char *name, double at_least) {
-            const auto t0 = Clock::now();
-            while (metric(server.metrics(), name) < at_least &&
-                   std::chrono::duration<double>(Clock::now() - t0).count() < 20) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(2));
-            }
-            ASSERT_GE(metric(server.metrics(), name), at_least) << name;
-        };
-        wait_for("halformer_batches_running", 1);
+        std::thread long_one([&] { s = stream_post(port, "/v1/generate", slow_stream().dump()); });
+        wait_for_metric(server, "halformer_batches_running", 1);
         Clock::time_point beam_end, later_end;
         Result beam, later;
         std::thread other_kind([&] {
@@ -537,7 +541,7 @@ TEST_F(Serve, JoinersDoNotPassAnOlderRequestOfAnotherKind) {
             beam = post(c, json{{"text", "Save the file."}, {"beam", 2}, {"max_new_tokens", 5}}.dump());
             beam_end = Clock::now();
         });
-        wait_for("halformer_queue_depth", 1);
+        wait_for_metric(server, "halformer_queue_depth", 1);
         httplib::Client cli("127.0.0.1", port);
         cli.set_read_timeout(60, 0);
         later = post(cli, json{{"text", "The cat sat on the mat."}, {"sample", true}, {"temperature", 50.0},
