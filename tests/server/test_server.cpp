@@ -73,6 +73,8 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
     // request waits for a batch to start), interleaved: the same load each.
     ServerOptions batched;
     batched.port = 0;
+    // (bench/serve_load.py --join-fair-ms)
+    if (const char *e = std::getenv("HALFORMER_LOAD_JOIN_FAIR_MS")) batched.join_fair_ms = std::atof(e);
     std::vector<double> lat, ttft;
     std::vector<std::pair<int, double>> each, each0, each1;
     int errors = 0, mismatches = 0;

@@ -64,7 +64,7 @@ struct ServerOptions {
     int max_queue = 256;             // waiting requests; past it: 503
     double batch_wait_ms = 2.0;      // a worker waits this long for a batch to fill
     bool join = true;                // a waiting request joins a running batch at its next step
-    double join_fair_ms = 100.0;     // ... but not past an older request of another kind waiting this long
+    double join_fair_ms = 500.0;     // ... but not past an older request of another kind waiting this long
                                      // while every worker is busy (0: strictly first come, first served)
     size_t max_body = 1 << 20;       // bytes; past it: 413
     int max_input_tokens = 0;        // 0: the model's max_positions
