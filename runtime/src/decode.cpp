@@ -94,6 +94,12 @@ private:
 // copied on its first write into it (copy-on-write, vLLM's design).
 using BlockTable = std::vector<int>;
 
+// A table as a kernel reads it: n entries at out, past its own its first
+// block (positions there are masked by their lengths).
+void pack_table(const BlockTable &q, int n, int32_t *out) {
+    for (int i = 0; i < n; i++) out[i] = i < (int)q.size() ? q[(size_t)i] : q[0];
+}
+
 }  // namespace
 
 // One generate() call's decoder: the inputs given and those that join,
@@ -376,10 +382,7 @@ struct Session::Decoder {
         const int R = (int)slots.size(), NB = blocks_for(L);
         table_stride = NB;
         block_table.assign((size_t)R * NB, 0);
-        for (int c = 0; c < R; c++) {
-            const BlockTable &q = slot[(size_t)slots[(size_t)c]];
-            for (int n = 0; n < NB; n++) block_table[(size_t)c * NB + n] = n < (int)q.size() ? q[(size_t)n] : q[0];
-        }
+        for (int c = 0; c < R; c++) pack_table(slot[(size_t)slots[(size_t)c]], NB, &block_table[(size_t)c * NB]);
         if (dense) {
             // (The prefill's keys: position t of row c at t·R + c.)
             dense_rows.resize((size_t)L * R);
@@ -398,10 +401,7 @@ struct Session::Decoder {
         cross_len.resize(G);
         for (int g = 0; g < G; g++) {
             const int b = slots[(size_t)g * group_rows] / K;
-            const BlockTable &q = cross_blocks[(size_t)b];
-            for (int n = 0; n < cross_stride; n++) {
-                cross_table[(size_t)g * cross_stride + n] = n < (int)q.size() ? q[(size_t)n] : q[0];
-            }
+            pack_table(cross_blocks[(size_t)b], cross_stride, &cross_table[(size_t)g * cross_stride]);
             cross_len[g] = src_len[(size_t)b];
         }
         cross_S_max = S;
