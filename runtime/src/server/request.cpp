@@ -343,14 +343,9 @@ std::vector<Request> prompts(const json &prompt, const Config &cfg, const Encode
     return inputs;
 }
 
-}  // namespace
-
-Completion parse_completion(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits,
-                            const std::string &model_name) {
-    const json j = parse_object(body);
-    Completion c;
-    if (!encode) bad("this model has no tokenizer: /v1/completions answers text; use POST /v1/generate with ids");
-    // OpenAI's defaults.
+// A completion request's arguments as given (OpenAI's defaults where not);
+// model, stream, stream_options and logprobs go straight into the Completion.
+struct CompletionArgs {
     int max_tokens = 16, n = 1;
     double temperature = 1.0, top_p = 1.0;
     bool have_seed = false;
@@ -358,7 +353,18 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
     std::vector<std::string> stop;
     const json *prompt = nullptr;
     bool have_model = false;
-    GenerateOptions extra;
+    GenerateOptions extra;  // vLLM's extensions
+};
+
+CompletionArgs read_completion_args(const json &j, const Config &cfg, const Limits &limits, Completion &c) {
+    CompletionArgs a;
+    int &max_tokens = a.max_tokens, &n = a.n;
+    double &temperature = a.temperature, &top_p = a.top_p;
+    bool &have_seed = a.have_seed, &have_model = a.have_model;
+    uint64_t &seed = a.seed;
+    std::vector<std::string> &stop = a.stop;
+    const json *&prompt = a.prompt;
+    GenerateOptions &extra = a.extra;
     for (auto it = j.begin(); it != j.end(); ++it) {
         const std::string &k = it.key();
         const json &v = it.value();
@@ -423,20 +429,35 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
             throw RequestError(400, "unrecognized request argument supplied: " + k, k);
         }
     }
-    if (!have_model) throw RequestError(400, "you must provide a model parameter", "model");
+    return a;
+}
+
+}  // namespace
+
+Completion parse_completion(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits,
+                            const std::string &model_name) {
+    const json j = parse_object(body);
+    Completion c;
+    if (!encode) bad("this model has no tokenizer: /v1/completions answers text; use POST /v1/generate with ids");
+    CompletionArgs a = read_completion_args(j, cfg, limits, c);
+    const int max_tokens = a.max_tokens, n = a.n;
+    const double temperature = a.temperature, top_p = a.top_p;
+    uint64_t seed = a.seed;
+    const GenerateOptions &extra = a.extra;
+    if (!a.have_model) throw RequestError(400, "you must provide a model parameter", "model");
     if (c.model != model_name) {
         throw RequestError(404, "the model '" + c.model + "' does not exist (this server has '" + model_name + "')",
                            "model", "model_not_found");
     }
-    if (prompt == nullptr || prompt->is_null()) throw RequestError(400, "'prompt' is required", "prompt");
+    if (a.prompt == nullptr || a.prompt->is_null()) throw RequestError(400, "'prompt' is required", "prompt");
     if (c.include_usage && !c.stream) bad("'stream_options' is only allowed with 'stream': true");
     if (c.logprobs && c.stream) {
         throw RequestError(400, "'logprobs' with 'stream' is not supported by this server", "logprobs",
                            "unsupported_argument");
     }
-    std::vector<Request> inputs = prompts(*prompt, cfg, encode);
+    std::vector<Request> inputs = prompts(*a.prompt, cfg, encode);
     if (inputs.size() * (size_t)n > 64) bad("'prompt' × 'n' is " + std::to_string(inputs.size() * n) + " choices; at most 64");
-    if (!have_seed && temperature > 0) seed = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
+    if (!a.have_seed && temperature > 0) seed = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
     c.prompts = (int)inputs.size();
     c.n = n;
     for (Request &in : inputs) {
@@ -446,7 +467,7 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
             in.options.temperature = (float)temperature;
             in.options.top_p = (float)top_p;
         }
-        in.stop = stop;
+        in.stop = a.stop;
         in.stream = c.stream;
         in.options.return_logprobs = c.logprobs;
         in.options.repetition_penalty = extra.repetition_penalty;
