@@ -42,6 +42,12 @@
 #include "hf_pack_f32.h"
 #include "hf_pack_bf16.h"
 #include "hf_pack_int8.h"
+#if __has_include("halformer_autoscheduled.h")
+#include "halformer_autoscheduled.h"  // HALFORMER_ADAMS2019_SEARCH (the build's generated/)
+#endif
+#ifndef HALFORMER_ADAMS2019_SEARCH
+#define HALFORMER_ADAMS2019_SEARCH "unknown"
+#endif
 #include "hf_attention_adams2019.h"
 #include "hf_attention_causal.h"
 #include "hf_attention_causal_adams2019.h"
@@ -458,6 +464,13 @@ int main(int argc, char **argv) {
     std::printf("schedules: %s\n", record.c_str());
     benchmark::AddCustomContext("halformer_schedules", record);
     benchmark::AddCustomContext("cpu", halformer::this_cpu().describe());
+    // greedy: the build's Adams2019 kernels came from a one-pass search
+    // (scripts/test.sh's build), not the schedules to compare speeds with.
+    std::printf("adams2019 search: %s%s\n", HALFORMER_ADAMS2019_SEARCH,
+                std::string(HALFORMER_ADAMS2019_SEARCH) == "greedy"
+                    ? " (configure with -DHALFORMER_ADAMS2019_SEARCH=beam to compare against Adams2019's own search)"
+                    : "");
+    benchmark::AddCustomContext("adams2019_search", HALFORMER_ADAMS2019_SEARCH);
     for (int M : {1, 4, 32, 128, 1024}) {
         for (auto kn : std::vector<std::pair<int, int>>{{512, 512}, {512, 2048}, {2048, 512}, {512, 37000}}) {
             linear(M, kn.first, kn.second);

@@ -138,7 +138,11 @@ def main():
              "- medians of 5 repetitions, all benchmarks' repetitions in random order (interleaved in time); `peak` = fraction of the FMA peak (GFLOP/s rows) or of the read "
              "bandwidth (GB/s rows; cache-resident data can exceed 1)",
              f"- our hand-scheduled kernels forced onto each compiled variant with HALFORMER_ISA; baselines "
-             f"(OpenBLAS, oneDNN, Halide autoschedulers on the host target) measured in the {native} run", "",
+             f"(OpenBLAS, oneDNN, Halide autoschedulers on the host target) measured in the {native} run",
+             f"- Adams2019's search in this build: {context.get('adams2019_search', 'unknown')}"
+             + (" (one greedy pass: scripts/test.sh's build; not the schedules to compare speeds with, "
+                "configure with -DHALFORMER_ADAMS2019_SEARCH=beam)" if context.get("adams2019_search") == "greedy" else ""),
+             "",
              "## Kernels", ""]
     keys = sorted({(op, shape) for rows in results.values() for (op, shape, _) in rows})
     baselines = sorted({impl for (op, shape, impl) in results[native] if impl != "hand"})
