@@ -122,6 +122,11 @@ TEST_F(BadHf, UnsupportedFeaturesAreNamed) {
     use("gpt2_lm");
     edit_config("\"n_head\": 4", "\"n_head\": 3");
     expect_error({"d_model = 40", "num_heads = 3"});
+    // n_inner null with an n_embd whose 4 × does not fit an int (found by
+    // fuzz_config: a signed overflow before): an error naming the size.
+    use("gpt2_lm");
+    edit_config("\"n_embd\": 40", "\"n_embd\": 1338915093");
+    expect_error({"d_model"});
 }
 
 TEST_F(BadHf, PytorchBinOnlySaysHowToSaveSafetensors) {

@@ -9,7 +9,9 @@
 #include "halformer/error.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -92,7 +94,9 @@ Config gpt2(const Fields &f) {
     c.architecture = Architecture::Decoder;
     c.d_model = f.integer("n_embd", 768);
     c.num_heads = f.integer("n_head", 12);
-    c.d_ff = f.integer("n_inner", 4 * c.d_model);
+    // (4 · n_embd in 64 bits: a width past int's range is refused below
+    // with the model's other sizes, never an overflow here.)
+    c.d_ff = f.integer("n_inner", (int)std::min<int64_t>(4 * (int64_t)c.d_model, INT32_MAX));
     c.num_encoder_layers = 0;
     c.num_decoder_layers = f.integer("n_layer", 12);
     c.src_vocab_size = 0;
