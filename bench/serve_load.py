@@ -28,6 +28,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--join-fair-ms", type=float, default=None,
                 help="the joining server's join_fair_ms (default: the server's default)")
+ap.add_argument("--workers", type=int, default=None,
+                help="batches at once, in both servers under load (default: the server's default, 2)")
 ap.add_argument("--binary", default=os.path.join(root, "build/tests/server/halformer_server_tests"))
 ap.add_argument("--out", default=os.path.join(
     root, "bench/results/serve-amd-epyc-" + datetime.date.today().isoformat()))
@@ -54,6 +56,8 @@ for r in range(a.rounds):
         env = dict(os.environ, HALFORMER_LOAD_REPORT=f.name)
         if a.join_fair_ms is not None:
             env["HALFORMER_LOAD_JOIN_FAIR_MS"] = str(a.join_fair_ms)
+        if a.workers is not None:
+            env["HALFORMER_LOAD_WORKERS"] = str(a.workers)
         p = subprocess.run([a.binary, "--gtest_filter=Serve.LoadOf64ClientsEqualsEachRequestAlone"], env=env,
                            capture_output=True, text=True)
         if p.returncode != 0:
@@ -86,7 +90,8 @@ lines = [
     "",
     f"Load: {r0['clients']} clients x {r0['requests_per_client']} requests each, a mix of 64 requests (16 sentences x"
     " greedy / beam 4 with 2-best / seeded top-k sampling / 4-token limit), keep-alive connections, loopback.",
-    "Joining server's join_fair_ms: " + ("its default" if a.join_fair_ms is None else f"{a.join_fair_ms:g}") + ".",
+    "Joining server's join_fair_ms: " + ("its default" if a.join_fair_ms is None else f"{a.join_fair_ms:g}") + "; "
+    "workers (batches at once) under load: " + ("the default, 2" if a.workers is None else str(a.workers)) + ".",
     f"One at a time: the first {r0['single_requests']} requests of the mix, one client, a server with one worker and"
     " batches of one. Medians over the rounds (range in brackets).",
     "",

@@ -16,6 +16,7 @@
 namespace py = pybind11;
 using halformer::GenerateOptions;
 using halformer::Hypothesis;
+using halformer::Sampling;
 using halformer::Model;
 using halformer::Sequence;
 using halformer::Tensor;
@@ -72,6 +73,17 @@ GenerateOptions options_from(const std::optional<GenerateOptions> &options, cons
 }
 
 void bind_generate_options(py::module_ &m) {
+    py::class_<Sampling>(m, "Sampling",
+                         "One input's choice without beams (GenerateOptions.sampling_each): greedy, or drawn "
+                         "with its temperature, top_k and top_p.")
+        .def(py::init([](bool sample, float temperature, int top_k, float top_p) {
+                 return Sampling{sample, temperature, top_k, top_p};
+             }),
+             py::arg("sample") = false, py::arg("temperature") = 1.0f, py::arg("top_k") = 0, py::arg("top_p") = 1.0f)
+        .def_readwrite("sample", &Sampling::sample)
+        .def_readwrite("temperature", &Sampling::temperature)
+        .def_readwrite("top_k", &Sampling::top_k)
+        .def_readwrite("top_p", &Sampling::top_p);
     py::class_<GenerateOptions>(m, "GenerateOptions",
                                 "Decoding options (halformer/model.h); Model.generate and translate take the same "
                                 "names as keyword arguments.")
@@ -89,6 +101,9 @@ void bind_generate_options(py::module_ &m) {
         .def_readwrite("seeds", &GenerateOptions::seeds, "Sampling: one seed per input (empty: `seed` for all).")
         .def_readwrite("max_new_tokens_each", &GenerateOptions::max_new_tokens_each,
                        "One limit per input (empty: max_new_tokens for all).")
+        .def_readwrite("sampling_each", &GenerateOptions::sampling_each,
+                       "Beam 1: one Sampling per input, each greedy or drawn with its own settings (empty: "
+                       "sample, temperature, top_k and top_p for all).")
         .def_readwrite("stop_at_eos", &GenerateOptions::stop_at_eos)
         .def_readwrite("stop_ids", &GenerateOptions::stop_ids, "Ids that end a hypothesis as eos does.")
         .def_readwrite("return_logprobs", &GenerateOptions::return_logprobs,
@@ -204,7 +219,7 @@ void bind_model_calls(py::class_<Model> &c) {
             py::arg("src"), py::arg("options") = py::none(),
             "n_best Hypothesis per input, best first. Options as GenerateOptions or keywords: beam, "
             "max_new_tokens, n_best, length_penalty, sample, temperature, top_k, top_p, seed, seeds, "
-            "max_new_tokens_each, stop_at_eos.")
+            "max_new_tokens_each, sampling_each, stop_at_eos.")
         .def(
             "encode",
             [](Model &m, const std::vector<Sequence> &src) {

@@ -144,6 +144,20 @@ def test_sampling_is_seeded():
     assert [h[0].tokens for h in run(seed=7)] == [h[0].tokens for h in run(seed=7)]
 
 
+def test_greedy_and_sampled_inputs_share_a_batch():
+    m = model("ed_post_relu")
+    src = [[4, 11, 38], [30], [7, 7]]
+    each = [halformer.Sampling(), halformer.Sampling(sample=True, temperature=1.5, top_k=20),
+            halformer.Sampling(True, 0.8, 0, 0.9)]
+    together = m.generate(src, sampling_each=each, seeds=[1, 2, 3], max_new_tokens=8, stop_at_eos=False)
+    for b in range(3):
+        alone = m.generate([src[b]], sample=each[b].sample, temperature=each[b].temperature, top_k=each[b].top_k,
+                           top_p=each[b].top_p, seeds=[b + 1], max_new_tokens=8, stop_at_eos=False)
+        assert together[b][0].tokens == alone[0][0].tokens
+    with pytest.raises(halformer.Error, match="temperature of input 0"):
+        m.generate([[5]], sampling_each=[halformer.Sampling(sample=True, temperature=0)])
+
+
 def test_encode_and_properties():
     m = model("ed_post_relu")
     assert (m.architecture, m.d_model, m.src_vocab_size, m.tgt_vocab_size) == ("encoder-decoder", 32, 43, 40)

@@ -54,6 +54,10 @@ uint64_t prompt_stream(const GenerateOptions &opt, size_t b) {
     return opt.seeds.empty() ? prompt_seed(opt.seed) + b : prompt_seed(opt.seeds[b]);
 }
 
+bool same_sampling(const Sampling &a, const Sampling &b) {
+    return a.sample == b.sample && a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p;
+}
+
 // Inputs one call takes in all, given and joined: a batch that joins
 // without end would grow its per-input bookkeeping without end, so past
 // this a call takes no more (the caller's next call does).
@@ -139,13 +143,16 @@ struct Session::Decoder {
     std::chrono::steady_clock::time_point step_start;
     std::vector<double> u;
     std::vector<float> chosen_logp;
+    std::vector<Sampling> row_sampling;  // per row of a step without beams: its input's
     decoding::Adjustments adjust;
 
     Decoder(Session &s_, const std::vector<Sequence> &inputs, const GenerateOptions &opt)
         : s(s_), o(opt), encdec(s_.cfg.architecture == Architecture::EncoderDecoder), K(opt.beam),
           V(s_.w->gen_rows), D(s_.cfg.d_model), A(s_.desc.attn_width), layers(s_.w->dec.layers.size()) {
         const int eos_stop = o.stop_at_eos ? s.cfg.eos_id : -2;  // -2: no token id matches
-        // Limits are per input (max_new_tokens_each, filled by the caller).
+        // Limits are per input (max_new_tokens_each, filled by the caller),
+        // and so are the greedy or sampling settings without beams.
+        if (K == 1 && o.sampling_each.empty()) o.sampling_each.assign(inputs.size(), sampling_of(o));
         search = decoding::make_search(0, o, 1 << 30, eos_stop, s.cfg.pad_id);
         bias = s.stack_bias(s.w->dec, true);
         for (size_t b = 0; b < inputs.size(); b++) {
@@ -289,6 +296,7 @@ struct Session::Decoder {
             check_join(j);
             o.seeds.push_back(encdec ? j.seed : prompt_seed(j.seed));
             o.max_new_tokens_each.push_back(limit_of(j));
+            if (K == 1) o.sampling_each.push_back(j.sampling.value_or(sampling_of(o)));
             add_input(j.input, j.target_prefix);
         }
         search->add((int)in.size());
@@ -589,21 +597,46 @@ struct Session::Decoder {
                 res.logp = topv;
             }
         } else {
-            // Sampling: the kernel draws each row's id from the row's
-            // uniform, on the CPU (hf_sample has no GPU build: a GPU session
-            // brings the step's logits to the host first).
+            // Each input greedy or sampling with its own settings
+            // (sampling_each): the greedy rows take hf_argmax's ids, one
+            // call for the step's rows; each run of consecutive rows that
+            // sample alike, one hf_sample call, which draws each row's id
+            // from the row's uniform on the CPU (hf_sample has no GPU build:
+            // a GPU session brings the step's logits to the host first).
             static_cast<decoding::SamplingSearch &>(*search).uniforms(inputs, row_of, R, u);
             std::vector<float> uf(u.begin(), u.end());
-            if (s.dev->on_gpu()) s.dev->to_host(scores, (size_t)R * V * sizeof(float));
-            View vh(scores, {{V, 1}, {R, V}}), vu(uf.data(), {{R, 1}}), vid(topi, {{R, 1}}, true);
-            s.run("sample", [&] {
-                return hf_sample(vh.host(), o.temperature, o.top_k, o.top_p, vu.host(), vid.host());
-            });
+            row_sampling.assign((size_t)R, Sampling{});
+            bool greedy_rows = false, sampled_rows = false;
+            for (int c = 0; c < R; c++) {
+                row_sampling[(size_t)c] = o.sampling_each[(size_t)slots[(size_t)c]];
+                (row_sampling[(size_t)c].sample ? sampled_rows : greedy_rows) = true;
+            }
+            if (greedy_rows) {
+                View vv(topv, {{1, 1}, {R, 1}}), vi(topi, {{1, 1}, {R, 1}}, true);
+                s.run("argmax", [&] { return HF_PICK(s.device(), hf_argmax)(vs.get(), vv.get(), vi.get()); });
+                s.dev->to_host(topi, (size_t)R * sizeof(int32_t));
+                if (logp) s.dev->to_host(topv, (size_t)R * sizeof(float));
+            }
+            if (sampled_rows && s.dev->on_gpu()) s.dev->to_host(scores, (size_t)R * V * sizeof(float));
+            for (int c0 = 0, c1 = 0; c0 < R; c0 = c1) {
+                const Sampling &a = row_sampling[(size_t)c0];
+                for (c1 = c0 + 1; c1 < R && same_sampling(row_sampling[(size_t)c1], a); c1++) {}
+                if (!a.sample) continue;
+                const int n = c1 - c0;
+                View vh(scores + (size_t)c0 * V, {{V, 1}, {n, V}}), vu(uf.data() + c0, {{n, 1}}),
+                    vid(topi + c0, {{n, 1}}, true);
+                s.run("sample", [&] {
+                    return hf_sample(vh.host(), a.temperature, a.top_k, a.top_p, vu.host(), vid.host());
+                });
+            }
             res = {topi, nullptr, 1};
             if (logp) {
-                // The drawn ids' log-probabilities, read from the rows (on the host).
+                // The chosen ids' log-probabilities: a greedy row's is its
+                // argmax's value; a drawn id's is read from its row (on the host).
                 chosen_logp.resize(R);
-                for (int c = 0; c < R; c++) chosen_logp[c] = scores[(size_t)c * V + topi[c]];
+                for (int c = 0; c < R; c++) {
+                    chosen_logp[c] = row_sampling[(size_t)c].sample ? scores[(size_t)c * V + topi[c]] : topv[c];
+                }
                 res.logp = chosen_logp.data();
             }
         }
@@ -699,6 +732,17 @@ std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence>
 
 namespace {
 
+// Sampling settings (`of`: whose, for the message).
+void check_sampling(const Sampling &x, const std::string &of) {
+    if (x.sample && !(x.temperature > 0 && std::isfinite(x.temperature))) {
+        throw Error("generate: temperature" + of + " must be positive, not " + std::to_string(x.temperature));
+    }
+    if (x.top_k < 0) throw Error("generate: top_k" + of + " must be >= 0");
+    if (!(x.top_p > 0 && x.top_p <= 1)) {
+        throw Error("generate: top_p" + of + " must be in (0, 1], not " + std::to_string(x.top_p));
+    }
+}
+
 // generate()'s options and inputs, before anything runs.
 void check_generate(const Config &c, const std::vector<Sequence> &src, const GenerateOptions &opt) {
     if (c.architecture == Architecture::Encoder) throw Error("generate: an encoder-only model does not generate");
@@ -711,11 +755,16 @@ void check_generate(const Config &c, const std::vector<Sequence> &src, const Gen
                     std::to_string(opt.beam) + "]");
     }
     if (opt.sample && opt.beam > 1) throw Error("generate: sampling and beam search are exclusive");
-    if (opt.sample && !(opt.temperature > 0 && std::isfinite(opt.temperature))) {
-        throw Error("generate: temperature must be positive, not " + std::to_string(opt.temperature));
+    check_sampling(sampling_of(opt), "");
+    if (!opt.sampling_each.empty()) {
+        if (opt.beam > 1) throw Error("generate: sampling_each is for beam 1 (greedy or sampling), not beam " +
+                                      std::to_string(opt.beam));
+        if (opt.sampling_each.size() != src.size()) {
+            throw Error("generate: " + std::to_string(opt.sampling_each.size()) + " sampling_each for " +
+                        std::to_string(src.size()) + " inputs (give one per input, or none)");
+        }
+        for (size_t b = 0; b < src.size(); b++) check_sampling(opt.sampling_each[b], " of input " + std::to_string(b));
     }
-    if (opt.top_k < 0) throw Error("generate: top_k must be >= 0");
-    if (!(opt.top_p > 0 && opt.top_p <= 1)) throw Error("generate: top_p must be in (0, 1], not " + std::to_string(opt.top_p));
     if (!std::isfinite(opt.length_penalty)) throw Error("generate: length_penalty must be finite");
     if (!opt.max_new_tokens_each.empty()) {
         if (opt.max_new_tokens_each.size() != src.size()) {
@@ -851,11 +900,13 @@ std::vector<std::vector<Hypothesis>> generate_prompts(Session &m, const std::vec
         GenerateOptions o = opt;
         o.seeds.clear();
         o.max_new_tokens_each.clear();
+        o.sampling_each.clear();
         std::vector<Sequence> prompts;
         for (size_t b : idx) {
             prompts.push_back(src[b]);
             o.seeds.push_back(prompt_stream(opt, b));
             o.max_new_tokens_each.push_back(limit[b]);
+            if (!opt.sampling_each.empty()) o.sampling_each.push_back(opt.sampling_each[b]);
         }
         if (opt.on_finished) {
             o.on_finished = [&opt, &idx](int i, const std::vector<Hypothesis> &h) {
@@ -874,6 +925,10 @@ std::vector<std::vector<Hypothesis>> generate_prompts(Session &m, const std::vec
 
 void Session::Decoder::check_join(const JoinInput &j) const {
     const Config &c = s.cfg;
+    if (j.sampling) {
+        if (K > 1) throw Error("generate: a joining input's sampling is for beam 1, not beam " + std::to_string(K));
+        check_sampling(*j.sampling, " of a joining input");
+    }
     if (encdec) {
         s.check_tokens({j.input}, c.src_vocab_size, "joining source", 0);
         if (!j.target_prefix.empty()) {

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <random>
 #include <thread>
@@ -599,6 +600,115 @@ TEST(Generate, InputsJoinARunningBatchAndAnswerAsAlone) {
             }
         }
     }
+}
+
+// Without beams, greedy and sampled inputs with different settings share
+// one batch (GenerateOptions::sampling_each, and JoinInput::sampling for
+// inputs that join): each answers exactly what it answers alone with its
+// own settings (tokens; with return_logprobs, the per-token log-
+// probabilities and the score), a greedy row's streams untouched.
+TEST(Generate, GreedyAndSampledInputsShareABatch) {
+    const Device dev = test_device();
+    const std::vector<Sampling> kinds = {{false, 1.0f, 0, 1.0f},   // greedy
+                                         {true, 0.7f, 20, 1.0f},   // sampled, top-k
+                                         {true, 1.3f, 0, 0.9f},    // sampled, top-p
+                                         {true, 0.7f, 20, 1.0f},   // as the second: one hf_sample run
+                                         {false, 1.0f, 0, 1.0f}};  // greedy
+    for (Architecture arch : {Architecture::EncoderDecoder, Architecture::Decoder}) {
+        const bool ed = arch == Architecture::EncoderDecoder;
+        Model m = Model::random(config(arch), ed ? 48 : 49, dev);
+        std::mt19937 rng(31);
+        const std::vector<Sequence> in = random_batch(rng, (int)kinds.size(), ed ? 300 : 280, 12);
+        for (bool join : {false, true}) {
+            for (bool logprobs : {false, true}) {
+                SCOPED_TRACE(std::string(ed ? "encoder-decoder" : "decoder-only") + (join ? ", joining" : ", given") +
+                             (logprobs ? ", log-probabilities" : ""));
+                GenerateOptions o;
+                o.stop_at_eos = false;  // random weights: run to each limit
+                o.max_new_tokens = 8;
+                o.return_logprobs = logprobs;
+                std::vector<Sequence> given = in;
+                for (size_t b = 0; b < in.size(); b++) o.seeds.push_back(100 + b);
+                if (join) {
+                    // Two given (greedy, sampled); the rest join one a step.
+                    given.resize(2);
+                    o.seeds.resize(2);
+                    o.sampling_each = {kinds[0], kinds[1]};
+                    size_t next = 2;
+                    o.join = [&](int room) {
+                        std::vector<JoinInput> j;
+                        if (next < in.size() && room > 0) {
+                            j.push_back({in[next], 100 + next, 8, {}, kinds[next]});
+                            next++;
+                        }
+                        return j;
+                    };
+                } else {
+                    o.sampling_each = kinds;
+                }
+                const auto out = m.generate(given, o);
+                ASSERT_EQ(out.size(), in.size());
+                // The kinds decoded in the same steps.
+                int most = 0;
+                for (int r : m.step_rows()) most = std::max(most, r);
+                EXPECT_GE(most, join ? 3 : (int)in.size());
+                for (size_t b = 0; b < in.size(); b++) {
+                    GenerateOptions a;
+                    a.stop_at_eos = false;
+                    a.max_new_tokens = 8;
+                    a.return_logprobs = logprobs;
+                    a.sample = kinds[b].sample;
+                    a.temperature = kinds[b].temperature;
+                    a.top_k = kinds[b].top_k;
+                    a.top_p = kinds[b].top_p;
+                    a.seeds = {100 + b};
+                    const Hypothesis alone = m.generate({in[b]}, a)[0][0];
+                    EXPECT_EQ(out[b][0].tokens, alone.tokens) << "input " << b;
+                    EXPECT_EQ(out[b][0].log_probs.size(), alone.log_probs.size()) << "input " << b;
+                    for (size_t t = 0; t < alone.log_probs.size() && t < out[b][0].log_probs.size(); t++) {
+                        EXPECT_NEAR(out[b][0].log_probs[t], alone.log_probs[t], 1e-4) << "input " << b << " token " << t;
+                    }
+                    EXPECT_NEAR(out[b][0].score, alone.score, 1e-4 * (1 + std::abs(alone.score))) << "input " << b;
+                }
+            }
+        }
+    }
+}
+
+// Per-input settings that cannot be: named in the error.
+TEST(Generate, BadPerInputSamplingIsRefused) {
+    Model m = Model::random(config(Architecture::Decoder), 50, test_device());
+    auto refused = [&](GenerateOptions o, int inputs, const std::string &piece) {
+        try {
+            m.generate(std::vector<Sequence>((size_t)inputs, Sequence{5, 6}), o);
+            ADD_FAILURE() << "accepted; expected an error with: " << piece;
+        } catch (const Error &e) {
+            EXPECT_NE(std::string(e.what()).find(piece), std::string::npos) << e.what();
+        }
+    };
+    GenerateOptions o;
+    o.max_new_tokens = 2;
+    o.sampling_each = {{}, {true, 0.5f, 0, 1.0f}};
+    GenerateOptions beams = o;
+    beams.beam = 2;
+    refused(beams, 2, "sampling_each is for beam 1");
+    refused(o, 3, "2 sampling_each for 3 inputs");
+    GenerateOptions cold = o;
+    cold.sampling_each[1].temperature = 0;
+    refused(cold, 2, "temperature of input 1 must be positive");
+    GenerateOptions nan_p = o;
+    nan_p.sampling_each[0].top_p = std::nanf("");
+    refused(nan_p, 2, "top_p of input 0 must be in (0, 1]");
+    GenerateOptions bad_join = o;
+    bad_join.sampling_each.clear();
+    bool asked = false;
+    bad_join.join = [&](int) {
+        std::vector<JoinInput> j;
+        if (!asked) j.push_back({Sequence{7}, 1, 2, {}, Sampling{true, 1.0f, -1, 1.0f}});
+        asked = true;
+        return j;
+    };
+    refused(bad_join, 1, "top_k of a joining input must be >= 0");
 }
 
 // The paged cache's blocks decide who prefills when: with room for one

@@ -75,6 +75,8 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
     batched.port = 0;
     // (bench/serve_load.py --join-fair-ms)
     if (const char *e = std::getenv("HALFORMER_LOAD_JOIN_FAIR_MS")) batched.join_fair_ms = std::atof(e);
+    // (bench/serve_load.py --workers)
+    batched.workers = env_int("HALFORMER_LOAD_WORKERS", batched.workers);
     std::vector<double> lat, ttft;
     std::vector<std::pair<int, double>> each, each0, each1;
     int errors = 0, mismatches = 0;

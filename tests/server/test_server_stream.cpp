@@ -517,6 +517,47 @@ TEST_F(Serve, ARequestJoinsARunningBatchAtItsNextStep) {
     }
 }
 
+// Without beams, greedy and sampled requests of any settings share a
+// batch: while a long sampled batch runs, a greedy request and one
+// sampling with other settings join it at its next step, and each answers
+// what it answers alone.
+TEST_F(Serve, GreedyAndSampledRequestsJoinOneBatch) {
+    Server server(*model, one_worker());
+    const int port = server.start();
+    std::atomic<bool> slow_done{false};
+    Streamed s;
+    std::thread long_one([&] {
+        s = stream_post(port, "/v1/generate", slow_stream().dump());
+        slow_done = true;
+    });
+    wait_for_metric(server, "halformer_batches_running", 1);
+    Mixed greedy, other;
+    greedy.text = "The cat sat on the mat.";
+    greedy.body = {{"text", greedy.text}, {"max_new_tokens", 6}};
+    greedy.options.max_new_tokens = 6;
+    other.text = "Save the file.";
+    other.body = {{"text", other.text}, {"sample", true}, {"temperature", 0.8}, {"top_p", 0.9},
+                  {"max_new_tokens", 6}, {"seed", 3}};
+    other.options.sample = true;
+    other.options.temperature = 0.8f;
+    other.options.top_p = 0.9f;
+    other.options.max_new_tokens = 6;
+    other.options.seed = 3;
+    for (const Mixed *m : {&greedy, &other}) {
+        httplib::Client cli("127.0.0.1", port);
+        cli.set_read_timeout(60, 0);
+        Result r = post(cli, m->body.dump());
+        EXPECT_FALSE(slow_done.load()) << m->body.dump() << " waited for the long batch to end";
+        ASSERT_EQ(r.status, 200) << r.error;
+        EXPECT_TRUE(same_answer(r.body, alone(*model, *m))) << r.body.dump();
+    }
+    long_one.join();
+    ASSERT_EQ(s.status, 200);
+    EXPECT_EQ(metric(server.metrics(), "halformer_joined_requests_total"), 2);
+    EXPECT_EQ(metric(server.metrics(), "halformer_batches_total"), 1);
+    server.shutdown();
+}
+
 // First come, first served: with the only worker busy on a long sampled
 // batch, a request of another kind (beam 2) waits for it. With
 // join_fair_ms 0 a later request that could join the long batch does not

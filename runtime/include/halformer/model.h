@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -106,6 +107,16 @@ struct Hypothesis {
     std::vector<float> log_probs;
 };
 
+// How one input chooses its tokens without beams (GenerateOptions::
+// sampling_each): greedy (the argmax), or drawn after a temperature, top-k
+// and top-p, as GenerateOptions' fields of the same names say.
+struct Sampling {
+    bool sample = false;
+    float temperature = 1.0f;
+    int top_k = 0;
+    float top_p = 1.0f;
+};
+
 // An input that joins a running generate() (GenerateOptions::join): a
 // source (encoder-decoder) or a prompt (decoder-only), with what it would
 // be given alone.
@@ -114,6 +125,9 @@ struct JoinInput {
     uint64_t seed = 0;         // sampling: its seed (as GenerateOptions::seeds)
     int max_new_tokens = -1;   // its limit (-1: as max_new_tokens would give it)
     Sequence target_prefix;    // encoder-decoder: its target prefix
+    // Beam 1: greedy or its sampling settings (as sampling_each); none: the
+    // batch's options' (sample, temperature, top_k, top_p).
+    std::optional<Sampling> sampling;
 };
 
 struct GenerateOptions {
@@ -136,6 +150,11 @@ struct GenerateOptions {
     // stops after max_new_tokens_each[b] tokens and gets what it would get
     // alone with that max_new_tokens. Empty: max_new_tokens for all.
     std::vector<int> max_new_tokens_each;
+    // Beam 1: one Sampling per input: input b is greedy or draws with its
+    // own temperature, top-k and top-p, and gets what it would alone with
+    // them (a server batches greedy and sampled requests together). Empty:
+    // sample, temperature, top_k and top_p for all.
+    std::vector<Sampling> sampling_each;
     bool stop_at_eos = true;  // false: always generate max_new_tokens (benchmarks)
     // Ids that end a hypothesis as eos does (kept as its last token), each
     // in [0, vocabulary); they end it whatever stop_at_eos says.
@@ -183,8 +202,9 @@ struct GenerateOptions {
     // step for all. They are numbered after the inputs given and those that
     // joined before (the callbacks above see them so); each answers what it
     // would alone. Every joined input shares these options but for its
-    // seed, limit and target prefix. Models with relative positions (T5)
-    // take one position per step for the whole batch: nothing joins them.
+    // seed, limit, target prefix and, without beams, its Sampling. Models
+    // with relative positions (T5) take one position per step for the
+    // whole batch: nothing joins them.
     // A call takes 4096 inputs at most in all: past them join is no more
     // asked (its bookkeeping would grow without end), and the call ends when
     // they are done. Null: the batch is what generate() was given.
@@ -198,6 +218,9 @@ struct GenerateOptions {
     // free.
     int kv_blocks = 0;
 };
+
+// The Sampling that sample, temperature, top_k and top_p give.
+inline Sampling sampling_of(const GenerateOptions &o) { return {o.sample, o.temperature, o.top_k, o.top_p}; }
 
 
 // One line of text through translate() / continue_text(): the output, or

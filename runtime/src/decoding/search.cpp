@@ -153,7 +153,9 @@ void SamplingSearch::uniforms(const std::vector<int> &inputs, const std::vector<
                               std::vector<double> &u) {
     u.assign((size_t)rows, 0.0);
     for (int b : inputs) {
-        if (!done_[b]) u[(size_t)row_of[b]] = rng_[b].uniform();
+        // (A greedy input draws nothing, as alone.)
+        const bool draws = opt_.sampling_each.empty() ? opt_.sample : opt_.sampling_each[(size_t)b].sample;
+        if (!done_[b] && draws) u[(size_t)row_of[b]] = rng_[b].uniform();
     }
 }
 
@@ -269,7 +271,11 @@ std::vector<Hypothesis> BeamSearch::finish(int b) {
 
 std::unique_ptr<Search> make_search(int inputs, const GenerateOptions &opt, int max_new, int eos_stop, int pad) {
     if (!opt.sample && opt.beam > 1) return std::make_unique<BeamSearch>(inputs, opt.beam, opt, max_new, eos_stop, pad);
-    if (opt.sample) return std::make_unique<SamplingSearch>(inputs, opt, max_new, eos_stop, pad);
+    // Per-input settings, or inputs that may join with theirs: greedy and
+    // sampled inputs in one batch.
+    bool sample = opt.sample || opt.join;
+    for (const Sampling &x : opt.sampling_each) sample = sample || x.sample;
+    if (sample) return std::make_unique<SamplingSearch>(inputs, opt, max_new, eos_stop, pad);
     return std::make_unique<GreedySearch>(inputs, opt, max_new, eos_stop, pad);
 }
 

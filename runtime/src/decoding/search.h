@@ -129,7 +129,9 @@ protected:
 
 // Greedy's bookkeeping; the id is drawn in the kernel (temperature, top-k,
 // top-p) from one uniform per row that uniforms() takes from the input's
-// own stream: input b draws what it would alone with its seed.
+// own stream: input b draws what it would alone with its seed. With
+// sampling_each, some inputs may be greedy: they draw nothing, and their
+// rows take the argmax.
 class SamplingSearch : public GreedySearch {
 public:
     SamplingSearch(int inputs, const GenerateOptions &opt, int max_new, int eos_stop, int pad);

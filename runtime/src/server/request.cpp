@@ -484,9 +484,12 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
 
 std::string batch_key(const GenerateOptions &o) {
     std::ostringstream k;
-    k << o.beam << '/' << o.n_best << '/' << o.length_penalty << '/' << o.sample << '/' << o.temperature << '/'
-      << o.top_k << '/' << o.top_p << '/' << o.stop_at_eos << '/' << o.return_logprobs << '/'
-      << o.repetition_penalty << '/' << o.no_repeat_ngram_size << '/' << o.min_length << '/';
+    k << o.beam << '/' << o.n_best << '/' << o.length_penalty << '/';
+    // Without beams, greedy and sampled requests share batches: each row
+    // keeps its own settings (GenerateOptions::sampling_each).
+    if (o.beam > 1) k << o.sample << '/' << o.temperature << '/' << o.top_k << '/' << o.top_p << '/';
+    k << o.stop_at_eos << '/' << o.return_logprobs << '/' << o.repetition_penalty << '/' << o.no_repeat_ngram_size
+      << '/' << o.min_length << '/';
     for (int32_t id : o.stop_ids) k << id << ',';
     return k.str();
 }

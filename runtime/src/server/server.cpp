@@ -451,7 +451,8 @@ struct Server::Impl {
         for (auto &j : took) {
             start(*j);
             batch.push_back(j);
-            in.push_back({j->req.ids, j->req.seed, j->req.options.max_new_tokens, j->req.target_prefix});
+            in.push_back({j->req.ids, j->req.seed, j->req.options.max_new_tokens, j->req.target_prefix, {}});
+            if (j->req.options.beam == 1) in.back().sampling = sampling_of(j->req.options);
         }
         if (!took.empty()) metrics.joined(took.size());
         return in;
@@ -461,14 +462,18 @@ struct Server::Impl {
         std::vector<Sequence> src;
         GenerateOptions o = batch[0]->req.options;
         o.max_new_tokens = 1;
+        bool sample = false;
         for (auto &j : batch) {
             start(*j);
             src.push_back(j->req.ids);
             o.seeds.push_back(j->req.seed);
             o.max_new_tokens_each.push_back(j->req.options.max_new_tokens);
             o.max_new_tokens = std::max(o.max_new_tokens, j->req.options.max_new_tokens);
+            // Without beams each request is greedy or samples with its own settings.
+            if (o.beam == 1) o.sampling_each.push_back(sampling_of(j->req.options));
+            sample = sample || j->req.options.sample;
         }
-        if (!o.sample) o.seeds.clear();
+        if (!sample) o.seeds.clear();
         // Target prefixes are per request: every input gets one (an empty
         // one: none) once any has one.
         for (auto &j : batch) {
