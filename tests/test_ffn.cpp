@@ -51,6 +51,9 @@ TEST_P(FfnTest, MatchesReference) {
     const std::string act = act_of(GetParam().name);
     uint32_t seed = 200;
     for (Shape s : kShapes) {
+        // (Under an emulated CPU the last shape, 97% of the work, is the
+        // native runs' only: the smaller ones take the same code paths.)
+        if (emulated_cpu() && s.D * s.F > 1 << 16) continue;
         Buffer<float> x = ref::random_buffer({s.D, s.M}, seed++, -2, 2);
         Buffer<float> w1 = ref::random_buffer({s.D, s.F}, seed++, -0.2f, 0.2f);
         Buffer<float> b1 = ref::random_buffer({s.F}, seed++);
