@@ -629,12 +629,12 @@ TEST(Generate, GreedyAndSampledInputsShareABatch) {
                 o.return_logprobs = logprobs;
                 std::vector<Sequence> given = in;
                 for (size_t b = 0; b < in.size(); b++) o.seeds.push_back(100 + b);
+                size_t next = 2;  // (the join callback's: it lives as long as the call)
                 if (join) {
                     // Two given (greedy, sampled); the rest join one a step.
                     given.resize(2);
                     o.seeds.resize(2);
                     o.sampling_each = {kinds[0], kinds[1]};
-                    size_t next = 2;
                     o.join = [&](int room) {
                         std::vector<JoinInput> j;
                         if (next < in.size() && room > 0) {
