@@ -549,35 +549,11 @@ struct Session::Decoder {
         const int R = (int)slots.size();
         row_of.assign(slot.size(), 0);
         for (int c = 0; c < R; c++) row_of[(size_t)slots[(size_t)c]] = c;
-        float *out = s.logits.need((size_t)R * V);
         float *topv = s.topv.need((size_t)R * kTopK);
         int32_t *topi = (int32_t *)s.topi.need((size_t)R * kTopK);
         const decoding::Need need = search->need();
-        const bool logp = o.return_logprobs, lsm = need == decoding::Need::TopLogProbs || logp;
-        // scores: what the choice reads (logits, or log-probabilities).
-        float *scores = out;
-        if (!search->adjusts()) {
-            s.project(x, R, D, out, lsm, true);
-        } else {
-            // The penalties and bans change the logits, then the
-            // log-softmax (where needed) normalizes what they left.
-            s.project(x, R, D, out, false, true);
-            adjust.clear();
-            for (int c = 0; c < R; c++) {
-                const int r = slots[(size_t)c];
-                search->adjustments(c, r, context[(size_t)r], adjust);
-            }
-            float *tmp = s.head_tmp.need((size_t)R * V);
-            if (!adjust.ids.empty()) {
-                layers::logits_adjust(s, out, R, V, adjust.rows.data(), adjust.ids.data(), adjust.factor.data(),
-                                      (int)adjust.ids.size(), tmp);
-                if (lsm) layers::log_softmax(s, tmp, R, V, out);
-                else scores = tmp;
-            } else if (lsm) {
-                layers::log_softmax(s, out, R, V, tmp);
-                scores = tmp;
-            }
-        }
+        const bool logp = o.return_logprobs;
+        float *scores = step_scores(slots, x, need == decoding::Need::TopLogProbs || logp);
         View vs(scores, {{V, 1}, {R, V}});
         decoding::StepResult res;
         if (need == decoding::Need::TopLogProbs) {
@@ -587,58 +563,12 @@ struct Session::Decoder {
             s.dev->to_host(topi, (size_t)R * kTopK * sizeof(int32_t));
             res = {topi, topv, kTopK};
         } else if (need == decoding::Need::Argmax) {
-            View vv(topv, {{1, 1}, {R, 1}}), vi(topi, {{1, 1}, {R, 1}}, true);
-            s.run("argmax", [&] { return HF_PICK(s.device(), hf_argmax)(vs.get(), vv.get(), vi.get()); });
-            s.dev->to_host(topi, (size_t)R * sizeof(int32_t));
+            argmax(vs, R, topv, topi, logp);
             res = {topi, nullptr, 1};
-            if (logp) {
-                // The argmax of the log-probabilities is the chosen id's.
-                s.dev->to_host(topv, (size_t)R * sizeof(float));
-                res.logp = topv;
-            }
+            // (The argmax of the log-probabilities is the chosen id's.)
+            if (logp) res.logp = topv;
         } else {
-            // Each input greedy or sampling with its own settings
-            // (sampling_each): the greedy rows take hf_argmax's ids, one
-            // call for the step's rows; each run of consecutive rows that
-            // sample alike, one hf_sample call, which draws each row's id
-            // from the row's uniform on the CPU (hf_sample has no GPU build:
-            // a GPU session brings the step's logits to the host first).
-            static_cast<decoding::SamplingSearch &>(*search).uniforms(inputs, row_of, R, u);
-            std::vector<float> uf(u.begin(), u.end());
-            row_sampling.assign((size_t)R, Sampling{});
-            bool greedy_rows = false, sampled_rows = false;
-            for (int c = 0; c < R; c++) {
-                row_sampling[(size_t)c] = o.sampling_each[(size_t)slots[(size_t)c]];
-                (row_sampling[(size_t)c].sample ? sampled_rows : greedy_rows) = true;
-            }
-            if (greedy_rows) {
-                View vv(topv, {{1, 1}, {R, 1}}), vi(topi, {{1, 1}, {R, 1}}, true);
-                s.run("argmax", [&] { return HF_PICK(s.device(), hf_argmax)(vs.get(), vv.get(), vi.get()); });
-                s.dev->to_host(topi, (size_t)R * sizeof(int32_t));
-                if (logp) s.dev->to_host(topv, (size_t)R * sizeof(float));
-            }
-            if (sampled_rows && s.dev->on_gpu()) s.dev->to_host(scores, (size_t)R * V * sizeof(float));
-            for (int c0 = 0, c1 = 0; c0 < R; c0 = c1) {
-                const Sampling &a = row_sampling[(size_t)c0];
-                for (c1 = c0 + 1; c1 < R && same_sampling(row_sampling[(size_t)c1], a); c1++) {}
-                if (!a.sample) continue;
-                const int n = c1 - c0;
-                View vh(scores + (size_t)c0 * V, {{V, 1}, {n, V}}), vu(uf.data() + c0, {{n, 1}}),
-                    vid(topi + c0, {{n, 1}}, true);
-                s.run("sample", [&] {
-                    return hf_sample(vh.host(), a.temperature, a.top_k, a.top_p, vu.host(), vid.host());
-                });
-            }
-            res = {topi, nullptr, 1};
-            if (logp) {
-                // The chosen ids' log-probabilities: a greedy row's is its
-                // argmax's value; a drawn id's is read from its row (on the host).
-                chosen_logp.resize(R);
-                for (int c = 0; c < R; c++) {
-                    chosen_logp[c] = row_sampling[(size_t)c].sample ? scores[(size_t)c * V + topi[c]] : topv[c];
-                }
-                res.logp = chosen_logp.data();
-            }
+            res = draw(inputs, slots, scores, vs, topv, topi);
         }
         search->step(inputs, res, row_of);
         // (The step's time and rows: Model::step_seconds, step_rows.)
@@ -648,6 +578,88 @@ struct Session::Decoder {
         step_start = now;
         search->report_done();
         follow_parents(inputs);
+    }
+
+    // The step's scores for its rows (`slots`), from their last hidden
+    // states x: the logits, after the search's penalties and bans, or
+    // their log-softmax (lsm).
+    float *step_scores(const std::vector<int> &slots, const float *x, bool lsm) {
+        const int R = (int)slots.size();
+        float *out = s.logits.need((size_t)R * V);
+        if (!search->adjusts()) {
+            s.project(x, R, D, out, lsm, true);
+            return out;
+        }
+        // The penalties and bans change the logits, then the log-softmax
+        // (where needed) normalizes what they left.
+        s.project(x, R, D, out, false, true);
+        adjust.clear();
+        for (int c = 0; c < R; c++) {
+            const int r = slots[(size_t)c];
+            search->adjustments(c, r, context[(size_t)r], adjust);
+        }
+        float *tmp = s.head_tmp.need((size_t)R * V);
+        if (!adjust.ids.empty()) {
+            layers::logits_adjust(s, out, R, V, adjust.rows.data(), adjust.ids.data(), adjust.factor.data(),
+                                  (int)adjust.ids.size(), tmp);
+            if (!lsm) return tmp;
+            layers::log_softmax(s, tmp, R, V, out);
+            return out;
+        }
+        if (!lsm) return out;
+        layers::log_softmax(s, out, R, V, tmp);
+        return tmp;
+    }
+
+    // Each row's argmax id into topi (and its value into topv, with
+    // return_logprobs), on the host.
+    void argmax(View &vs, int R, float *topv, int32_t *topi, bool logp) {
+        View vv(topv, {{1, 1}, {R, 1}}), vi(topi, {{1, 1}, {R, 1}}, true);
+        s.run("argmax", [&] { return HF_PICK(s.device(), hf_argmax)(vs.get(), vv.get(), vi.get()); });
+        s.dev->to_host(topi, (size_t)R * sizeof(int32_t));
+        if (logp) s.dev->to_host(topv, (size_t)R * sizeof(float));
+    }
+
+    // Without beams, each input greedy or sampling with its own settings
+    // (sampling_each): the greedy rows take hf_argmax's ids, one call for
+    // the step's rows; each run of consecutive rows that sample alike, one
+    // hf_sample call, which draws each row's id from the row's uniform on
+    // the CPU (hf_sample has no GPU build: a GPU session brings the step's
+    // logits to the host first).
+    decoding::StepResult draw(const std::vector<int> &inputs, const std::vector<int> &slots, float *scores,
+                              View &vs, float *topv, int32_t *topi) {
+        const int R = (int)slots.size();
+        static_cast<decoding::SamplingSearch &>(*search).uniforms(inputs, row_of, R, u);
+        std::vector<float> uf(u.begin(), u.end());
+        row_sampling.assign((size_t)R, Sampling{});
+        bool greedy_rows = false, sampled_rows = false;
+        for (int c = 0; c < R; c++) {
+            row_sampling[(size_t)c] = o.sampling_each[(size_t)slots[(size_t)c]];
+            (row_sampling[(size_t)c].sample ? sampled_rows : greedy_rows) = true;
+        }
+        const bool logp = o.return_logprobs;
+        if (greedy_rows) argmax(vs, R, topv, topi, logp);
+        if (sampled_rows && s.dev->on_gpu()) s.dev->to_host(scores, (size_t)R * V * sizeof(float));
+        for (int c0 = 0, c1 = 0; c0 < R; c0 = c1) {
+            const Sampling &a = row_sampling[(size_t)c0];
+            for (c1 = c0 + 1; c1 < R && same_sampling(row_sampling[(size_t)c1], a); c1++) {}
+            if (!a.sample) continue;
+            const int n = c1 - c0;
+            View vh(scores + (size_t)c0 * V, {{V, 1}, {n, V}}), vu(uf.data() + c0, {{n, 1}}),
+                vid(topi + c0, {{n, 1}}, true);
+            s.run("sample", [&] { return hf_sample(vh.host(), a.temperature, a.top_k, a.top_p, vu.host(), vid.host()); });
+        }
+        decoding::StepResult res{topi, nullptr, 1};
+        if (logp) {
+            // The chosen ids' log-probabilities: a greedy row's is its
+            // argmax's value; a drawn id's is read from its row (on the host).
+            chosen_logp.resize(R);
+            for (int c = 0; c < R; c++) {
+                chosen_logp[c] = row_sampling[(size_t)c].sample ? scores[(size_t)c * V + topi[c]] : topv[c];
+            }
+            res.logp = chosen_logp.data();
+        }
+        return res;
     }
 
     // Beams that took another parent take its block table (the blocks of
