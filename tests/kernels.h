@@ -28,11 +28,28 @@ inline TestDevice test_device() {
     return d;
 }
 
+// The launch check (ctest's ops.cuda_limits): HALFORMER_DEVICE=cuda with
+// HALFORMER_CUDA_LAUNCH_CHECK=1, run on the fake CUDA driver
+// (tests/cuda_limits/fake_cuda_driver.cpp), which checks every launch against
+// a real device's limits and runs nothing. Each call then launches the CUDA
+// build (a launch over a limit fails the call, as on a GPU) and computes the
+// values with the same algorithm's CPU build, so that every assertion of the
+// suite holds and every CUDA launch it makes, at every shape, is checked.
+inline bool cuda_launch_check() {
+    static const bool on = [] {
+        const char *e = std::getenv("HALFORMER_CUDA_LAUNCH_CHECK");
+        return test_device() == TestDevice::CUDA && e && std::string(e) == "1";
+    }();
+    return on;
+}
+
 // One kernel's builds: the x86 one (multi-variant) and, for the hand
-// schedules, the GPU ones. Called like the kernel itself.
+// schedules, the GPU ones; `host`: for a GPU-only build (Li2018's), the CPU
+// build of the same algorithm, which the launch check computes values with.
+// Called like the kernel itself.
 template <typename Fn>
 struct Kernel {
-    Fn cpu = nullptr, opencl = nullptr, cuda = nullptr;
+    Fn cpu = nullptr, opencl = nullptr, cuda = nullptr, host = nullptr;
     Fn pick() const {
         switch (test_device()) {
         case TestDevice::OpenCL: return opencl;
@@ -44,6 +61,13 @@ struct Kernel {
     int operator()(A &&...args) const {
         (drop_device(args), ...);
         int rc = pick()(raw(args)...);
+        if (cuda_launch_check()) {
+            // Nothing ran: forget the device copies (the host ones are as
+            // they were) and compute on the CPU.
+            (forget_device(args), ...);
+            Fn values = cpu ? cpu : host;
+            return rc ? rc : values(raw(args)...);
+        }
         int sync = 0;
         ((sync = sync ? sync : to_host(args)), ...);
         (drop_device(args), ...);
@@ -66,6 +90,14 @@ private:
     }
     template <typename T>
     static void drop_device(const T &) {}
+    template <typename T, int D, int S>
+    static void forget_device(Halide::Runtime::Buffer<T, D, S> &b) {
+        b.set_device_dirty(false);
+        b.device_free();
+        b.set_host_dirty(false);
+    }
+    template <typename T>
+    static void forget_device(const T &) {}
 };
 
 // HF_KERNEL(hf_x): the hand-scheduled kernel on the device under test.
@@ -88,7 +120,7 @@ private:
     extern "C" decltype(base) base##_adams2019, base##_mullapudi2016;
 #ifdef HALFORMER_TEST_GPU
 #define HF_IMPL3(base) HF_IMPL3_NO_LI(base), \
-    {#base "_li2018", Kernel<decltype(&base)>{nullptr, base##_li2018_opencl, base##_li2018_cuda}}
+    {#base "_li2018", Kernel<decltype(&base)>{nullptr, base##_li2018_opencl, base##_li2018_cuda, base}}
 #define HF_DECLARE_LI(base) HF_DECLARE(base) extern "C" decltype(base) base##_li2018_opencl, base##_li2018_cuda;
 #else
 #define HF_IMPL3(base) HF_IMPL3_NO_LI(base)
@@ -120,6 +152,8 @@ inline std::string impl_name(const testing::TestParamInfo<Impl<Fn>> &info) {
 
 #include <cstdio>
 #include <sstream>
+
+#include <dlfcn.h>
 
 // Under an emulated CPU (ctest's ops.host-avx2 / ops.host-sse41 run the
 // suite in qemu-x86_64, some 20 times slower): the heaviest tests check
@@ -192,10 +226,22 @@ inline std::vector<Impl<Fn>> on_device(std::vector<Impl<Fn>> all) {
 // tests use: the autoscheduled builds guard their tails
 // (schedules/guarded_autoschedulers.cpp), so a shape smaller than their
 // tiles is computed, not refused, and a refusal is a failure like any other.
-#define HF_CALL(call)                                        \
-    do {                                                     \
-        int rc_ = (call);                                    \
-        ASSERT_EQ(rc_, 0) << halformer::last_kernel_error(); \
+// Halide's message, and under the launch check the limit the launch broke.
+inline std::string kernel_failure() {
+    std::string m = halformer::last_kernel_error();
+    if (cuda_launch_check()) {
+        using LastError = const char *(*)();
+        if (auto f = (LastError)dlsym(RTLD_DEFAULT, "halformer_fake_cuda_last_error")) {
+            m += std::string(" (") + f() + ")";
+        }
+    }
+    return m;
+}
+
+#define HF_CALL(call)                                \
+    do {                                             \
+        int rc_ = (call);                            \
+        ASSERT_EQ(rc_, 0) << kernel_failure();       \
     } while (0)
 
 // The fixture of the parameterized op tests.
