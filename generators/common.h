@@ -92,20 +92,31 @@ namespace halformer {
 // acc(n, m) = Σ_k x(k, m) · w(k, n): the X·Wᵀ product of nn.Linear, with W in
 // PyTorch's [N, K] layout. Reads past the last row of x or w are clamped (a
 // schedule may compute whole register blocks past the edge; those values are
-// never stored). `wt` is W seen transposed, wt(n, k): a schedule may pack it.
+// never stored). The operands are Funcs a schedule may place (all inline
+// unless scheduled, so they cost nothing where no schedule touches them):
+//   wk(k, n) = W as read (its rows, k contiguous), wt(n, k) = W transposed;
+//   xk(k, m) = X as read, xt(m, k) = X transposed.
+// The CPU schedules pack wt into panels; the GPU prefill schedule makes wt
+// and xt contiguous copies so that a thread's loads are vectors along n and m.
 struct Matmul {
     Halide::Func acc, wt;
     Halide::RDom r;
+    Halide::Func wk, xk, xt;
+    Halide::Expr rows, cols;  // M and N
 };
 
 inline Matmul define_matmul(Halide::Func x, Halide::Expr rows, Halide::Expr K,
                             Halide::Func w, Halide::Expr N, const std::string &name) {
     using namespace Halide;
     Var k("k"), n("n"), m("m");
-    Matmul mm{Func(name + "_acc"), Func(name + "_wt"), RDom(0, K, name + "_r")};
-    mm.wt(n, k) = w(k, clamp(n, 0, N - 1));
+    Matmul mm{Func(name + "_acc"), Func(name + "_wt"), RDom(0, K, name + "_r"),
+              Func(name + "_wk"), Func(name + "_xk"), Func(name + "_xt"), rows, N};
+    mm.wk(k, n) = w(k, clamp(n, 0, N - 1));
+    mm.wt(n, k) = mm.wk(k, n);
+    mm.xk(k, m) = x(k, clamp(m, 0, rows - 1));
+    mm.xt(m, k) = mm.xk(k, m);
     mm.acc(n, m) = 0.0f;
-    mm.acc(n, m) += x(mm.r, clamp(m, 0, rows - 1)) * mm.wt(n, mm.r);
+    mm.acc(n, m) += mm.xt(m, mm.r) * mm.wt(n, mm.r);
     return mm;
 }
 

@@ -75,7 +75,7 @@ public:
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         if (get_target().has_gpu_feature()) {
-            schedule_ffn_gpu({hidden, mm1.acc, mm1.wt, n, m, mm1.r}, {y, mm2.acc, mm2.wt, n, m, mm2.r},
+            schedule_ffn_gpu(matmul_stages(hidden, mm1, n, m), matmul_stages(y, mm2, n, m),
                              GpuMatmulKnobs{rec.get("gpu_tile_n", gpu_tile_n), rec.get("gpu_tile_m", gpu_tile_m),
                            rec.get("gpu_reg_n", gpu_reg_n), rec.get("gpu_reg_m", gpu_reg_m)});
             return;

@@ -169,7 +169,7 @@ public:
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         Func out = part == Part::Data ? Func(*dx) : by_rows ? acc_t : Func(*dw);
-        LinearStages s{out, mm.acc, mm.wt, k, m, mm.r};
+        LinearStages s = matmul_stages(out, mm, k, m);
         if (get_target().has_gpu_feature()) {
             schedule_linear_gpu(s, GpuMatmulKnobs{rec.get("gpu_tile_n", gpu_tile_n), rec.get("gpu_tile_m", gpu_tile_m),
                                                   rec.get("gpu_reg_n", gpu_reg_n), rec.get("gpu_reg_m", gpu_reg_m)},

@@ -34,6 +34,7 @@ public:
     GeneratorParam<int> gpu_tile_m{"gpu_tile_m", 0};
     GeneratorParam<int> gpu_reg_n{"gpu_reg_n", 0};
     GeneratorParam<int> gpu_reg_m{"gpu_reg_m", 0};
+    GeneratorParam<int> gpu_k_unroll{"gpu_k_unroll", 0};
     // The kernel name tuned records know this build by (set by the build; see
     // schedules/tuned.h). Empty: hand values only.
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};
@@ -73,8 +74,9 @@ public:
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         if (get_target().has_gpu_feature()) {
-            schedule_linear_gpu({y, mm.acc, mm.wt, n, m, mm.r}, GpuMatmulKnobs{rec.get("gpu_tile_n", gpu_tile_n), rec.get("gpu_tile_m", gpu_tile_m),
-                           rec.get("gpu_reg_n", gpu_reg_n), rec.get("gpu_reg_m", gpu_reg_m)}, dot);
+            schedule_linear_gpu(matmul_stages(y, mm, n, m), GpuMatmulKnobs{rec.get("gpu_tile_n", gpu_tile_n), rec.get("gpu_tile_m", gpu_tile_m),
+                           rec.get("gpu_reg_n", gpu_reg_n), rec.get("gpu_reg_m", gpu_reg_m),
+                           rec.get("gpu_k_unroll", gpu_k_unroll)}, dot);
             return;
         }
         schedule_linear_cpu({y, mm.acc, mm.wt, n, m, mm.r},

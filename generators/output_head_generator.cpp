@@ -61,7 +61,7 @@ public:
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         if (get_target().has_gpu_feature()) {
-            schedule_output_head_gpu({logits, mm.acc, mm.wt, n, m, mm.r}, y, row_max, row_sum, k,
+            schedule_output_head_gpu(matmul_stages(logits, mm, n, m), y, row_max, row_sum, k,
                                      GpuMatmulKnobs{rec.get("gpu_tile_n", gpu_tile_n), rec.get("gpu_tile_m", gpu_tile_m),
                            rec.get("gpu_reg_n", gpu_reg_n), rec.get("gpu_reg_m", gpu_reg_m)}, dot, rec.get("gpu_threads", gpu_threads));
             return;

@@ -33,8 +33,20 @@ public:
         /* THE ALGORITHM */
         const int K = k;
         Expr N = scores.dim(0).extent();
-        RDom r(0, N, "r");
+        r = RDom(0, N, "r");
         const Expr neg_inf = Expr(-std::numeric_limits<float>::infinity());
+        if (K == 1) {
+            // The argmax, scanned from the last id down: the max, and on a tie
+            // the newer id (the lower one). Written in the form Halide proves
+            // associative ({max(a, b), select(b < a, ia, ib)}), so a schedule
+            // may split the row over threads (rfactor). A row without a
+            // finite score (all -inf or NaN) gets id -1 below.
+            Expr id = N - 1 - r;
+            Expr s = scores(id, m);
+            Expr x = select(is_nan(s), neg_inf, s);
+            best(m) = Tuple(neg_inf, -1);
+            best(m) = Tuple(max(best(m)[0], x), select(x < best(m)[0], best(m)[1], id));
+        } else {
         std::vector<Expr> init;
         for (int e = 0; e < K; e++) init.push_back(neg_inf);
         for (int e = 0; e < K; e++) init.push_back(-1);
@@ -65,11 +77,12 @@ public:
         for (int e = 0; e < K; e++) next.push_back(nv[e]);
         for (int e = 0; e < K; e++) next.push_back(ni[e]);
         best(m) = Tuple(next);
+        }
 
         std::vector<Expr> vs, is;
         for (int e = 0; e < K; e++) {
             vs.push_back(best(m)[e]);
-            is.push_back(best(m)[K + e]);
+            is.push_back(K == 1 ? select(best(m)[0] == neg_inf, -1, best(m)[1]) : best(m)[K + e]);
         }
         values(j, m) = mux(j, vs);
         ids(j, m) = mux(j, is);
@@ -83,7 +96,7 @@ public:
     void schedule() {
         if (leave_to_autoscheduler(auto_schedule)) return;
         if (get_target().has_gpu_feature()) {
-            schedule_topk_gpu({values, ids, best, j, m});
+            schedule_topk_gpu({values, ids, best, j, m}, k, r, scores.dim(0).extent());
             return;
         }
         schedule_topk_cpu({values, ids, best, j, m}, get_target());
@@ -92,6 +105,7 @@ public:
 private:
     Var j{"j"}, m{"m"};
     Func best{"best"};
+    RDom r;
 };
 
 }  // namespace

@@ -17,7 +17,18 @@ struct LinearStages {
     // The loop variable of out's rows when it differs from acc's m (out
     // already split by an enclosing schedule); empty: m.
     std::string out_rows = "";
+    // The operands as define_matmul (generators/common.h) names them: W as
+    // read wk(k, n), X as read xk(k, m) and transposed xt(m, k). Inline
+    // unless a schedule places them (the GPU prefill schedule does).
+    Halide::Func wk, xk, xt;
+    Halide::Expr rows, cols;  // M and N (as define_matmul clamps them)
 };
+
+// The stages of a generator's Matmul (generators/common.h) whose output is `out`.
+template <typename MM>
+inline LinearStages matmul_stages(Halide::Func out, const MM &mm, Halide::Var n, Halide::Var m) {
+    return {out, mm.acc, mm.wt, n, m, mm.r, "", mm.wk, mm.xk, mm.xt, mm.rows, mm.cols};
+}
 
 // Tunable numbers (GeneratorParams of the generators).
 struct LinearKnobs {
@@ -109,32 +120,70 @@ inline void schedule_linear_cpu(LinearStages s, const LinearKnobs &knobs,
     }
 }
 
-// GPU tunables (GeneratorParams gpu_tile_n, gpu_tile_m, gpu_reg_n, gpu_reg_m;
-// 0 picks the default).
+// GPU tunables (GeneratorParams gpu_tile_n, gpu_tile_m, gpu_reg_n, gpu_reg_m,
+// gpu_k_unroll; 0 picks the default).
 struct GpuMatmulKnobs {
     int tile_n = 0, tile_m = 0;  // outputs per block
     int reg_n = 0, reg_m = 0;    // outputs per thread (register block)
+    int k_unroll = 0;            // prefill: k steps unrolled
 };
 
-// GPU matmul, prefill shapes (the structure of Halide's apps/cuda_mat_mul).
-// A block computes a tile_n × tile_m tile of outputs with
-// (tile_n/reg_n) × (tile_m/reg_m) threads; each thread keeps its
-// reg_n × reg_m accumulators in registers (computed inside the thread loops,
-// constant-size, fully unrolled) and runs the k loop over them: per k,
-// reg_n + reg_m loads (from L1: the block's threads share the rows) feed
-// reg_n·reg_m FMAs. Edge tiles compute whole register blocks on clamped rows
-// and store only what is inside.
+// A GPU transpose t(a, b) = src(b, a) into a buffer of its own, through
+// shared memory: a block reads a 32 × 32 tile of src with its threads along
+// src's contiguous dimension b (coalesced), and writes t along a
+// (coalesced); 32 × 8 threads, 4 elements each. The shared tile's rows are
+// padded to 33 floats (no bank conflicts on the transposed read); t's rows
+// are padded to a multiple of 4 floats and start at a multiple of 4, so a
+// consumer's float4 loads along a are aligned.
+inline void schedule_transpose_gpu(Halide::Func t, Halide::Func src, Halide::Var a, Halide::Var b,
+                                   Halide::Expr a_extent) {
+    using namespace Halide;
+    Var ab("ab"), bb("bb"), ai("ai"), bi("bi"), bt("bt"), br("br");
+    t.compute_root()
+        .bound(a, 0, a_extent)
+        .tile(a, b, ab, bb, ai, bi, 32, 32, TailStrategy::GuardWithIf)
+        .split(bi, bt, br, 4, TailStrategy::GuardWithIf)
+        .reorder(br, ai, bt, ab, bb)
+        .gpu_blocks(ab, bb)
+        .gpu_threads(ai, bt);
+    Var ao("ao"), ar("ar");
+    src.compute_at(t, ab)
+        .align_storage(b, 33)
+        .split(a, ao, ar, 4, TailStrategy::GuardWithIf)
+        .reorder(ar, b, ao)
+        .gpu_threads(b, ao);
+}
+
+// GPU matmul, prefill shapes: the schedule of Halide's apps/cuda_mat_mul
+// (measured on an H100 at 0.55-0.74× cuBLAS fp32), which wants the W
+// operand contiguous along n and the X operand contiguous along m: a block
+// computes a tile_n × tile_m tile with (tile_n/reg_n) × (tile_m/reg_m)
+// threads, each keeping reg_n × reg_m accumulators in registers, and per k
+// step loads reg_n floats of W and reg_m of X as float4 vectors (from L1:
+// the block's threads share the rows) for reg_n·reg_m FMAs, k unrolled.
 //
-// Tried and dropped (2026-11-22, Halide 14): staging the W and X panels per
-// k chunk in shared memory needs the accumulators at block level; v14 then
-// gave every thread a private copy of the whole tile (a 2048-float local
-// array: spilled) and the k tail was wrong on PoCL.
+// W arrives [N, K] (k contiguous), so both operands are first transposed into
+// buffers of their own (schedule_transpose_gpu: 2 kernels, W's and X's
+// bytes read and written once: about 40/M of the matmul's time at 30
+// TFLOP/s and 3 TB/s). Reading W along k in place, as the schedule did
+// before, gave a warp 16 distinct rows per load instruction and no
+// vectors: 18 L1 wavefronts per FMA cycle, which is the 3.6 TFLOP/s
+// measured on the H100 (issue 40). Edge tiles compute whole register
+// blocks on clamped rows and store only what is inside.
+//
+// Tried and dropped (2026-11-22, Halide 14): staging the panels per k chunk
+// in shared memory needs the accumulators at block level, and v14 then
+// gives every thread a private copy of the whole tile
+// (FuseGPUThreadLoops' ExtractRegisterAllocations).
 inline void schedule_matmul_gpu(LinearStages s, const GpuMatmulKnobs &kn) {
     using namespace Halide;
-    const int rn = or_default(kn.reg_n, 4), rm = or_default(kn.reg_m, 4);
-    const int tn = or_default(kn.tile_n, 64), tm = or_default(kn.tile_m, 32);
+    const int rn = or_default(kn.reg_n, 4), rm = or_default(kn.reg_m, 8);
+    const int tn = or_default(kn.tile_n, 64), tm = or_default(kn.tile_m, 16);
+    const int ku = or_default(kn.k_unroll, 8);
     Var om = s.out_rows.empty() ? s.m : Var(s.out_rows);
+    Var k("k");
     Var nb("nb"), mb("mb"), ni("ni"), mi("mi"), nt("nt"), mt("mt"), nr("nr"), mr("mr");
+    RVar ko("ko"), ki("ki");
     s.out.tile(s.n, om, nb, mb, ni, mi, tn, tm, TailStrategy::GuardWithIf)
         .tile(ni, mi, nt, mt, nr, mr, rn, rm, TailStrategy::GuardWithIf)
         .reorder(nr, mr, nt, mt, nb, mb)
@@ -142,33 +191,70 @@ inline void schedule_matmul_gpu(LinearStages s, const GpuMatmulKnobs &kn) {
         .gpu_threads(nt, mt)
         .unroll(nr)
         .unroll(mr);
+    // The loads are aligned float4s only if the tiles start at multiples of 4:
+    // an output buffer's coordinates start at 0 (the runtime's always do; a
+    // Func inside the pipeline starts at 0 by its bounds).
+    s.out.output_buffer().dim(0).set_min(0).dim(1).set_min(0);
+    // Whole tiles: every block reads whole tiles of both (clamped past the edge).
+    schedule_transpose_gpu(s.wt, s.wk, s.n, k, (s.cols + tn - 1) / tn * tn);
+    schedule_transpose_gpu(s.xt, s.xk, s.m, k, (s.rows + tm - 1) / tm * tm);
     s.acc.compute_at(s.out, nt)
         .store_in(MemoryType::Register)
         .bound_extent(s.n, rn)
         .bound_extent(s.m, rm)
-        .unroll(s.n)
+        .vectorize(s.n)
         .unroll(s.m);
-    s.acc.update().reorder(s.n, s.m, s.r.x).unroll(s.n).unroll(s.m);
+    s.acc.update()
+        .split(s.r.x, ko, ki, ku, TailStrategy::GuardWithIf)
+        .reorder(s.n, s.m, ki, ko)
+        .vectorize(s.n)
+        .unroll(s.m)
+        .unroll(ki);
+    // X's reg_m values for one k, as float4 loads (W's are the vectorized n).
+    s.xt.in(s.acc).compute_at(s.acc, ki).bound_extent(s.m, rm).vectorize(s.m, std::min(rm, 4)).unroll(s.m);
 }
 
-// GPU matmul, decode shapes (a few rows): one warp-sized group of threads per
-// output column cooperates over k (thread u sums k = u, u + 32, …: a warp
-// reads one contiguous stretch of the W row), then one thread combines the
-// 32 partials; `cols` columns per block.
+// GPU matmul, decode shapes (a few rows: W is read once, at memory speed).
+// A block computes `cols` output columns × `rows` rows with 32·cols
+// threads: thread (u, n) walks k = u, u + 32, … of W's row n (a warp reads
+// one contiguous stretch of the row: coalesced) and keeps `rows` partial
+// sums in registers, one per row of X (rows·cols FMAs for cols + rows loads
+// per k step); then the 32·cols·rows partials go to shared memory
+// (4·32·cols·rows bytes: 4 KiB at the defaults) and one thread per output
+// adds its 32. A block takes its columns for every row, `rows` at a time
+// (a serial loop in the block), so its stretch of W (cols rows of W) is
+// read from memory once and again from cache for the later rows. The grid
+// is N / cols blocks; the threads, shared memory and registers of a block do
+// not grow with the shape (the old schedule kept every row's partials in
+// shared memory: 1 KiB a row, over CUDA's 48 KiB from 47 rows, and 1024
+// threads). The runtime uses it on a GPU up to 32 rows (layers.h: dot_rows).
+// (The rows as a second grid dimension, rows fastest, stopped Halide 14's
+// loop partitioning with an internal error on OpenCL.)
 inline void schedule_dot_matmul_gpu(LinearStages s, const GpuMatmulKnobs &kn) {
     using namespace Halide;
-    const int lanes = 32, cols = or_default(kn.tile_n, 8);
-    Var nb("nb"), nc("nc"), u("u");
+    const int lanes = 32, cols = or_default(kn.tile_n, 8), rows = or_default(kn.tile_m, 4);
+    Var om = s.out_rows.empty() ? s.m : Var(s.out_rows);
+    Var nb("nb"), nc("nc"), mb("mb"), mi("mi"), u("u");
     RVar ko("ko"), ki("ki");
     s.out.split(s.n, nb, nc, cols, TailStrategy::GuardWithIf)
-        .reorder(nc, s.m, nb)
+        .split(om, mb, mi, rows, TailStrategy::GuardWithIf)
+        .reorder(nc, mi, mb, nb)
         .gpu_blocks(nb)
-        .gpu_threads(nc);
+        .gpu_threads(nc, mi);
     Func part = s.acc.update().split(s.r.x, ko, ki, lanes, TailStrategy::GuardWithIf).rfactor(ki, u);
-    s.acc.compute_at(s.out, nb).gpu_threads(s.n);
-    s.acc.update().gpu_threads(s.n);
-    part.compute_at(s.out, nb).gpu_threads(u, s.n);
-    part.update().reorder(ko, u, s.n).gpu_threads(u, s.n);
+    Func staged = part.in();  // the partials, in shared memory
+    // Whole blocks (bound_extent) past the last row or column: define_matmul
+    // clamps the reads there, and out stores only what is inside.
+    s.acc.compute_at(s.out, mb).bound_extent(s.n, cols).bound_extent(s.m, rows).gpu_threads(s.n, s.m);
+    s.acc.update().gpu_threads(s.n, s.m);
+    staged.compute_at(s.out, mb)
+        .bound_extent(s.n, cols)
+        .bound_extent(s.m, rows)
+        .reorder(s.m, u, s.n)
+        .gpu_threads(u, s.n)
+        .unroll(s.m);
+    part.compute_at(staged, u).store_in(MemoryType::Register).bound_extent(s.m, rows).unroll(s.m);
+    part.update().reorder(s.m, ko).unroll(s.m);
 }
 
 inline void schedule_linear_gpu(LinearStages s, const GpuMatmulKnobs &kn, bool dot) {

@@ -67,17 +67,26 @@ inline void gpu_row_blocks(Halide::Func out, Halide::Var inner, Halide::Var row,
 // A cooperative reduction of red(row) over kx inside one GPU block: each of
 // `threads` threads folds a strided slice of the row into its own partial
 // (rfactor; thread u reads elements u, u + threads, … so a warp's loads are
-// contiguous), then one thread combines the `threads` partials from shared
-// memory. `red` is computed per block of `out` (at `block`).
+// contiguous), then 16 threads fold those partials (thread v adds v, v + 16,
+// …: conflict-free in shared memory) and one thread adds the 16. `red` is
+// computed per block of `out` (at `block`). (Measured on an H100: with one
+// thread adding all 256 partials, layer_norm of 8192 × 512 ran at 138 GB/s,
+// 0.09× PyTorch: each reduction waited on a 256-long chain of shared loads.)
 inline void gpu_block_reduce(Halide::Func red, Halide::RVar kx, Halide::Func out,
                              Halide::Var block, int threads) {
     using namespace Halide;
-    Var u("u");
-    RVar ko("ko"), ki("ki");
+    Var u("u"), v("v");
+    RVar ko("ko"), ki("ki"), uo("uo"), ui("ui");
     Func part = red.update().split(kx, ko, ki, threads, TailStrategy::GuardWithIf).rfactor(ki, u);
     red.compute_at(out, block);
     part.compute_at(out, block).gpu_threads(u);
     part.update().reorder(ko, u).gpu_threads(u);
+    const int lanes = 16;
+    if (threads % lanes == 0 && threads > lanes) {
+        Func fold = red.update().split(ki, uo, ui, lanes).rfactor(ui, v);
+        fold.compute_at(out, block).gpu_threads(v);
+        fold.update().reorder(uo, v).gpu_threads(v);
+    }
 }
 
 }  // namespace halformer

@@ -36,9 +36,30 @@ inline void schedule_topk_cpu(TopKStages s, const Halide::Target &t) {
 // GPU: one thread per row scans the row (the sorted k-list lives in its
 // registers); rows over blocks of 32 threads. Decoding calls this with a few
 // rows of a vocabulary, so it is a latency path, not a throughput one.
-inline void schedule_topk_gpu(TopKStages s) {
+// For k = 1 (argmax) a block of threads shares each row instead: thread u
+// scans the contiguous stretch u of the row (so that, combined in stretch
+// order, ties still go to the lowest id), then one thread combines the
+// threads' (value, id) pairs. (Measured on an H100: one thread per row
+// took 0.8 ms for 8 × 37,000, 8.8% of a decoding step's GPU time.)
+inline void schedule_topk_gpu(TopKStages s, int k, Halide::RVar r, Halide::Expr row_length) {
     using namespace Halide;
     Var mo("mo"), mi("mi");
+    if (k == 1) {
+        Var u("u");
+        RVar ro("ro"), ri("ri");
+        // Thread u takes the u-th stretch of `chunk` ids: 256 long, longer
+        // past 262,144 ids so that a block never has more than 1024 threads.
+        Expr chunk = max(256, (row_length + 1023) / 1024);
+        Func part = s.best.update().split(r, ro, ri, chunk, TailStrategy::GuardWithIf).rfactor(ro, u);
+        s.best.compute_root().gpu_blocks(s.m);
+        s.best.update().gpu_blocks(s.m);
+        part.compute_at(s.best, s.m).gpu_threads(u);
+        part.update().gpu_threads(u);
+        for (Func f : {s.values, s.ids}) {
+            f.compute_root().split(s.m, mo, mi, 32, TailStrategy::GuardWithIf).gpu_blocks(mo).gpu_threads(mi);
+        }
+        return;
+    }
     for (Func f : {s.values, s.ids}) {
         f.compute_root().split(s.m, mo, mi, 32, TailStrategy::GuardWithIf).gpu_blocks(mo).gpu_threads(mi);
     }
