@@ -60,12 +60,63 @@ DeviceContext::DeviceContext(Device d) : device_(d) {
     if (const char *a = std::getenv("HALFORMER_DEVICE_ALIGN")) align_ = std::max<size_t>(align_, std::atol(a));
     const char *sync = std::getenv("HALFORMER_PROFILE_SYNC");
     profile_sync_ = sync && *sync && std::string(sync) != "0";
+    // Buffers a kernel allocates for itself (a pipeline's intermediate
+    // stages on the device: argmax's per-row partials, the prefill matmul's
+    // transposed operands) come from Halide's pool of freed allocations
+    // instead of a cuMemAlloc and a cuMemFree (which waits for the device)
+    // every call. Halide keeps at most 32 unused ones and frees them when an
+    // allocation fails.
+    halide_reuse_device_allocations(nullptr, true);
 }
 
 DeviceContext::~DeviceContext() {
     release_bound();
     for (auto &kv : roots_) halide_device_free(nullptr, &kv.second->buf);
     for (auto &kv : weights_) halide_device_free(nullptr, &kv.second->buf);
+    for (auto &kv : ints_) halide_device_free(nullptr, &kv.second->buf);
+}
+
+// The device copy of the int array at [host, host + span): one holding the
+// same bytes if there is one, else a new one, uploaded. At most
+// kMaxIntCopies are kept (the least recently bound, or one a kernel wrote,
+// is freed first).
+DeviceContext::IntCopy &DeviceContext::int_copy(const uint8_t *host, size_t span) {
+    constexpr size_t kMaxIntCopies = 256;
+    uint64_t hash = 1469598103934665603ULL;  // FNV-1a
+    for (size_t i = 0; i < span; i++) hash = (hash ^ host[i]) * 1099511628211ULL;
+    const auto key = std::make_pair(span, hash);
+    for (auto [it, end] = ints_.equal_range(key); it != end; ++it) {
+        IntCopy &c = *it->second;
+        if (!c.stale && std::memcmp(c.shadow.data(), host, span) == 0) {
+            c.used = ++int_tick_;
+            int_reuses_++;
+            return c;
+        }
+    }
+    if (ints_.size() >= kMaxIntCopies) {
+        auto old = std::min_element(ints_.begin(), ints_.end(), [](auto &a, auto &b) {
+            return (a.second->stale ? 0 : a.second->used) < (b.second->stale ? 0 : b.second->used);
+        });
+        halide_device_free(nullptr, &old->second->buf);
+        ints_.erase(old);
+    }
+    auto c = std::make_unique<IntCopy>();
+    c->bytes = span;
+    c->buf = bytes_buffer(nullptr, &c->dim, 0, span);
+    check(halide_device_malloc(nullptr, &c->buf, iface_), "allocating a device copy of token ids or lengths");
+    c->buf.host = const_cast<uint8_t *>(host);
+    c->buf.flags = halide_buffer_flag_host_dirty;
+    const int rc = halide_copy_to_device(nullptr, &c->buf, iface_);
+    c->buf.host = nullptr;
+    c->buf.flags = 0;
+    if (rc) {
+        halide_device_free(nullptr, &c->buf);
+        check(rc, "copying token ids or lengths to the device");
+    }
+    c->shadow.assign(host, host + span);
+    c->used = ++int_tick_;
+    int_uploads_++;
+    return *ints_.emplace(key, std::move(c))->second;
 }
 
 void DeviceContext::check(int rc, const char *what) const {
@@ -164,8 +215,16 @@ void DeviceContext::bind(halide_buffer_t *buf, bool is_int) {
         buf->host = nullptr;
         buf->flags = 0;
     } else if (is_int) {
-        b.kind = Bound::Transient;  // the kernel copies it to the device
-        buf->flags = halide_buffer_flag_host_dirty;
+        b.kind = Bound::Int;
+        b.ints = &int_copy(buf->host, span);
+        b.span = span;
+        crop(*b.ints, 0, span, &b.crop, &b.dim);
+        // Both copies are current (neither dirty): the kernel reads the
+        // device's, and its checks of ids on the host (embedding, gather)
+        // read the host's.
+        buf->device = b.crop.device;
+        buf->device_interface = iface_;
+        buf->flags = 0;
     } else {
         // A weight: uploaded on first use, then reused.
         auto key = std::make_pair((uintptr_t)buf->host, span);
@@ -235,8 +294,20 @@ int DeviceContext::unbind(bool copy_back) noexcept {
             halide_device_free(nullptr, &b.crop);
             break;
         }
-        case Bound::Transient:
-            if (b.view->device) halide_device_free(nullptr, b.view);
+        case Bound::Int:
+            if (!b.crop.device) break;
+            if (b.view->flags & halide_buffer_flag_device_dirty) {
+                // The kernel wrote it: the host gets the result, and no
+                // later bind takes this copy for its old bytes.
+                b.ints->stale = true;
+                if (copy_back && !rc) {
+                    b.crop.host = b.host;
+                    b.crop.flags = halide_buffer_flag_device_dirty;
+                    rc = halide_copy_to_host(nullptr, &b.crop);
+                    b.crop.host = nullptr;
+                }
+            }
+            halide_device_release_crop(nullptr, &b.crop);
             break;
         }
         b.view->device = 0;

@@ -5,9 +5,14 @@
 // space: each Scratch is shadowed by one device allocation of the same size,
 // and a View of host address p is bound, for one kernel call, to the device
 // memory at the same offset. Weights (any other float array) are uploaded on
-// their first use and stay on the device. Small int arrays (tokens, lengths)
-// are copied to the device per call. Nothing is copied back to the host
-// unless the runtime asks (to_host): logits, top-k and returned hidden states.
+// their first use and stay on the device. Small int arrays (tokens, lengths,
+// positions, block tables) are kept on the device by their contents: an
+// array whose bytes equal one uploaded before binds that copy (a decoding
+// step binds the same lengths and tables for every layer, from arrays built
+// anew: one upload each a step, no device allocation or free per call).
+// Nothing is copied
+// back to the host unless the runtime asks (to_host): logits, top-k and
+// returned hidden states.
 #pragma once
 
 #include "halformer/device.h"
@@ -38,7 +43,8 @@ public:
     void untrack(const void *host);
 
     // Binds a kernel argument (buf.host = a host address, dims set) to device
-    // memory until release_bound(); is_int: a small int array copied per call.
+    // memory until release_bound(); is_int: a small int array, uploaded when
+    // its bytes changed (and copied back if the kernel wrote it).
     void bind(halide_buffer_t *buf, bool is_int);
     // After a kernel call: copies back fallback copies, releases crops.
     // Every binding is undone even when a copy fails (then it throws).
@@ -58,6 +64,10 @@ public:
     // Device memory held: weights uploaded, activation buffers.
     size_t weight_bytes() const;
     size_t activation_bytes() const;
+    // Int arrays uploaded so far (bind's is_int), and the binds that found
+    // their device copy current (no upload).
+    size_t int_uploads() const { return int_uploads_; }
+    size_t int_reuses() const { return int_reuses_; }
 
     // Device → host shadow (so host code can read it there), and back
     // (tests; the runtime's data reaches the device through kernels).
@@ -72,15 +82,23 @@ private:
         halide_buffer_t buf{};
         halide_dimension_t dim{};
     };
+    // An int array's device copy and the bytes uploaded to it.
+    struct IntCopy : Root {
+        std::vector<uint8_t> shadow;
+        uint64_t used = 0;   // for evicting the least recently bound
+        bool stale = false;  // a kernel wrote it: no longer equals `shadow`
+    };
     struct Bound {
         halide_buffer_t *view;
         uint8_t *host;
-        enum Kind { Crop, Temp, Transient } kind = Crop;
-        halide_buffer_t crop{};  // Crop: the 1-D crop; Temp: the temp buffer
+        enum Kind { Crop, Temp, Int } kind = Crop;
+        halide_buffer_t crop{};  // Crop, Int: the 1-D crop; Temp: the temp buffer
         halide_dimension_t dim{};
         const Root *root = nullptr;
+        IntCopy *ints = nullptr;  // Int
         size_t offset = 0, span = 0;
     };
+    IntCopy &int_copy(const uint8_t *host, size_t span);
     // The tracked root containing [p, p + bytes), and p's byte offset in it.
     Root *find(const void *p, size_t bytes, size_t *offset);
     void crop(const Root &r, size_t offset, size_t bytes, halide_buffer_t *out, halide_dimension_t *dim);
@@ -94,6 +112,9 @@ private:
     size_t align_ = 1;  // byte alignment a device sub-range must have (OpenCL)
     std::map<uintptr_t, std::unique_ptr<Root>> roots_;
     std::map<std::pair<uintptr_t, size_t>, std::unique_ptr<Root>> weights_;
+    std::multimap<std::pair<size_t, uint64_t>, std::unique_ptr<IntCopy>> ints_;  // by (bytes, hash)
+    uint64_t int_tick_ = 0;
+    size_t int_uploads_ = 0, int_reuses_ = 0;
     std::deque<Bound> bound_;  // a deque: its elements never move (their buffers point into them)
 };
 

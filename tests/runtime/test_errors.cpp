@@ -251,3 +251,53 @@ TEST(Devices, MissingDeviceIsAClearError) {
         }
     }
 }
+
+// Small int arrays (token ids, lengths, block tables) are kept on the device
+// by their bytes and uploaded only when no copy holds them: a decoding step
+// binds the same lengths and tables once per layer. Each bind's device copy
+// holds the host's current values (read back here).
+TEST(Devices, IntArraysAreUploadedOnlyWhenTheyChange) {
+    for (Device d : {Device::CUDA, Device::OpenCL}) {
+        if (!device_problem(d).empty()) continue;
+        SCOPED_TRACE(device_name(d));
+        DeviceContext dc(d);
+        std::vector<int32_t> ids = {4, 8, 15, 16, 23, 42};
+        auto bind_and_read = [&](std::vector<int32_t> &ids) {
+            halide_dimension_t dim(0, (int32_t)ids.size(), 1);
+            halide_buffer_t view{};
+            view.host = (uint8_t *)ids.data();
+            view.type = halide_type_t(halide_type_int, 32);
+            view.dimensions = 1;
+            view.dim = &dim;
+            dc.bind(&view, true);
+            EXPECT_NE(view.device, 0u);
+            EXPECT_EQ((void *)view.host, (void *)ids.data()) << "host checks of ids read the host's copy";
+            std::vector<int32_t> back(ids.size(), -1);
+            halide_dimension_t bdim = dim;
+            halide_buffer_t read = view;
+            read.dim = &bdim;
+            read.host = (uint8_t *)back.data();
+            read.flags = halide_buffer_flag_device_dirty;
+            EXPECT_EQ(halide_copy_to_host(nullptr, &read), 0);
+            dc.release_bound();
+            EXPECT_EQ((void *)view.host, (void *)ids.data()) << "the view is the host's again";
+            return back;
+        };
+        EXPECT_EQ(bind_and_read(ids), ids);
+        EXPECT_EQ(dc.int_uploads(), 1u);
+        for (int i = 0; i < 3; i++) EXPECT_EQ(bind_and_read(ids), ids);
+        EXPECT_EQ(dc.int_uploads(), 1u) << "unchanged bytes were uploaded again";
+        EXPECT_EQ(dc.int_reuses(), 3u);
+        std::vector<int32_t> copy = ids;  // the same bytes elsewhere
+        EXPECT_EQ(bind_and_read(copy), ids);
+        EXPECT_EQ(dc.int_uploads(), 1u) << "equal bytes at another address were uploaded again";
+        ids[3] = 99;
+        EXPECT_EQ(bind_and_read(ids), ids) << "a changed array was not uploaded";
+        EXPECT_EQ(dc.int_uploads(), 2u);
+        copy[0] = -7;  // and a third content, then back to the first two
+        EXPECT_EQ(bind_and_read(copy), copy);
+        ids[3] = 16;
+        EXPECT_EQ(bind_and_read(ids), (std::vector<int32_t>{4, 8, 15, 16, 23, 42}));
+        EXPECT_EQ(dc.int_uploads(), 3u);
+    }
+}

@@ -131,7 +131,7 @@ void gated(Kernels &k, const Pass &p, const LayerW &L, const float *in, const fl
     } else {
         View vin(in, {{D, 1}, {M, D}}), w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}});
         View vg(gate, {{F, 1}, {M, F}}), vh(hidden, {{F, 1}, {M, F}});
-        const bool dot = M <= kDotRows, tanh = act == Act::GELUTanh;
+        const bool dot = M <= dot_rows(k.device()), tanh = act == Act::GELUTanh;
         auto fn = dot ? (tanh ? HF_PICK(k.device(), hf_linear_dot_gelu_tanh_gated) : HF_PICK(k.device(), hf_linear_dot_silu_gated))
                       : (tanh ? HF_PICK(k.device(), hf_linear_gelu_tanh_gated) : HF_PICK(k.device(), hf_linear_silu_gated));
         k.run("ffn", [&] { return fn(vin.get(), w1.get(), b1.get(), vg.get(), vh.get()); });
@@ -165,7 +165,7 @@ void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *
     if (!p.train && k.desc.gated_ffn) return gated(k, p, L, in, res, io, io.x_out);
     if (p.train && k.desc.gated_ffn) throw Error("training: no backward kernels for the gated feed-forward (T5 is inference only)");
     if (!p.train) {
-        if (k.packed() || M <= kDotRows) return two_projections(k, p, L, in, res, io, io.x_out);
+        if (k.packed() || M <= dot_rows(k.device())) return two_projections(k, p, L, in, res, io, io.x_out);
         return fused(k, L, in, res, io, io.x_out);
     }
 #ifndef HALFORMER_HAS_TRAINING

@@ -79,8 +79,16 @@ void add_layer_norm_backward(Kernels &k, const NormW &n, const NormW &gn, const 
 // 1 × 512 → 2048 runs at 29 GB/s with it against 21 GB/s with the prefill
 // blocks; at 4 rows they tie; at 32 the prefill blocks are 1.8× faster.
 constexpr int kDotRows = 4;
-// How a projection picks its kernel: Auto uses the one-row (decode) kernels
-// up to kDotRows rows, Prefill never does.
+// On a GPU the decode kernels (schedules/linear_schedule.h,
+// schedule_dot_matmul_gpu: W read once, along k, at any row count) serve up
+// to this many rows; the prefill kernel transposes W and X into buffers of
+// their own on every call, which costs about 40/M of the matmul's time
+// (5× at 8 rows).
+constexpr int kGpuDotRows = 32;
+// The rows up to which a projection on this device uses the decode kernels.
+inline int dot_rows(Device d) { return d == Device::CPU ? kDotRows : kGpuDotRows; }
+// How a projection picks its kernel: Auto uses the decode kernels up to
+// dot_rows rows, Prefill never does.
 enum class Shape { Auto, Prefill };
 // y[M, N] (row stride y_stride) = act(x·Wᵀ + b) [+ residual (y's strides)]:
 // W [N, x.cols]. Inference passes run in the model's precision; training

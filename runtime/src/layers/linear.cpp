@@ -38,7 +38,7 @@ void linear(Kernels &k, const Pass &p, const char *name, const Mat &x, const flo
         return k.linear_packed(name, x.p, M, x.stride, w, N, K, b, nullptr, residual, y, y_stride);
     }
     View vx(x.p, {{K, 1}, {M, x.stride}}), vw(w, {{K, 1}, {N, K}}), vb(b, {{N, 1}}), vy(y, {{N, 1}, {M, y_stride}});
-    const bool dot = !p.train && shape == Shape::Auto && M <= kDotRows;
+    const bool dot = !p.train && shape == Shape::Auto && M <= dot_rows(k.device());
     if (residual) {
         View vr(residual, {{N, 1}, {M, y_stride}});
         auto fn = dot ? HF_PICK(k.device(), hf_linear_dot_residual) : HF_PICK(k.device(), hf_linear_residual);

@@ -79,7 +79,7 @@ void project(Kernels &k, const HeadW &h, const float *x, int M, int row_stride, 
     if (!log_softmax) {
         return linear(k, Pass{}, "output_projection", Mat{x, M, D, row_stride}, h.w, h.b, V, out, V);
     }
-    if (k.packed() || M <= kDotRows) {
+    if (k.packed() || M <= dot_rows(k.device())) {
         // The projection (packed, or the one-pass dot for the decode shape:
         // the fused head's panels would transpose all of W on every call),
         // then the log-softmax.
