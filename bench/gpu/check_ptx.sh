@@ -2,7 +2,9 @@
 # Checks the CUDA kernels' PTX without a GPU: extracts the PTX Halide embedded
 # in each build/generators/hf_*_cuda*.o and assembles it with NVIDIA's ptxas
 # (from a CUDA toolkit, if this machine has one) for a target such as sm_90,
-# reporting registers per thread and spills per kernel.
+# reporting registers per thread and spills per kernel, at the register cap
+# the runtime gives the driver's JIT (HL_CUDA_JIT_MAX_REGISTERS, 256 unless
+# set: runtime/src/device.cpp).
 #
 #   bench/gpu/check_ptx.sh [BUILD_DIR] [sm_90]
 set -euo pipefail
@@ -29,7 +31,7 @@ for f in "$tmp"/*.ptx; do
   base=$(basename "$f" .ptx)
   kernel=${base%%-*}; kernel=${kernel%.*}
   ptx=$(grep -o 'cuda_capability_[0-9]*' <<< "$base" || echo "sm_80 (li2018)")
-  if ! "$ptxas" -arch="$arch" -v "$f" -o "$tmp/out.cubin" > "$tmp/log" 2>&1; then
+  if ! "$ptxas" -arch="$arch" -v --maxrregcount="${HL_CUDA_JIT_MAX_REGISTERS:-256}" "$f" -o "$tmp/out.cubin" > "$tmp/log" 2>&1; then
     echo "FAILED: $kernel ($ptx)"; head -5 "$tmp/log"; status=1; continue
   fi
   regs=$(grep -o 'Used [0-9]* registers' "$tmp/log" | awk '{print $2}' | sort -n | tail -1)

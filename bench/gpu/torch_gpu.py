@@ -67,11 +67,24 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
     print(json.dumps({"op": "device", "name": torch.cuda.get_device_name(0), "torch": torch.__version__}), flush=True)
-    for M, K, N in [(1024, 512, 2048), (1024, 2048, 512), (4096, 512, 512), (4096, 512, 2048),
-                    (4096, 1024, 4096), (128, 512, 37000), (8, 512, 2048)]:
+    n = 64 << 20
+    a_, b_ = torch.ones(n, device=dev), torch.empty(n, device=dev)
+    ms = timed(lambda: b_.copy_(a_), a.iters, a.repeats)
+    print(json.dumps({"op": "copy", "shape": "256MiB", "ms": ms, "rate": 8.0 * n / ms / 1e6, "unit": "GB/s"}),
+          flush=True)
+    del a_, b_
+    for M, K, N in [(1024, 512, 2048), (1024, 2048, 512), (4096, 512, 2048), (4096, 1024, 4096),
+                    (128, 512, 37000), (8, 512, 2048), (8, 4096, 4096), (32, 4096, 4096),
+                    (1, 512, 2048), (4, 512, 2048), (1, 4096, 4096), (4, 4096, 4096)]:
         x, w, b = torch.randn(M, K, device=dev), torch.randn(N, K, device=dev) * 0.05, torch.randn(N, device=dev)
         ms = timed(lambda: F.linear(x, w, b), a.iters, a.repeats)
-        emit("linear", f"{M}x{K}->{N}", ms, 2.0 * M * K * N, "GFLOP/s")
+        # The decode shapes (M <= 4) are halformer's linear_dot kernel: the same baseline under both names.
+        for op in ("linear", "linear_dot") if M <= 4 else ("linear",):
+            row = {"op": op, "shape": f"{M}x{K}->{N}", "ms": ms, "rate": 2.0 * M * K * N / ms / 1e6,
+                   "unit": "GFLOP/s"}
+            if M <= 32:
+                row["weight_gbs"] = 4.0 * K * N / ms / 1e6
+            print(json.dumps(row), flush=True)
     for T in (512, 1024, 2048, 4096):
         for causal in (False, True):
             q, k, v = (torch.randn(4, 8, T, 64, device=dev) for _ in range(3))
@@ -80,6 +93,11 @@ def main():
                  4.0 * 4 * 8 * T * T * 64 * (0.5 if causal else 1.0), "GFLOP/s")
     x = torch.randn(4096, 37000 // 8, device=dev)
     emit("softmax", f"4096x{37000 // 8}", timed(lambda: torch.softmax(x, -1), a.iters, a.repeats), 8.0 * x.numel(), "GB/s")
+    x = torch.randn(128, 37000, device=dev)
+    emit("log_softmax", "128x37000", timed(lambda: torch.log_softmax(x, -1), a.iters, a.repeats), 8.0 * x.numel(),
+         "GB/s")
+    x = torch.randn(8, 37000, device=dev)
+    emit("argmax", "8x37000", timed(lambda: torch.argmax(x, -1), a.iters, a.repeats), 4.0 * x.numel(), "GB/s")
     x, g, bb = torch.randn(8192, 512, device=dev), torch.randn(512, device=dev), torch.randn(512, device=dev)
     emit("layer_norm", "8192x512", timed(lambda: F.layer_norm(x, (512,), g, bb, 1e-5), a.iters, a.repeats),
          8.0 * x.numel(), "GB/s")

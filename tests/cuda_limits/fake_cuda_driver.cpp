@@ -88,6 +88,7 @@ struct State {
     // Transfers, for counting a decoding step's (host to device, device to
     // host: calls and bytes).
     long long htod = 0, dtoh = 0, htod_bytes = 0, dtoh_bytes = 0;
+    long long allocs = 0, frees = 0;  // (a free waits for the device)
 };
 // Never destroyed: Halide's runtime releases its context from a destructor
 // of its own at exit, which may run after this library's.
@@ -247,6 +248,7 @@ __attribute__((destructor)) void summary() {
         std::ofstream out(path);
         out << "launches " << launches << "\nkernels " << launched << "\nrefused " << g.violations
             << "\nto_device " << g.htod << " " << g.htod_bytes << "\nto_host " << g.dtoh << " " << g.dtoh_bytes
+            << "\nallocs " << g.allocs << "\nfrees " << g.frees
             << "\nregisters " << (g.ptxas.empty() ? "unchecked" : regs_known ? "checked" : "partly") << "\n"
             << rows.str();
     }
@@ -330,10 +332,18 @@ CUresult cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) {
     if (!ptr) return kInvalidValue;
     void *p = std::malloc(std::max<size_t>(bytes, 1));
     if (!p) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
+    {
+        std::lock_guard<std::mutex> lock(g.mu);
+        g.allocs++;
+    }
     *ptr = reinterpret_cast<uintptr_t>(p);
     return kSuccess;
 }
 CUresult cuMemFree_v2(unsigned long long ptr) {
+    {
+        std::lock_guard<std::mutex> lock(g.mu);
+        g.frees++;
+    }
     std::free(reinterpret_cast<void *>(uintptr_t(ptr)));
     return kSuccess;
 }
