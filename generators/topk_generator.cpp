@@ -81,8 +81,17 @@ public:
 
         std::vector<Expr> vs, is;
         for (int e = 0; e < K; e++) {
-            vs.push_back(best(m)[e]);
-            is.push_back(K == 1 ? select(best(m)[0] == neg_inf, -1, best(m)[1]) : best(m)[K + e]);
+            if (K == 1) {
+                // No finite score: -inf and id -1. (is_nan, always strict:
+                // a NaN the max let through in some build's code, where
+                // comparisons with NaN are not guaranteed false, is that.)
+                Expr none = is_nan(best(m)[0]) || best(m)[0] == neg_inf;
+                vs.push_back(select(none, neg_inf, best(m)[0]));
+                is.push_back(select(none, -1, best(m)[1]));
+            } else {
+                vs.push_back(best(m)[e]);
+                is.push_back(best(m)[K + e]);
+            }
         }
         values(j, m) = mux(j, vs);
         ids(j, m) = mux(j, is);

@@ -28,6 +28,7 @@ def divergent_barriers(lines):
     """The number of barriers inside divergent branches or loops of the
     __kernel functions in `lines` (OpenCL C as Halide writes it)."""
     in_kernel, count, stack, prev, tainted = False, 0, [], "", set()
+    closed = False  # the divergence of the scope closed last (an `else` takes its branch's)
 
     def divergent(expr):
         return "get_local_id" in expr or any(t in tainted for t in IDENT.findall(expr))
@@ -49,12 +50,16 @@ def divergent_barriers(lines):
             if text.startswith("}"):
                 closed = stack.pop() if stack else False
                 if text.startswith("} else"):
-                    stack.append(closed)  # the else of the branch just closed
+                    stack.append(closed or any(stack))  # the else of the branch just closed
             elif text.endswith("{"):
                 head = text[:-1].strip() or prev
                 kind = re.match(r"(if|else|for|while)\b", head)
                 if not kind:
                     stack.append(False)  # a plain scope: every thread passes
+                elif kind.group(1) == "else":
+                    # Halide writes `} // if _c`, `else`, `{` on three lines:
+                    # the else of the branch closed last.
+                    stack.append(closed or any(stack))
                 else:
                     d = divergent(head) or any(stack)
                     loop_var = LOOP_VAR.match(head)
@@ -106,6 +111,28 @@ SELF_TEST = [
  } else {
   barrier(0);
  }
+} // kernel
+""", 1),
+    # Halide's own layout of an else: three lines.
+    ("""__kernel void k(const int _n) {
+ int _t = get_local_id(0);
+ bool _c = _t < 3;
+ if (_c)
+ {
+  int _z = 1;
+ } // if _c
+ else
+ {
+  barrier(0);
+ } // if _c else
+ if (_n)
+ {
+  int _y = 2;
+ } // if _n
+ else
+ {
+  barrier(0);
+ } // if _n else
 } // kernel
 """, 1),
 ]

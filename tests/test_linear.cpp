@@ -76,7 +76,7 @@ TEST_P(LinearTest, MatchesReference) {
 
 // Hostile shapes and values: every extent 1, a single input feature or
 // output, K and N just past a power of two, the decode rows 1..4 (the
-// runtime's dot kernels run M ≤ 4), and products of ±1e3 · ±30 summed over
+// runtime's dot kernels run M ≤ 4 on a CPU, M ≤ 32 on a GPU), and products of ±1e3 · ±30 summed over
 // up to a thousand features (pre-activations up to about ±3e5, where GELU
 // saturates to x and to 0, and sums that cancel); the last shape holds whole
 // tiles of the autoscheduled builds.

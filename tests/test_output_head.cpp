@@ -85,15 +85,22 @@ TEST_P(TopKTest, RandomRowsAndTies) {
         ties(n, 1) = 1.0f;            // all equal
     }
     check_topk(GetParam().fn, K, ties);
-    // Ties spread over many first-stage chunks (the kernel splits rows into
-    // chunks of 512): equal maxima at ids 6, 13, 20, ... and a row of equal
-    // values, 2049 wide (a partial last chunk).
+    // Ties spread over many first-stage chunks (the GPU argmax splits rows
+    // into stretches of 256 ids, longer past 262,144): equal maxima at ids
+    // 6, 13, 20, ... and a row of equal values, 2049 wide (a partial last
+    // stretch).
     Buffer<float> wide(2049, 2);
     for (int n = 0; n < 2049; n++) {
         wide(n, 0) = (float)(n % 7);
         wide(n, 1) = -2.5f;
     }
     check_topk(GetParam().fn, K, wide);
+    // A vocabulary past 262,144 ids (stretches of 297 ids on a GPU), with its
+    // maximum twice, in two stretches.
+    Buffer<float> huge = ref::random_buffer({300001, 2}, 13, -3, 3);
+    huge(299999, 0) = huge(123457, 0) = 5.0f;
+    huge(300000, 1) = 7.0f;
+    check_topk(GetParam().fn, K, huge);
     // Many rows (whole 64-row tiles of the autoscheduled builds and a tail), each with
     // its own ties.
     Buffer<float> tall = ref::random_buffer({300, 70}, 12, -3, 3);
@@ -102,9 +109,10 @@ TEST_P(TopKTest, RandomRowsAndTies) {
     check_topk(GetParam().fn, K, tall);
 }
 
-// Even rows: one finite score among -inf and a NaN (one id, then -1s); odd
-// rows: a NaN at every third id (never selected). 2 rows, and 66 (a whole
-// 64-row tile of the autoscheduled builds and a tail).
+// Even rows: one finite score among -inf and a NaN (one id, then -1s), or
+// (rows 4, 10, ...) nothing finite at all (-1s only); odd rows: a NaN at
+// every third id (never selected). 2 rows, and 66 (a whole 64-row tile of
+// the autoscheduled builds and a tail).
 TEST_P(TopKTest, NaNAndTooFewScores) {
     const int K = GetParam().name.find("topk8") != std::string::npos ? 8 : 1;
     const float inf = std::numeric_limits<float>::infinity();
@@ -113,12 +121,14 @@ TEST_P(TopKTest, NaNAndTooFewScores) {
         for (int m = 0; m < M; m++) {
             for (int n = 0; n < 1500; n++) {
                 if (m % 2 == 0) {
-                    s(n, m) = -inf;  // one finite score among -inf: the rest is (-inf, -1)
+                    // one finite score among -inf: the rest is (-inf, -1);
+                    // rows 4, 10, ...: -inf and NaN only, all (-inf, -1)
+                    s(n, m) = m % 6 == 4 && n % 2 == 0 ? std::nanf("") : -inf;
                 } else {
                     s(n, m) = n % 3 == 0 ? std::nanf("") : (float)n;
                 }
             }
-            if (m % 2 == 0) {
+            if (m % 2 == 0 && m % 6 != 4) {
                 s(700, m) = 3.0f;
                 s(1400, m) = std::nanf("");
             }
@@ -127,6 +137,10 @@ TEST_P(TopKTest, NaNAndTooFewScores) {
         Buffer<int32_t> ids(K, M);
         HF_CALL(GetParam().fn(s, vals, ids));
         for (int m = 0; m < M; m += 2) {
+            if (m % 6 == 4) {
+                for (int j = 0; j < K; j++) EXPECT_EQ(ids(j, m), -1) << "row " << m << " (no finite score)";
+                continue;
+            }
             EXPECT_EQ(ids(0, m), 700) << "row " << m;
             EXPECT_EQ(vals(0, m), 3.0f) << "row " << m;
             for (int j = 1; j < K; j++) EXPECT_EQ(ids(j, m), -1) << "row " << m << " rank " << j;

@@ -87,6 +87,7 @@ private:
         std::vector<uint8_t> shadow;
         uint64_t used = 0;   // for evicting the least recently bound
         bool stale = false;  // a kernel wrote it: no longer equals `shadow`
+        bool bound = false;  // bound to the call being made (not shared within a call)
     };
     struct Bound {
         halide_buffer_t *view;

@@ -385,6 +385,7 @@ CUresult cuMemcpy3D_v2(const void *) { return kInvalidValue; }  // Halide 14 cop
 CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, void *, void **params, void **) {
     std::lock_guard<std::mutex> lock(g.mu);
+    g.last_error.clear();  // this launch's verdict only
     if (!fn) return kInvalidValue;
     Function &f = *static_cast<Function *>(fn);
     f.launches++;
