@@ -2,7 +2,10 @@
 //   O = softmax(Q·Kᵀ · scale + mask) · V          (scale = 1/√d_k by default)
 //
 //   q       [B, H, Tq,  dk]  Halide (d, i, h, b)
-//   k, v    [B, H, Tkv, dk]  Halide (d, j, h, b)
+//   k, v    [B, Hkv, Tkv, dk]  Halide (d, j, g, b)  Hkv key/value heads: H
+//                            itself (multi-head), or a divisor of H
+//                            (grouped-query attention; 1: multi-query):
+//                            query head h reads key/value head h / (H / Hkv)
 //   kv_len  [B] int32        valid keys per sequence (key padding); keys at
 //                            j ≥ kv_len[b] are masked
 //   q_offset                 position of query 0 among the keys: with
@@ -87,6 +90,12 @@ public:
         const int KB = Tuned(tuned_as, get_target()).get("key_block", key_block);
         Expr dk = q.dim(0).extent();
         Expr Tkv = k.dim(1).extent();
+        // Grouped-query attention: query head h reads key/value head h / group.
+        Expr H = q.dim(2).extent(), Hkv = k.dim(2).extent();
+        // (Clamped, so that heads that do not divide reach the requirement
+        // below instead of a bounds error.)
+        Expr group = max(H / max(Hkv, 1), 1);
+        Expr hk = min(h / group, Hkv - 1);
         Expr nblocks = (Tkv + KB - 1) / KB;
         rd = RDom(0, dk, "rd");
 
@@ -101,7 +110,7 @@ public:
             Expr pool_blocks = max(k.dim(3).extent() / P, 1);
             return clamp((*block_table)(jj / P, b), 0, pool_blocks - 1) * P + jj % P;
         };
-        kt(j, d, h, b) = k(d, min(j, Tkv - 1), h, row(min(j, Tkv - 1)));
+        kt(j, d, h, b) = k(d, min(j, Tkv - 1), hk, row(min(j, Tkv - 1)));
         score(j, i, h, b) = 0.0f;
         score(j, i, h, b) += q(rd, min(i, Tq - 1), h, b) * kt(j, rd, h, b);
         Expr limit = clamp(kv_len(b), 0, Tkv);
@@ -126,7 +135,8 @@ public:
         // v reads as zero past the head size: a schedule may compute whole
         // vectors of head dims (the values past dk are never stored). The
         // clamp is `likely` in range, so loops over d split off the tail.
-        Expr v_jb = v(clamp(likely(d), 0, dk - 1), min(jb, Tkv - 1), h, row(min(jb, Tkv - 1)));
+        Expr v_jb = v(clamp(likely(d), 0, dk - 1), min(jb, Tkv - 1), min(hk, v.dim(2).extent() - 1),
+                      row(min(jb, Tkv - 1)));
         Expr pv = p(jb, i, h, b) * select(d < dk, v_jb, 0.0f);
         // Paged: a masked key's row may never have been written (the rest
         // of a row's last block, a fresh copy's tail), and 0 · NaN is NaN,
@@ -146,6 +156,9 @@ public:
         numer(d, i, h, b) = 0.0f;
         numer(d, i, h, b) += weight(rb, i, h, b) * block_out(d, rb, i, h, b);
         o(d, i, h, b) = select(denom(i, h, b) > 0.0f, numer(d, i, h, b) / denom(i, h, b), 0.0f);
+        add_requirement(Hkv > 0 && H % max(Hkv, 1) == 0 && v.dim(2).extent() == Hkv,
+                        "attention:", H, "query heads are not a whole multiple of the", Hkv,
+                        "key heads, or v has", v.dim(2).extent(), "heads where k has", Hkv);
 
         /* ESTIMATES: Transformer-base self-attention, 1 × 8 heads × 128 × 64 */
         q.set_estimates({{0, 64}, {0, 128}, {0, 8}, {0, 1}});

@@ -174,12 +174,14 @@ inline Array rms_norm(Array x, Array *res, Array g, double eps) {
     return y;
 }
 
-// q (d, i, h, b), k/v (d, j, h, b); bias (T5): bias[h](j − (i + q_offset))
-// added to the scaled score.
+// q (d, i, h, b), k/v (d, j, g, b) with H / G query heads to a key/value
+// head (g = h / (H / G): grouped-query attention; G = H: multi-head); bias
+// (T5): bias[h](j − (i + q_offset)) added to the scaled score.
 using RelBias = std::vector<std::function<double(int)>>;
 inline Array attention(Array q, Array k, Array v, const std::vector<int> &kv_len, int q_offset,
                        double scale, bool causal, const RelBias *bias = nullptr) {
     const int dk = q.dims[0], Tq = q.dims[1], H = q.dims[2], B = q.dims[3], Tkv = k.dims[1];
+    const int group = H / k.dims[2];
     Array o({dk, Tq, H, B});
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
@@ -190,7 +192,7 @@ inline Array attention(Array q, Array k, Array v, const std::vector<int> &kv_len
                 for (int j = 0; j < Tkv; j++) {
                     ok[j] = j < kv_len[b] && (!causal || j <= i + q_offset);
                     double acc = 0;
-                    for (int d = 0; d < dk; d++) acc += q(d, i, h, b) * k(d, j, h, b);
+                    for (int d = 0; d < dk; d++) acc += q(d, i, h, b) * k(d, j, h / group, b);
                     s[j] = acc * scale + (bias ? (*bias)[h](j - (i + q_offset)) : 0.0);
                     if (ok[j]) mx = std::max(mx, s[j]);
                 }
@@ -199,7 +201,7 @@ inline Array attention(Array q, Array k, Array v, const std::vector<int> &kv_len
                 for (int d = 0; d < dk; d++) {
                     double acc = 0;
                     for (int j = 0; j < Tkv; j++)
-                        if (ok[j]) acc += std::exp(s[j] - mx) * v(d, j, h, b);
+                        if (ok[j]) acc += std::exp(s[j] - mx) * v(d, j, h / group, b);
                     o(d, i, h, b) = sum > 0 ? acc / sum : 0.0;
                 }
             }

@@ -34,6 +34,7 @@ struct Case {
     std::vector<int> kv_len;  // empty: all Tkv
     int q_offset;
     float range;  // inputs uniform in ±range
+    int Hkv = 0;  // key/value heads (grouped-query attention); 0: H
 };
 
 bool is_causal(const std::string &name) { return name.find("causal") != std::string::npos; }
@@ -45,8 +46,8 @@ struct Inputs {
     Buffer<int32_t> len;
     Inputs(const Case &c, uint32_t seed)
         : q(ref::random_buffer({c.dk, c.Tq, c.H, c.B}, seed, -c.range, c.range)),
-          k(ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 1, -c.range, c.range)),
-          v(ref::random_buffer({c.dk, c.Tkv, c.H, c.B}, seed + 2)),
+          k(ref::random_buffer({c.dk, c.Tkv, c.Hkv ? c.Hkv : c.H, c.B}, seed + 1, -c.range, c.range)),
+          v(ref::random_buffer({c.dk, c.Tkv, c.Hkv ? c.Hkv : c.H, c.B}, seed + 2)),
           lens(c.kv_len.empty() ? std::vector<int>(c.B, c.Tkv) : c.kv_len),
           len(c.B) {
         for (int b = 0; b < c.B; b++) len(b) = lens[b];
@@ -60,7 +61,7 @@ void run_case(const Kernel<AttnFn> &fn, bool causal, const Case &c, uint32_t see
     HF_CALL(fn(in.q, in.k, in.v, in.len, c.q_offset, scale, o));
     auto r = ref::attention(ref::to_array(in.q), ref::to_array(in.k), ref::to_array(in.v), in.lens, c.q_offset,
                             scale, causal);
-    EXPECT_LE(ref::rel_error(o, r), tol) << "B=" << c.B << " H=" << c.H << " Tq=" << c.Tq
+    EXPECT_LE(ref::rel_error(o, r), tol) << "B=" << c.B << " H=" << c.H << " Hkv=" << c.Hkv << " Tq=" << c.Tq
                                          << " Tkv=" << c.Tkv << " dk=" << c.dk;
 }
 
@@ -103,6 +104,27 @@ TEST_P(AttentionTest, IncrementalDecoding) {
             run_case(GetParam().fn, causal, {2, 8, Tq, L, 64, {}, L - Tq, 1.f}, 90 + L + Tq);
         }
     }
+}
+
+// Grouped-query attention (Llama 2 70B, Llama 3, Mistral, Qwen2): 8 query
+// heads over 4, 2 and 1 key/value heads (1: multi-query), self-attention and
+// decoding steps; each query head must read its own group's keys (the
+// reference maps h to h / (H / Hkv)). Heads that do not divide are an error
+// that says so.
+TEST_P(AttentionTest, GroupedQueryHeads) {
+    const bool causal = is_causal(GetParam().name);
+    uint32_t seed = 300;
+    for (int Hkv : {4, 2, 1}) {
+        run_case(GetParam().fn, causal, {2, 8, 17, 17, 64, {17, 9}, 0, 1.f, Hkv}, seed += 3);
+        run_case(GetParam().fn, causal, {2, 8, 1, 70, 32, {70, 41}, 69, 1.f, Hkv}, seed += 3);
+        run_case(GetParam().fn, causal, {1, 8, 3, 130, 64, {}, 127, 1.f, Hkv}, seed += 3);
+    }
+    Inputs in({1, 6, 4, 4, 32, {}, 0, 1.f, 4}, 7);
+    Buffer<float> o(32, 4, 6, 1);
+    EXPECT_NE(GetParam().fn(in.q, in.k, in.v, in.len, 0, 0.2f, o), 0) << "6 query heads over 4 key heads ran";
+    EXPECT_NE(halformer::last_kernel_error().find("6 query heads are not a whole multiple of the 4 key heads"),
+              std::string::npos)
+        << halformer::last_kernel_error();
 }
 
 // Scores of about ±1e4 (inputs ±100·√(dk)/…): max subtraction keeps exp in range.
