@@ -189,6 +189,24 @@ void DeviceContext::crop(const Root &r, size_t offset, size_t bytes, halide_buff
     dim->min = 0;  // the crop's device handle already points at `offset`
 }
 
+// An int array not in a tracked range: bound to the device copy holding its
+// bytes (int_copy). Both copies are current (neither dirty): the kernel
+// reads the device's, and its checks of ids on the host (embedding, gather)
+// read the host's. An empty view gets none (the kernel touches nothing).
+void DeviceContext::bind_int(Bound &b, halide_buffer_t *buf, size_t span) {
+    b.kind = Bound::Int;
+    buf->flags = 0;
+    bool empty = buf->host == nullptr;
+    for (int i = 0; i < buf->dimensions; i++) empty = empty || buf->dim[i].extent <= 0;
+    if (empty) return;
+    b.ints = &int_copy(buf->host, span);
+    b.ints->bound = true;
+    b.span = span;
+    crop(*b.ints, 0, span, &b.crop, &b.dim);
+    buf->device = b.crop.device;
+    buf->device_interface = iface_;
+}
+
 void DeviceContext::bind(halide_buffer_t *buf, bool is_int) {
     if (!on_gpu()) return;
     if (fault_now(Fault::Bind)) {
@@ -225,23 +243,7 @@ void DeviceContext::bind(halide_buffer_t *buf, bool is_int) {
         buf->host = nullptr;
         buf->flags = 0;
     } else if (is_int) {
-        b.kind = Bound::Int;
-        bool empty = buf->host == nullptr;
-        for (int i = 0; i < buf->dimensions; i++) empty = empty || buf->dim[i].extent <= 0;
-        if (empty) {  // nothing to read: no device copy (the kernel touches none)
-            buf->flags = 0;
-            return;
-        }
-        b.ints = &int_copy(buf->host, span);
-        b.ints->bound = true;
-        b.span = span;
-        crop(*b.ints, 0, span, &b.crop, &b.dim);
-        // Both copies are current (neither dirty): the kernel reads the
-        // device's, and its checks of ids on the host (embedding, gather)
-        // read the host's.
-        buf->device = b.crop.device;
-        buf->device_interface = iface_;
-        buf->flags = 0;
+        bind_int(b, buf, span);
     } else {
         // A weight: uploaded on first use, then reused.
         auto key = std::make_pair((uintptr_t)buf->host, span);

@@ -100,6 +100,7 @@ private:
         size_t offset = 0, span = 0;
     };
     IntCopy &int_copy(const uint8_t *host, size_t span);
+    void bind_int(Bound &b, halide_buffer_t *buf, size_t span);
     // The tracked root containing [p, p + bytes), and p's byte offset in it.
     Root *find(const void *p, size_t bytes, size_t *offset);
     void crop(const Root &r, size_t offset, size_t bytes, halide_buffer_t *out, halide_dimension_t *dim);
