@@ -132,8 +132,9 @@ struct GpuMatmulKnobs {
 // shared memory: a block reads a 32 × 32 tile of src with its threads along
 // src's contiguous dimension b (coalesced), and writes t along a
 // (coalesced); 32 × 8 threads, 4 elements each. The shared tile's rows are
-// padded to 33 floats (no bank conflicts on the transposed read); t's rows
-// are padded to a multiple of 4 floats and start at a multiple of 4, so a
+// padded to 33 floats (no bank conflicts on the transposed read). t is
+// computed over [0, a_extent): the matmul passes whole tiles (64 and 16 at
+// the defaults), so t's rows start and end at multiples of 4 and a
 // consumer's float4 loads along a are aligned.
 inline void schedule_transpose_gpu(Halide::Func t, Halide::Func src, Halide::Var a, Halide::Var b,
                                    Halide::Expr a_extent) {
