@@ -12,6 +12,12 @@ set(HALFORMER_RUNTIME_SOURCES
   src/fault.cpp
   src/files.cpp
   src/forward.cpp
+  src/hf/families.cpp
+  src/hf/families/bert.cpp
+  src/hf/families/gpt2.cpp
+  src/hf/families/llama.cpp
+  src/hf/families/marian.cpp
+  src/hf/families/t5.cpp
   src/hf/hf_config.cpp
   src/hf/hf_weights.cpp
   src/packed.cpp

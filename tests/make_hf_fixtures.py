@@ -554,6 +554,125 @@ def marian_forward(W, c, srcs, tgts):
     return [logits[b, :n] for b, n in enumerate(tlen)]
 
 
+def llama_names(c):
+    """LlamaForCausalLM / MistralForCausalLM / Qwen2ForCausalLM state_dict (the same names)."""
+    D, F, V, H = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["num_attention_heads"]
+    Hkv = c.get("num_key_value_heads") or H
+    dh = c.get("head_dim") or D // H
+    qkv_b = c.get("attention_bias", False) or c["model_type"] == "qwen2"
+    o_b = c.get("attention_bias", False)
+    mlp_b = c.get("mlp_bias", False)
+    out = [("model.embed_tokens.weight", [V, D], "emb")]
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        for n, rows in (("q_proj", H * dh), ("k_proj", Hkv * dh), ("v_proj", Hkv * dh)):
+            out.append((p + f"self_attn.{n}.weight", [rows, D], "lin"))
+            if qkv_b:
+                out.append((p + f"self_attn.{n}.bias", [rows], "bias"))
+        out.append((p + "self_attn.o_proj.weight", [D, H * dh], "lin"))
+        if o_b:
+            out.append((p + "self_attn.o_proj.bias", [D], "bias"))
+        out.append((p + "mlp.gate_proj.weight", [F, D], "lin_ff1"))
+        if mlp_b:
+            out.append((p + "mlp.gate_proj.bias", [F], "bias_ff1"))
+        out.append((p + "mlp.up_proj.weight", [F, D], "lin"))
+        if mlp_b:
+            out.append((p + "mlp.up_proj.bias", [F], "bias"))
+        out.append((p + "mlp.down_proj.weight", [D, F], "lin_ff2"))
+        if mlp_b:
+            out.append((p + "mlp.down_proj.bias", [D], "bias"))
+        out += [(p + "input_layernorm.weight", [D], "rms_w"), (p + "post_attention_layernorm.weight", [D], "rms_w")]
+    out.append(("model.norm.weight", [D], "rms_w"))
+    out.append(("lm_head.weight", [V, D], "tied" if c.get("tie_word_embeddings", False) else "emb_head"))
+    return out
+
+
+def rope_parameters(c):
+    """(theta, scaling dict or None) from either config form: transformers 4 (rope_theta, rope_scaling) or 5
+    (rope_parameters)."""
+    if "rope_parameters" in c:
+        r = dict(c["rope_parameters"])
+        return r.pop("rope_theta"), (r if r.get("rope_type", "default") != "default" else None)
+    return c.get("rope_theta", 10000.0), c.get("rope_scaling")
+
+
+def rope_inv_freq(c):
+    """transformers' modeling_rope_utils: _compute_default_rope_parameters, then linear or llama3 (float32)."""
+    D, H = c["hidden_size"], c["num_attention_heads"]
+    dim = c.get("head_dim") or D // H
+    base, sc = rope_parameters(c)
+    inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    if sc is None:
+        return inv
+    kind = sc.get("rope_type", sc.get("type"))
+    if kind == "linear":
+        return inv / sc["factor"]
+    assert kind == "llama3", kind
+    factor, low, high, old = sc["factor"], sc["low_freq_factor"], sc["high_freq_factor"], sc[
+        "original_max_position_embeddings"]
+    low_wavelen, high_wavelen = old / low, old / high
+    wavelen = 2 * math.pi / inv
+    inv_l = torch.where(wavelen > low_wavelen, inv / factor, inv)
+    smooth = (old / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * inv_l / factor + smooth * inv_l
+    medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+    return torch.where(medium, smoothed, inv_l)
+
+
+def rope_cos_sin(c, T):
+    """cos, sin [T, dim] (float64 of the float32 angle, as transformers: position * inv_freq in float32)."""
+    inv = rope_inv_freq(c)
+    ang = torch.arange(T, dtype=torch.float32)[:, None] * inv[None, :]
+    emb = torch.cat([ang, ang], dim=-1).to(F64)
+    return emb.cos(), emb.sin()
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat([-x[..., h:], x[..., :h]], dim=-1)
+
+
+def llama_forward(W, c, seqs):
+    """LlamaForCausalLM (MistralForCausalLM, Qwen2ForCausalLM alike): logits [T, V] per sequence, right-padded
+    batch (causal: the valid rows are exact). A sliding window masks keys more than window - 1 behind."""
+    D, H = c["hidden_size"], c["num_attention_heads"]
+    Hkv = c.get("num_key_value_heads") or H
+    dh = c.get("head_dim") or D // H
+    eps = c["rms_norm_eps"]
+    act = act_fn(c.get("hidden_act", "silu"))
+    ids, lens = pad_batch(seqs, 0)
+    B, T = ids.shape
+    x = W["model.embed_tokens.weight"][ids]
+    cos, sin = rope_cos_sin(c, T)
+    mask = causal_mask(T)
+    window = c.get("sliding_window") if c["model_type"] == "mistral" else None
+    if window:
+        mask = mask + torch.tril(torch.full((T, T), -math.inf, dtype=F64), diagonal=-window)[None, None]
+    g = lambda n: W.get(n)
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        h = rms_norm(x, W[p + "input_layernorm.weight"], eps)
+        q = linear(h, W[p + "self_attn.q_proj.weight"], g(p + "self_attn.q_proj.bias")).view(B, T, H, dh)
+        k = linear(h, W[p + "self_attn.k_proj.weight"], g(p + "self_attn.k_proj.bias")).view(B, T, Hkv, dh)
+        v = linear(h, W[p + "self_attn.v_proj.weight"], g(p + "self_attn.v_proj.bias")).view(B, T, Hkv, dh)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = k.repeat_interleave(H // Hkv, dim=1)  # repeat_kv: query head h reads kv head h // (H / Hkv)
+        v = v.repeat_interleave(H // Hkv, dim=1)
+        s = (q @ k.transpose(-1, -2)) * dh ** -0.5 + mask
+        o = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, T, H * dh)
+        x = x + linear(o, W[p + "self_attn.o_proj.weight"], g(p + "self_attn.o_proj.bias"))
+        h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps)
+        f = act(linear(h, W[p + "mlp.gate_proj.weight"], g(p + "mlp.gate_proj.bias"))) * \
+            linear(h, W[p + "mlp.up_proj.weight"], g(p + "mlp.up_proj.bias"))
+        x = x + linear(f, W[p + "mlp.down_proj.weight"], g(p + "mlp.down_proj.bias"))
+    x = rms_norm(x, W["model.norm.weight"], eps)
+    head = W["model.embed_tokens.weight"] if c.get("tie_word_embeddings", False) else W["lm_head.weight"]
+    logits = x @ head.t()
+    return [logits[b, :n] for b, n in enumerate(lens)]
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Weights
 
@@ -623,7 +742,8 @@ def round_to(t32, dtype):
 def swap_vocab(W, a, b):
     """Exchange token ids a and b in every vocabulary-indexed tensor (the model is equivariant under it)."""
     for name, t in W.items():
-        if name in ("transformer.wte.weight", "wte.weight", "shared.weight", "lm_head.weight", "model.shared.weight"):
+        if name in ("transformer.wte.weight", "wte.weight", "shared.weight", "lm_head.weight", "model.shared.weight",
+                    "model.embed_tokens.weight"):
             t[[a, b]] = t[[b, a]]
         elif name == "final_logits_bias":
             t[:, [a, b]] = t[:, [b, a]]
@@ -1075,6 +1195,31 @@ def build_gpt2(name, c, dtype, prefix, old_buffers, shards, tokenizer_json, seed
     return golden, files, lambda d: write_gpt2_tokenizer(d, V, tokenizer_json), shards
 
 
+def build_llama(name, c, dtype, long_len, seed):
+    """Llama, Mistral and Qwen2 decoders: logits (one batch with a sequence of long_len positions), greedy and
+    beam goldens like GPT-2's, and the rotary frequencies transformers computes."""
+    V = c["vocab_size"]
+    names = llama_names(c)
+    W = init_weights(names, c, dtype, seed, "llama")
+    eos = c["eos_token_id"][0] if isinstance(c["eos_token_id"], list) else c["eos_token_id"]
+    bos = c.get("bos_token_id")
+    step = lambda src, hist: llama_forward(W, c, [src + hist])[0][-1]
+    R = Rand(seed + 1)
+    lo = 2  # ids 0 and 1 (bos, eos) stay out of random inputs
+    relabel = lambda src, a, b: [b if x == a else a if x == b else x for x in src]
+    probe = pick_eos(W, step, eos, {eos, bos}, lambda: R.seq(6, lo, V), swap_vocab, relabel)
+    golden = {"special_ids": {"bos": bos, "eos": eos}, "logits": [], "greedy": [], "beam": [],
+              "rope_inv_freq": [float(x) for x in rope_inv_freq(c).tolist()]}
+    batches = [[R.seq(7, lo, V)], [R.seq(1, lo, V)], [R.seq(12, lo, V)],
+               [R.seq(n, lo, V) for n in (7, 3, 1)], [R.seq(n, lo, V) for n in (long_len, 2)]]
+    for srcs in batches:
+        out = llama_forward(W, c, srcs)
+        golden["logits"].append({"src": srcs, "tgt": [], "width": V, "logits": [rounded(o) for o in out]})
+    decode_goldens(golden, step, eos, lambda n: R.seq(n, lo, V), probe)
+    files = [(n, dtype, W[n]) for n, shape, kind in names if kind != "tied"]
+    return golden, files, lambda d: None, 1
+
+
 def bert_inputs(R, V, tok, lens, with_mask):
     lo = len(BERT_SPECIAL)
     seqs = []
@@ -1232,6 +1377,20 @@ def gpt2_config(**kw):
     return c
 
 
+def llama_config(model_type, **kw):
+    """config.json as LlamaConfig / MistralConfig / Qwen2Config.to_json_string writes it (their own fields)."""
+    arch = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM"}[model_type]
+    c = dict(architectures=[arch], model_type=model_type, attention_dropout=0.0, hidden_act="silu",
+             initializer_range=0.02, num_hidden_layers=2, rms_norm_eps=1e-06, use_cache=True, bos_token_id=0,
+             eos_token_id=1, tie_word_embeddings=False)
+    if model_type == "llama":
+        c.update(attention_bias=False, mlp_bias=False, pretraining_tp=1)
+    if model_type == "qwen2":
+        c.update(use_sliding_window=False, sliding_window=4096, max_window_layers=2)
+    c.update(kw)
+    return c
+
+
 def bert_config(**kw):
     c = dict(attention_probs_dropout_prob=0.1, classifier_dropout=None, hidden_act="gelu", hidden_dropout_prob=0.1,
              initializer_range=0.02, layer_norm_eps=1e-12, max_position_embeddings=24, model_type="bert",
@@ -1339,6 +1498,36 @@ def main():
     c.pop("classifier_dropout")
     fixtures.append(("marian_positions", "marian", c, c, "F32",
                      lambda c, s: build_marian("marian_positions", c, "F32", True, marian_tok2, s), False))
+
+    # Today's decoders (issue 41). llama_gqa: 6 query heads over 2 key/value heads, linear rope scaling in
+    # transformers 4's form ("type"), untied head. llama3_mqa: one key/value head, head_dim 16 != 32 / 4,
+    # rope_theta 500000 and llama3 scaling (original context 64: its three frequency bands all occur; a
+    # sequence of 80 positions), transformers 5's rope_parameters, attention and MLP biases, tied head, BF16.
+    # mistral_window: 4 over 2 heads, sliding_window 48 (no golden reaches it), F16. qwen2: Q/K/V biases only,
+    # rope_theta 1e6, tied head, the unused sliding_window fields.
+    c = llama_config("llama", hidden_size=48, num_attention_heads=6, num_key_value_heads=2, intermediate_size=72,
+                     vocab_size=67, max_position_embeddings=64, rope_theta=10000.0,
+                     rope_scaling={"type": "linear", "factor": 2.0}, torch_dtype="float32",
+                     transformers_version=new)
+    fixtures.append(("llama_gqa", "llama", c, c, "F32", lambda c, s: build_llama("llama_gqa", c, "F32", 40, s), True))
+    c = llama_config("llama", hidden_size=32, num_attention_heads=4, num_key_value_heads=1, head_dim=16,
+                     intermediate_size=56, vocab_size=71, max_position_embeddings=128,
+                     rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                                      "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                      "original_max_position_embeddings": 64},
+                     attention_bias=True, mlp_bias=True, tie_word_embeddings=True, torch_dtype="bfloat16",
+                     transformers_version="5.0.0")
+    fixtures.append(("llama3_mqa", "llama", c, c, "BF16",
+                     lambda c, s: build_llama("llama3_mqa", c, "BF16", 80, s), True))
+    c = llama_config("mistral", hidden_size=32, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
+                     vocab_size=61, max_position_embeddings=64, rope_theta=10000.0, sliding_window=48,
+                     torch_dtype="float16", transformers_version=new)
+    fixtures.append(("mistral_window", "mistral", c, c, "F16",
+                     lambda c, s: build_llama("mistral_window", c, "F16", 40, s), True))
+    c = llama_config("qwen2", hidden_size=32, num_attention_heads=4, num_key_value_heads=2, intermediate_size=48,
+                     vocab_size=73, max_position_embeddings=64, rope_theta=1000000.0, tie_word_embeddings=True,
+                     torch_dtype="float32", transformers_version=new)
+    fixtures.append(("qwen2", "qwen2", c, c, "F32", lambda c, s: build_llama("qwen2", c, "F32", 40, s), True))
 
     total = 0
     for k, (name, family, cfg, eff, dtype, build, gen_cfg) in enumerate(fixtures):

@@ -23,6 +23,7 @@ const char *positional_name(Positional p) {
     case Positional::SinusoidalConcat: return "sinusoidal_concat";
     case Positional::Learned: return "learned";
     case Positional::Relative: return "relative";
+    case Positional::Rotary: return "rotary";
     }
     return "?";
 }
@@ -119,8 +120,11 @@ Config Config::from_json(const std::string &text, const std::string &what) {
     r.choice("positional_encoding", c.positional_encoding,
              {{"sinusoidal", Positional::Sinusoidal},
               {"sinusoidal_concat", Positional::SinusoidalConcat},
-              {"learned", Positional::Learned}},
+              {"learned", Positional::Learned},
+              {"rotary", Positional::Rotary}},
              true);
+    r.integer("num_kv_heads", c.num_kv_heads, false);
+    r.number("rope_theta", c.rope_theta, false);
     r.boolean("norm_first", c.norm_first, false);
     r.choice("activation", c.activation,
              {{"relu", Act::ReLU}, {"gelu", Act::GELU}, {"gelu_tanh", Act::GELUTanh}, {"silu", Act::SiLU}}, false);
@@ -167,6 +171,31 @@ void Config::validate() const {
     } else {
         range("d_kv", d_kv, 1, 65536);
     }
+    if (num_kv_heads != 0) {
+        range("num_kv_heads", num_kv_heads, 1, num_heads);
+        need(num_heads % num_kv_heads == 0, "num_heads = " + std::to_string(num_heads) +
+                                                " is not a multiple of num_kv_heads = " +
+                                                std::to_string(num_kv_heads));
+    }
+    if (positional_encoding == Positional::Rotary) {
+        need(head_dim() % 2 == 0, "rotary positions need an even head_dim, not " + std::to_string(head_dim()));
+        need(std::isfinite(rope_theta) && rope_theta > 1,
+             "field \"rope_theta\" must be a number > 1, not " + std::to_string(rope_theta));
+        const RopeScaling &s = rope_scaling;
+        if (s.kind != RopeScaling::Kind::None) {
+            need(std::isfinite(s.factor) && s.factor >= 1,
+                 "rope_scaling: \"factor\" must be a number >= 1, not " + std::to_string(s.factor));
+        }
+        if (s.kind == RopeScaling::Kind::Llama3) {
+            need(std::isfinite(s.low_freq_factor) && std::isfinite(s.high_freq_factor) && s.low_freq_factor > 0 &&
+                     s.high_freq_factor > s.low_freq_factor,
+                 "rope_scaling: \"low_freq_factor\" = " + std::to_string(s.low_freq_factor) +
+                     " and \"high_freq_factor\" = " + std::to_string(s.high_freq_factor) +
+                     " must satisfy 0 < low < high");
+            range("original_max_position_embeddings", s.original_max_positions, 1, 1 << 24);
+        }
+    }
+    range("sliding_window", sliding_window, 0, 1 << 30);
     need(std::isfinite(attention_scale) && attention_scale >= 0,
          "attention_scale must be a finite number >= 0, not " + std::to_string(attention_scale));
     range("d_ff", d_ff, 1, 1 << 20);
@@ -214,6 +243,8 @@ std::string Config::to_json() const {
       << "  \"layer_norm_eps\": " << layer_norm_eps << ",\n"
       << "  \"scale_embeddings\": " << (scale_embeddings ? "true" : "false") << ",\n"
       << "  \"pad_id\": " << pad_id << ",\n  \"bos_id\": " << bos_id << ",\n  \"eos_id\": " << eos_id;
+    if (num_kv_heads != 0) o << ",\n  \"num_kv_heads\": " << num_kv_heads;
+    if (positional_encoding == Positional::Rotary) o << ",\n  \"rope_theta\": " << rope_theta;
     if (!tokenizer.empty()) o << ",\n  \"tokenizer\": \"" << tokenizer << "\"";
     o << "\n}\n";
     return o.str();

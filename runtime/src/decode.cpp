@@ -112,7 +112,7 @@ struct Session::Decoder {
     Session &s;
     GenerateOptions o;  // the call's options, per-input lists growing as inputs join
     const bool encdec;
-    const int K, V, D, A;
+    const int K, V, D, KW;  // KW: the K|V cache rows hold 2·KW floats
     const size_t layers;
     std::unique_ptr<decoding::Search> search;
     const float *bias = nullptr;  // T5: the decoder's relative-position bias
@@ -148,7 +148,7 @@ struct Session::Decoder {
 
     Decoder(Session &s_, const std::vector<Sequence> &inputs, const GenerateOptions &opt)
         : s(s_), o(opt), encdec(s_.cfg.architecture == Architecture::EncoderDecoder), K(opt.beam),
-          V(s_.w->gen_rows), D(s_.cfg.d_model), A(s_.desc.attn_width), layers(s_.w->dec.layers.size()) {
+          V(s_.w->gen_rows), D(s_.cfg.d_model), KW(s_.desc.kv_width), layers(s_.w->dec.layers.size()) {
         const int eos_stop = o.stop_at_eos ? s.cfg.eos_id : -2;  // -2: no token id matches
         // Limits are per input (max_new_tokens_each, filled by the caller),
         // and so are the greedy or sampling settings without beams.
@@ -217,7 +217,7 @@ struct Session::Decoder {
         pool = std::make_unique<BlockPool>(pool_blocks);
         s.self_kv.resize(layers);
         s.attach(s.self_kv);
-        for (size_t l = 0; l < layers; l++) s.self_kv[l].need((size_t)pool_rows * 2 * A);
+        for (size_t l = 0; l < layers; l++) s.self_kv[l].need((size_t)pool_rows * 2 * KW);
     }
 
     // Slot r's cache row for position t (written next): in a new block at
@@ -250,11 +250,11 @@ struct Session::Decoder {
     void copy_shared_rows() {
         if (copy_from.empty()) return;
         const int n = (int)copy_from.size();
-        float *tmp = s.kv_tmp.need((size_t)n * 2 * A);
+        float *tmp = s.kv_tmp.need((size_t)n * 2 * KW);
         for (size_t l = 0; l < layers; l++) {
             float *cache = s.self_kv[l].get();
-            layers::gather_rows(s, cache, 2 * A, pool_rows, copy_from.data(), n, tmp);
-            layers::scatter_rows(s, tmp, 2 * A, n, copy_to.data(), cache, pool_rows);
+            layers::gather_rows(s, cache, 2 * KW, pool_rows, copy_from.data(), n, tmp);
+            layers::scatter_rows(s, tmp, 2 * KW, n, copy_to.data(), cache, pool_rows);
         }
         copy_from.clear();
         copy_to.clear();
@@ -370,10 +370,10 @@ struct Session::Decoder {
             }
             cross_S[(size_t)b] = S;
         }
-        float *stage = s.kv_stage.need((size_t)S * G * 2 * A);
+        float *stage = s.kv_stage.need((size_t)S * G * 2 * KW);
         for (size_t l = 0; l < layers; l++) {
             layers::memory_kv(s, layers::Pass{}, s.w->dec.layers[l].cross, memory, S * G, stage);
-            layers::scatter_rows(s, stage, 2 * A, S * G, to.data(), s.self_kv[l].get(), pool_rows);
+            layers::scatter_rows(s, stage, 2 * KW, S * G, to.data(), s.self_kv[l].get(), pool_rows);
         }
     }
 
@@ -418,17 +418,18 @@ struct Session::Decoder {
     // T positions of the call's R rows from position `start`: their K|V to
     // write_rows, keys through the block tables.
     void run_layers(float *&x, float *&xa, int T, int R, int start, const std::vector<int32_t> &write_rows,
-                    const std::vector<int32_t> &kv_len, int L, int cross_group) {
+                    const std::vector<int32_t> &kv_len, int L, int cross_group, const int32_t *row_pos = nullptr) {
         copy_shared_rows();
         RowMap rows;
+        rows.row_pos = row_pos;
         rows.block_table = block_table.data();
         rows.table_stride = table_stride;
         rows.pool_rows = pool_rows;
         rows.write_rows = write_rows.data();
-        rows.staging = s.kv_stage.need((size_t)T * R * 2 * A);
+        rows.staging = s.kv_stage.need((size_t)T * R * 2 * KW);
         if (T > 1) {
             rows.dense_rows = dense_rows.data();
-            rows.dense = s.kv_tmp.need((size_t)L * R * 2 * A);
+            rows.dense = s.kv_tmp.need((size_t)L * R * 2 * KW);
         }
         if (encdec) {
             rows.cross_table = cross_table.data();
@@ -519,7 +520,7 @@ struct Session::Decoder {
         tables(slots, L, K, false);
         float *x = s.x0.need((size_t)R * D), *xa = s.x1.need((size_t)R * D);
         layers::embed(s, s.w->dec, tokens.data(), 1, R, L - 1, x, bias ? nullptr : row_pos.data());
-        run_layers(x, xa, 1, R, L - 1, write, kv_len, L, K);
+        run_layers(x, xa, 1, R, L - 1, write, kv_len, L, K, row_pos.data());
         s.final_norm(s.w->dec.final_norm, x, R);
         choose(active, slots, x);
         std::vector<int> still;
@@ -709,7 +710,7 @@ struct Session::Decoder {
         int64_t blocks = std::max<int64_t>(need, (int64_t)std::max(o.max_batch, 1) * typical);
         for (; blocks > need; blocks = std::max<int64_t>(need, blocks / 2)) {
             try {
-                s.require_fits(checked_product({blocks, kBlock, 2 * (int64_t)A, (int64_t)layers}, "generate"),
+                s.require_fits(checked_product({blocks, kBlock, 2 * (int64_t)KW, (int64_t)layers}, "generate"),
                                "the KV cache");
                 break;
             } catch (const Error &) {

@@ -8,6 +8,8 @@
 
 #include "halformer/config.h"
 
+#include <vector>
+
 namespace halformer {
 
 struct Description {
@@ -15,10 +17,13 @@ struct Description {
     // the encoder's output.
     bool encoder = false, decoder = false, cross_attention = false;
     int encoder_layers = 0, decoder_layers = 0;
-    // Dimensions: heads of head_dim each, attn_width = heads × head_dim wide
-    // (d_model unless a family says otherwise: T5's d_kv).
+    // Dimensions: query heads of head_dim each, attn_width = heads ×
+    // head_dim wide (d_model unless a family says otherwise: T5's d_kv,
+    // Llama's head_dim); kv_heads key and value heads (grouped-query
+    // attention: fewer, query head h reading h / (heads / kv_heads)),
+    // keys and values kv_width = kv_heads × head_dim wide each.
     int d_model = 0, heads = 0, d_ff = 0, max_positions = 0;
-    int head_dim = 0, attn_width = 0;
+    int head_dim = 0, attn_width = 0, kv_heads = 0, kv_width = 0;
     // The attention scores' scale: 1/√head_dim (the paper), 1 (T5).
     float attention_scale = 1.0f;
     int src_vocab = 0, tgt_vocab = 0;
@@ -31,9 +36,10 @@ struct Description {
     Act activation = Act::ReLU;
     // The gated feed-forward (T5 v1.1): act(x·W1ᵀ)·(x·Wgᵀ), then W2.
     bool gated_ffn = false;
-    // Whether the projections and norms have bias vectors (T5: none; the
-    // layers read zeros).
-    bool biases = true;
+    // Which projections have bias vectors (absent ones read zeros): Q|K|V
+    // (Qwen2: these only), the attention's output, the feed-forward's (T5,
+    // Llama: none).
+    bool qkv_bias = true, out_bias = true, ffn_bias = true;
     // A stack ends in its own LayerNorm (a new pre-LN model has one; a
     // loaded model has one where its file does).
     bool final_norms = false;
@@ -44,6 +50,14 @@ struct Description {
     // bias per head by bucketed relative position; the encoder's buckets
     // are bidirectional, the decoder's causal.
     int relative_buckets = 0, relative_max_distance = 0;
+    // Positional::Rotary: each head's query and key rotated by position
+    // after the projections; pair i (dimensions i, i + head_dim/2) turns
+    // by position × inv_freq[i] (rope_theta's frequencies, rope_scaling
+    // applied; float32 as transformers computes them).
+    std::vector<float> inv_freq;
+    // Mistral: a query attends only the sliding_window most recent keys
+    // (0: every key).
+    int sliding_window = 0;
     // BERT: token types added to the embeddings, and a LayerNorm after them.
     int token_types = 0;
     bool embedding_norm = false;
@@ -55,10 +69,13 @@ struct Description {
     // asked (head_rows), of any rows when loaded.
     bool norm_before() const { return norm_place == NormPlace::Before; }
     bool rms() const { return norm_kind == NormKind::RMS; }
+    bool rotary() const { return position == Positional::Rotary; }
 };
 
 // The description of a model of config.json's kind (nn.Transformer's
 // families: encoder-decoder, encoder-only, decoder-only).
 Description describe(const Config &c);
+// RoPE's inv_freq of a rotary config: head_dim / 2 frequencies.
+std::vector<float> rope_frequencies(const Config &c);
 
 }  // namespace halformer

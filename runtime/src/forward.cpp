@@ -43,9 +43,15 @@ void Session::check_tokens(const std::vector<Sequence> &seqs, int vocab, const c
 void Session::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
                         float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len, int S,
                         int cross_group, const RowMap &rows, const float *pos_bias) {
-    const int D = cfg.d_model, A = desc.attn_width, M = T * R;
+    const int D = cfg.d_model, A = desc.attn_width, K = desc.kv_width, M = T * R;
     const int CR = rows.cache_rows ? rows.cache_rows : R;
     if (CR < R) throw Error("internal: a cache of fewer rows than the batch");
+    if (desc.sliding_window > 0 && start + T > desc.sliding_window) {
+        throw Error("sliding_window = " + std::to_string(desc.sliding_window) + ": position " +
+                    std::to_string(start + T - 1) +
+                    " is past the window, and attention limited to a window is not implemented yet; keep prompt "
+                    "plus new tokens within " + std::to_string(desc.sliding_window) + " positions");
+    }
     layers::LayerIO io;
     io.T = T;
     io.R = R;
@@ -57,8 +63,16 @@ void Session::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int 
     io.att = io.attc = a.need((size_t)M * A);
     io.y1 = io.y2 = io.y3 = y.need((size_t)M * D);
     io.hidden = &ffn_hidden;
+    if (desc.rotary()) {
+        positions.resize((size_t)M);
+        for (int t = 0; t < T; t++) {
+            for (int r = 0; r < R; r++) positions[(size_t)t * R + r] = (rows.row_pos ? rows.row_pos[r] : start) + t;
+        }
+        io.positions = positions.data();
+        io.rope_in = rope_in.need((size_t)M * (A + K));
+    }
     io.kv = kv;
-    io.kv_stride = 2 * A;
+    io.kv_stride = 2 * K;
     io.cache_rows = CR;
     io.kv_len = kv_len;
     // The stream moves between x and x_alt at each sub-layer.
@@ -126,7 +140,7 @@ float *Session::encoder(const std::vector<Sequence> &src, int S, std::vector<int
     pad_time_major(pointers(src), cfg.pad_id, tokens, lens);
     const size_t n = (size_t)S * R * D;
     float *x = x0.need(n), *xa = x1.need(n);
-    float *kv = kv_tmp.need((size_t)S * R * 2 * desc.attn_width);
+    float *kv = kv_tmp.need((size_t)S * R * 2 * desc.kv_width);
     layers::embed(*this, w->enc, tokens.data(), S, R, 0, x);
     const float *bias = stack_bias(w->enc, false);
     for (auto &L : w->enc.layers) layer(L, false, x, xa, S, R, 0, kv, lens.data(), nullptr, nullptr, 0, 1, {}, bias);
@@ -340,7 +354,7 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
         m.attach(m.cross_kv);
         for (size_t l = 0; l < m.w->dec.layers.size(); l++) {
             layers::memory_kv(m, layers::Pass{}, m.w->dec.layers[l].cross, memory, S * R,
-                              m.cross_kv[l].need((size_t)S * R * 2 * m.desc.attn_width));
+                              m.cross_kv[l].need((size_t)S * R * 2 * m.desc.kv_width));
         }
     }
     std::vector<int32_t> tokens, lens;
@@ -352,7 +366,7 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
     layers::embed(m, m.w->dec, tokens.data(), T, R, 0, x);
     const float *bias = m.stack_bias(m.w->dec, true);
     for (size_t l = 0; l < m.w->dec.layers.size(); l++) {
-        float *kv = m.self_kv[l].need((size_t)T * R * 2 * m.desc.attn_width);
+        float *kv = m.self_kv[l].need((size_t)T * R * 2 * m.desc.kv_width);
         m.layer(m.w->dec.layers[l], true, x, xa, T, R, 0, kv, lens.data(),
                 ed ? m.cross_kv[l].get() : nullptr, ed ? src_lens.data() : nullptr, S, 1, {}, bias);
     }

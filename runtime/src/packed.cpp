@@ -12,6 +12,8 @@
 // weights change (the trainer's) never packs float32.
 #include "session.h"
 
+#include "layers/layers.h"
+
 #include "halformer/build_info.h"
 #include "halformer/isa.h"
 
@@ -290,14 +292,15 @@ void Model::set_precision(Precision p) {
 }
 
 void Session::prepack() {
-    const int D = cfg.d_model, F = cfg.d_ff, A = desc.attn_width;
+    const int D = cfg.d_model, F = cfg.d_ff, A = desc.attn_width, K = desc.kv_width;
     for (const StackW *s : {&w->enc, &w->dec}) {
         for (const LayerW &L : s->layers) {
-            for (const AttnW *a : {&L.self, &L.cross}) {
-                if (!a->in_w) continue;
-                pack(a->in_w, A, D);                      // the queries
-                pack(a->in_w + (size_t)A * D, 2 * A, D);  // keys and values
-                pack(a->out_w, D, A);
+            for (const auto &[first, rows] : layers::self_projection_rows(desc)) pack(L.self.in_w + (size_t)first * D, rows, D);
+            pack(L.self.out_w, D, A);
+            if (L.cross.in_w) {
+                pack(L.cross.in_w, A, D);                      // the queries
+                pack(L.cross.in_w + (size_t)A * D, 2 * K, D);  // keys and values
+                pack(L.cross.out_w, D, A);
             }
             pack(L.w1, F, D);
             if (L.wg) pack(L.wg, F, D);

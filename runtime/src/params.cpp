@@ -23,21 +23,24 @@ struct Table {
         s.slot = {part, layer, f};
         out.push_back(std::move(s));
     }
-    // A projection's bias: zeros where the family has none (T5).
-    void bias(std::string name, int64_t n, Field f) {
+    // A projection's bias: zeros where the family has none (`has` false:
+    // T5 has none, Llama none but where its config says so, Qwen2 Q|K|V's).
+    void bias(std::string name, int64_t n, Field f, bool has) {
         add(std::move(name), {n}, Init::Zeros, f);
-        if (!d.biases) {
+        if (!has) {
             out.back().required = false;
             out.back().zero_if_absent = true;
         }
     }
-    // Q|K|V stacked [3A, D] (A = heads × head_dim), the output projection [D, A].
+    // The queries' rows, then the keys', then the values' in one [A + 2K, D]
+    // in_proj (A = heads × head_dim; K = kv_heads × head_dim, A but for
+    // grouped-query attention), the output projection [D, A].
     void attention(const std::string &p, bool cross) {
-        const int64_t D = d.d_model, A = d.attn_width;
-        add(p + "in_proj_weight", {3 * A, D}, Init::Xavier, cross ? Field::CrossInW : Field::SelfInW);
-        bias(p + "in_proj_bias", 3 * A, cross ? Field::CrossInB : Field::SelfInB);
+        const int64_t D = d.d_model, A = d.attn_width, K = d.kv_width;
+        add(p + "in_proj_weight", {A + 2 * K, D}, Init::Xavier, cross ? Field::CrossInW : Field::SelfInW);
+        bias(p + "in_proj_bias", A + 2 * K, cross ? Field::CrossInB : Field::SelfInB, d.qkv_bias);
         add(p + "out_proj.weight", {D, A}, Init::Xavier, cross ? Field::CrossOutW : Field::SelfOutW);
-        bias(p + "out_proj.bias", D, cross ? Field::CrossOutB : Field::SelfOutB);
+        bias(p + "out_proj.bias", D, cross ? Field::CrossOutB : Field::SelfOutB, d.out_bias);
     }
     // LayerNorm's gain and bias; RMSNorm's gain only.
     void norm(const std::string &p, Field g, Field b) {
@@ -54,13 +57,13 @@ void stack(Table &t, const Description &d, const std::string &side, int layers, 
         t.attention(p + "self_attn.", false);
         if (cross) t.attention(p + "multihead_attn.", true);
         t.add(p + "linear1.weight", {F, D}, Init::Xavier, Field::W1);
-        t.bias(p + "linear1.bias", F, Field::B1);
+        t.bias(p + "linear1.bias", F, Field::B1, d.ffn_bias);
         if (d.gated_ffn) {
             t.add(p + "linear_gate.weight", {F, D}, Init::Xavier, Field::WGate);
-            t.bias(p + "linear_gate.bias", F, Field::BGate);
+            t.bias(p + "linear_gate.bias", F, Field::BGate, d.ffn_bias);
         }
         t.add(p + "linear2.weight", {D, F}, Init::Xavier, Field::W2);
-        t.bias(p + "linear2.bias", D, Field::B2);
+        t.bias(p + "linear2.bias", D, Field::B2, d.ffn_bias);
         t.norm(p + "norm1.", Field::SelfNormG, Field::SelfNormB);
         if (cross) t.norm(p + "norm2.", Field::CrossNormG, Field::CrossNormB);
         t.norm(p + (cross ? "norm3." : "norm2."), Field::FfnNormG, Field::FfnNormB);

@@ -39,6 +39,9 @@ struct RowMap {
     float *dense = nullptr;
     const int32_t *cross_table = nullptr;
     int cross_stride = 0;
+    // Each row's position at t = 0 where rows differ (a decoding step);
+    // null: `start` for every row.
+    const int32_t *row_pos = nullptr;
 };
 
 // Pads sequences to time-major [T][R] tokens (pad where a sequence is
@@ -114,14 +117,17 @@ public:
     // host writes for a kernel (token ids, lengths) goes in plain vectors.
     // kv_stage: a step's new K|V before they go to their cache rows;
     // last_rows: the prefill's last position of each row, across chunks.
+    // rope_in: the unrotated Q|K of a rotary model's layer.
     Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, enc_out, logits, topv, topi, pos_bias, kv_stage,
-        last_rows;
+        last_rows, rope_in;
     std::vector<Scratch> self_kv, cross_kv;
     // Every scratch above but the per-layer caches.
-    std::array<Scratch *, 16> activations() {
+    std::array<Scratch *, 17> activations() {
         return {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi, &pos_bias,
-                &kv_stage, &last_rows};
+                &kv_stage, &last_rows, &rope_in};
     }
+    // Rotary: each row's position in a layer call (m = t·R + r), built by layer().
+    std::vector<int32_t> positions;
     // f(Scratch &) for each activation and each layer's caches.
     template <typename F>
     void each_scratch(F &&f) {

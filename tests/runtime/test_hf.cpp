@@ -102,8 +102,8 @@ protected:
 
 TEST_F(BadHf, UnknownModelTypeIsNamed) {
     use("gpt2_lm");
-    edit_config("\"model_type\": \"gpt2\"", "\"model_type\": \"llama\"");
-    expect_error({"config.json", "model_type \"llama\" is not supported", "gpt2", "marian"});
+    edit_config("\"model_type\": \"gpt2\"", "\"model_type\": \"falcon\"");
+    expect_error({"config.json", "model_type \"falcon\" is not supported", "gpt2", "marian", "llama", "mistral", "qwen2"});
 }
 
 TEST_F(BadHf, UnsupportedFeaturesAreNamed) {

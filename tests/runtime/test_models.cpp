@@ -53,10 +53,12 @@ double rel_error(const std::vector<float> &out, const json::Value &ref) {
 // hf/: Hugging Face directories as transformers saves them (tests/make_hf_fixtures.py).
 const char *kModels[] = {"ed_post_relu", "ed_pre_gelu",  "ed_learned_tanh", "enc_head", "enc_hidden", "dec_pre_gelu",
                          "dec_post_relu", "hf/gpt2_lm", "hf/gpt2_noprefix_f16_sharded", "hf/marian",
-                         "hf/marian_positions", "hf/bert_mlm", "hf/t5_v1_0", "hf/t5_v1_1"};
+                         "hf/marian_positions", "hf/bert_mlm", "hf/t5_v1_0", "hf/t5_v1_1", "hf/llama_gqa",
+                         "hf/llama3_mqa", "hf/mistral_window", "hf/qwen2"};
 const char *kGenerators[] = {"ed_post_relu", "ed_pre_gelu", "ed_learned_tanh", "dec_pre_gelu", "dec_post_relu",
                              "hf/gpt2_lm", "hf/gpt2_noprefix_f16_sharded", "hf/marian", "hf/marian_positions",
-                             "hf/t5_v1_0", "hf/t5_v1_1"};
+                             "hf/t5_v1_0", "hf/t5_v1_1", "hf/llama_gqa", "hf/llama3_mqa", "hf/mistral_window",
+                             "hf/qwen2"};
 
 class Golden : public testing::TestWithParam<const char *> {};
 class GoldenDecode : public testing::TestWithParam<const char *> {};

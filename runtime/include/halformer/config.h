@@ -6,7 +6,11 @@
 //   positional_encoding "sinusoidal" (interleaved sin/cos, the paper) |
 //                       "sinusoidal_concat" ([sin | cos] halves) | "learned" |
 //                       "relative" (T5: a bias on the attention scores by
-//                       bucketed relative position, learned per head)
+//                       bucketed relative position, learned per head) |
+//                       "rotary" (RoPE: queries and keys rotated by position,
+//                       Llama; rope_theta, default 10000)
+//   num_kv_heads        key/value heads (grouped-query attention; default
+//                       num_heads, a divisor of it)
 //   norm_first          false: post-LN as in the paper; true: pre-LN
 //   activation          "relu" | "gelu" | "gelu_tanh" | "silu"
 //   layer_norm_eps      (PyTorch's default 1e-5)
@@ -31,7 +35,7 @@
 namespace halformer {
 
 enum class Architecture { EncoderDecoder, Encoder, Decoder };
-enum class Positional { Sinusoidal, SinusoidalConcat, Learned, Relative };
+enum class Positional { Sinusoidal, SinusoidalConcat, Learned, Relative, Rotary };
 enum class Act { ReLU, GELU, GELUTanh, SiLU };
 // What an encoder-only model's head is: a projection of each position
 // (Halformer's generator.*), BERT's masked-LM head (dense, activation,
@@ -93,12 +97,38 @@ struct Config {
     // T5's tie_word_embeddings: the head is the shared embedding (scaled
     // input, v1.0) or a tensor of its own (v1.1).
     bool tied_head = true;
+    // Grouped-query attention: num_kv_heads key/value heads (0: num_heads),
+    // query head h reading key/value head h / (num_heads / num_kv_heads).
+    int num_kv_heads = 0;
+    // Which projections have bias vectors where `biases` is true: Q, K, V
+    // (Qwen2 has these only), the attention's output, the feed-forward's.
+    bool qkv_bias = true, out_bias = true, ffn_bias = true;
+    // Positional::Rotary: RoPE with base rope_theta over each head's
+    // head_dim dimensions, paired as transformers' rotate_half (i, i + d/2),
+    // its frequencies rescaled by `rope_scaling`.
+    struct RopeScaling {
+        enum class Kind { None, Linear, Llama3 } kind = Kind::None;
+        float factor = 1;
+        // Llama 3: frequencies of wavelength past original_max_positions /
+        // low_freq_factor divided by factor, under original_max_positions /
+        // high_freq_factor kept, smoothly blended between.
+        float low_freq_factor = 1, high_freq_factor = 4;
+        int original_max_positions = 8192;
+    };
+    float rope_theta = 10000;
+    RopeScaling rope_scaling;
+    // Mistral: each query attends the sliding_window most recent keys
+    // (itself included); 0: all of them.
+    int sliding_window = 0;
 
     bool has_encoder() const { return architecture != Architecture::Decoder; }
     bool has_decoder() const { return architecture != Architecture::Encoder; }
     int head_dim() const { return d_kv > 0 ? d_kv : d_model / num_heads; }
-    // The width of the attention's queries, keys and values: heads × head_dim.
+    int kv_heads() const { return num_kv_heads > 0 ? num_kv_heads : num_heads; }
+    // The width of the attention's queries (and outputs): heads × head_dim;
+    // of its keys, and of its values: kv_heads × head_dim.
     int attention_width() const { return num_heads * head_dim(); }
+    int kv_width() const { return kv_heads() * head_dim(); }
 
     // The paper's base model (Table 3) with a shared 37000-token vocabulary.
     static Config base();

@@ -6,6 +6,7 @@
 // and stacks are made once, at load; the calls read them as any weight.
 // The file's tensors that no rule reads are an Error naming them, unless
 // transformers keeps them beside the weights (buffers, unused heads).
+#include "family.h"
 #include "hf.h"
 
 #include "../model_weights.h"
@@ -24,177 +25,6 @@
 namespace halformer {
 namespace hf {
 namespace {
-
-enum class How { Same, Transposed, Stacked, Flat, Scaled };
-struct Rule {
-    How how;
-    std::vector<std::string> theirs;  // "{i}": the layer
-    float factor = 1;                 // Scaled: times this, once at load
-};
-using Rules = std::map<std::string, Rule>;  // ours ("{i}": the layer) → theirs
-
-// GPT2LMHeadModel (or GPT2Model: names without "transformer.").
-Rules gpt2_rules(const std::string &p) {
-    const std::string h = p + "h.{i}.";
-    return {
-        {"tgt_embed.weight", {How::Same, {p + "wte.weight"}}},
-        {"tgt_pos.weight", {How::Same, {p + "wpe.weight"}}},
-        {"decoder.layers.{i}.self_attn.in_proj_weight", {How::Transposed, {h + "attn.c_attn.weight"}}},
-        {"decoder.layers.{i}.self_attn.in_proj_bias", {How::Same, {h + "attn.c_attn.bias"}}},
-        {"decoder.layers.{i}.self_attn.out_proj.weight", {How::Transposed, {h + "attn.c_proj.weight"}}},
-        {"decoder.layers.{i}.self_attn.out_proj.bias", {How::Same, {h + "attn.c_proj.bias"}}},
-        {"decoder.layers.{i}.linear1.weight", {How::Transposed, {h + "mlp.c_fc.weight"}}},
-        {"decoder.layers.{i}.linear1.bias", {How::Same, {h + "mlp.c_fc.bias"}}},
-        {"decoder.layers.{i}.linear2.weight", {How::Transposed, {h + "mlp.c_proj.weight"}}},
-        {"decoder.layers.{i}.linear2.bias", {How::Same, {h + "mlp.c_proj.bias"}}},
-        {"decoder.layers.{i}.norm1.weight", {How::Same, {h + "ln_1.weight"}}},
-        {"decoder.layers.{i}.norm1.bias", {How::Same, {h + "ln_1.bias"}}},
-        {"decoder.layers.{i}.norm2.weight", {How::Same, {h + "ln_2.weight"}}},
-        {"decoder.layers.{i}.norm2.bias", {How::Same, {h + "ln_2.bias"}}},
-        {"decoder.norm.weight", {How::Same, {p + "ln_f.weight"}}},
-        {"decoder.norm.bias", {How::Same, {p + "ln_f.bias"}}},
-        {"generator.weight", {How::Same, {"lm_head.weight"}}},
-    };
-}
-
-// Marian's separate q, k, v projections → one in_proj.
-void marian_attention(Rules &r, const std::string &ours, const std::string &theirs) {
-    for (const char *kind : {"weight", "bias"}) {
-        const std::string k = kind;
-        r[ours + (k == "weight" ? "in_proj_weight" : "in_proj_bias")] = {
-            How::Stacked, {theirs + "q_proj." + k, theirs + "k_proj." + k, theirs + "v_proj." + k}};
-        r[ours + "out_proj." + k] = {How::Same, {theirs + "out_proj." + k}};
-    }
-}
-void norm(Rules &r, const std::string &ours, const std::string &theirs) {
-    r[ours + "weight"] = {How::Same, {theirs + "weight"}};
-    r[ours + "bias"] = {How::Same, {theirs + "bias"}};
-}
-
-// MarianMTModel: the shared embedding (or each stack's own), post-LN layers,
-// the head tied to the target embedding plus final_logits_bias [1, V].
-Rules marian_rules(bool shared) {
-    Rules r;
-    r["src_embed.weight"] = {How::Same, {shared ? "model.shared.weight" : "model.encoder.embed_tokens.weight"}};
-    r["tgt_embed.weight"] = {How::Same, {shared ? "model.shared.weight" : "model.decoder.embed_tokens.weight"}};
-    r["src_pos.weight"] = {How::Same, {"model.encoder.embed_positions.weight"}};
-    r["tgt_pos.weight"] = {How::Same, {"model.decoder.embed_positions.weight"}};
-    for (const char *side : {"encoder", "decoder"}) {
-        const std::string s = side, ours = s + ".layers.{i}.", theirs = "model." + s + ".layers.{i}.";
-        marian_attention(r, ours + "self_attn.", theirs + "self_attn.");
-        norm(r, ours + "norm1.", theirs + "self_attn_layer_norm.");
-        if (s == "decoder") {
-            marian_attention(r, ours + "multihead_attn.", theirs + "encoder_attn.");
-            norm(r, ours + "norm2.", theirs + "encoder_attn_layer_norm.");
-        }
-        norm(r, ours + (s == "decoder" ? "norm3." : "norm2."), theirs + "final_layer_norm.");
-        r[ours + "linear1.weight"] = {How::Same, {theirs + "fc1.weight"}};
-        r[ours + "linear1.bias"] = {How::Same, {theirs + "fc1.bias"}};
-        r[ours + "linear2.weight"] = {How::Same, {theirs + "fc2.weight"}};
-        r[ours + "linear2.bias"] = {How::Same, {theirs + "fc2.bias"}};
-    }
-    r["generator.weight"] = {How::Same, {"lm_head.weight"}};
-    r["generator.bias"] = {How::Flat, {"final_logits_bias"}};
-    return r;
-}
-
-// BertModel ("embeddings...") or a model with a head ("bert.embeddings...").
-Rules bert_rules(const std::string &p) {
-    Rules r;
-    const std::string e = p + "embeddings.";
-    r["src_embed.weight"] = {How::Same, {e + "word_embeddings.weight"}};
-    r["src_pos.weight"] = {How::Same, {e + "position_embeddings.weight"}};
-    r["src_types.weight"] = {How::Same, {e + "token_type_embeddings.weight"}};
-    norm(r, "src_embed_norm.", e + "LayerNorm.");
-    const std::string ours = "encoder.layers.{i}.", l = p + "encoder.layer.{i}.";
-    for (const char *kind : {"weight", "bias"}) {
-        const std::string k = kind;
-        r[ours + "self_attn.in_proj_" + k] = {
-            How::Stacked,
-            {l + "attention.self.query." + k, l + "attention.self.key." + k, l + "attention.self.value." + k}};
-        r[ours + "self_attn.out_proj." + k] = {How::Same, {l + "attention.output.dense." + k}};
-        r[ours + "linear1." + k] = {How::Same, {l + "intermediate.dense." + k}};
-        r[ours + "linear2." + k] = {How::Same, {l + "output.dense." + k}};
-    }
-    norm(r, ours + "norm1.", l + "attention.output.LayerNorm.");
-    norm(r, ours + "norm2.", l + "output.LayerNorm.");
-    // The masked-LM head (its projection tied to word_embeddings unless the
-    // file has its own) ...
-    r["generator.weight"] = {How::Same, {"cls.predictions.decoder.weight"}};
-    r["head_transform.weight"] = {How::Same, {"cls.predictions.transform.dense.weight"}};
-    r["head_transform.bias"] = {How::Same, {"cls.predictions.transform.dense.bias"}};
-    norm(r, "head_norm.", "cls.predictions.transform.LayerNorm.");
-    r["generator.bias"] = {How::Same, {"cls.predictions.bias"}};
-    // ... or the classifier's pooler and projection.
-    r["pooler.weight"] = {How::Same, {p + "pooler.dense.weight"}};
-    r["pooler.bias"] = {How::Same, {p + "pooler.dense.bias"}};
-    return r;
-}
-
-// T5ForConditionalGeneration: separate q, k, v, o without biases; RMSNorm
-// gains only; the relative-position tables of each stack's block 0; the
-// feed-forward's wi (or wi_0 gated by wi_1) and wo. With the head tied to
-// the shared embedding (v1.0) the decoder's output is scaled by
-// d_model^-0.5 before it: folded into the final norm's gain here.
-Rules t5_rules(const Config &c, bool tied) {
-    Rules r;
-    r["src_embed.weight"] = {How::Same, {"shared.weight"}};
-    r["tgt_embed.weight"] = {How::Same, {"shared.weight"}};
-    auto attention = [&](const std::string &ours, const std::string &theirs) {
-        r[ours + "in_proj_weight"] = {How::Stacked, {theirs + "q.weight", theirs + "k.weight", theirs + "v.weight"}};
-        r[ours + "out_proj.weight"] = {How::Same, {theirs + "o.weight"}};
-    };
-    for (const char *side : {"encoder", "decoder"}) {
-        const std::string s = side, ours = s + ".layers.{i}.", theirs = s + ".block.{i}.layer.";
-        const bool dec = s == "decoder";
-        attention(ours + "self_attn.", theirs + "0.SelfAttention.");
-        r[ours + "norm1.weight"] = {How::Same, {theirs + "0.layer_norm.weight"}};
-        if (dec) {
-            attention(ours + "multihead_attn.", theirs + "1.EncDecAttention.");
-            r[ours + "norm2.weight"] = {How::Same, {theirs + "1.layer_norm.weight"}};
-        }
-        const std::string ff = theirs + (dec ? "2." : "1.");
-        if (c.gated_ffn) {
-            r[ours + "linear1.weight"] = {How::Same, {ff + "DenseReluDense.wi_0.weight"}};
-            r[ours + "linear_gate.weight"] = {How::Same, {ff + "DenseReluDense.wi_1.weight"}};
-        } else {
-            r[ours + "linear1.weight"] = {How::Same, {ff + "DenseReluDense.wi.weight"}};
-        }
-        r[ours + "linear2.weight"] = {How::Same, {ff + "DenseReluDense.wo.weight"}};
-        r[ours + (dec ? "norm3.weight" : "norm2.weight")] = {How::Same, {ff + "layer_norm.weight"}};
-        r[s + ".rel_bias.weight"] = {How::Same, {s + ".block.0.layer.0.SelfAttention.relative_attention_bias.weight"}};
-        r[s + ".norm.weight"] = {How::Same, {s + ".final_layer_norm.weight"}};
-    }
-    if (tied) {
-        r["decoder.norm.weight"] = {How::Scaled, {"decoder.final_layer_norm.weight"},
-                                    1.0f / std::sqrt((float)c.d_model)};
-    } else {
-        r["generator.weight"] = {How::Same, {"lm_head.weight"}};
-    }
-    return r;
-}
-
-// Tensors transformers keeps beside the weights that no forward reads.
-bool ignored(const std::string &family, const std::string &name) {
-    static const std::regex gpt2(R"(^(transformer\.)?h\.\d+\.attn\.(bias|masked_bias)$)");
-    // (Marian: the stacks' copies of the shared embedding, which
-    // transformers ties to model.shared on load.)
-    static const std::regex marian(R"(^model\.(encoder|decoder)\.(embed_positions\._float_tensor|embed_tokens\.weight)$)");
-    // (BERT: position ids; the pooler of a model whose head does not read
-    // it; BertForPreTraining's next-sentence head; the MLM projection's copy
-    // of its bias.)
-    static const std::regex bert(
-        R"(^(bert\.)?embeddings\.position_ids$|^(bert\.)?pooler\.dense\.(weight|bias)$|^cls\.seq_relationship\.(weight|bias)$|^cls\.predictions\.decoder\.bias$)");
-    if (family == "gpt2") return std::regex_match(name, gpt2);
-    if (family == "bert") return std::regex_match(name, bert);
-    if (family == "marian") return std::regex_match(name, marian);
-    // (T5: the stacks' copies of the shared embedding; the cross-attention
-    // table old checkpoints hold in decoder block 0, which T5 never reads.)
-    static const std::regex t5(
-        R"(^(encoder|decoder)\.embed_tokens\.weight$|^decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight$)");
-    if (family == "t5") return std::regex_match(name, t5);
-    return false;
-}
 
 // The file's tensors, in one or several shards.
 class Files {
@@ -284,8 +114,8 @@ std::string replace_all(std::string s, const std::string &from, const std::strin
 
 class HfSource : public TensorSource {
 public:
-    HfSource(std::unique_ptr<Files> files, const std::string &family, Rules rules)
-        : files_(std::move(files)), family_(family), rules_(std::move(rules)) {}
+    HfSource(std::unique_ptr<Files> files, const Family &family, Rules rules)
+        : files_(std::move(files)), unused_(family.unused), rules_(std::move(rules)) {}
 
     bool has(const std::string &name) const override {
         const Rule *r = rule(name);
@@ -355,7 +185,7 @@ public:
             if (has(ours) && std::find(out.begin(), out.end(), ours) == out.end()) out.push_back(ours);
         }
         for (auto &n : files_->names()) {
-            if (!used.count(n) && !ignored(family_, n) && !ignore_.count(n)) out.push_back(n);
+            if (!used.count(n) && !std::regex_match(n, unused_) && !ignore_.count(n)) out.push_back(n);
         }
         return out;
     }
@@ -410,7 +240,7 @@ private:
     }
 
     std::unique_ptr<Files> files_;
-    std::string family_;
+    std::regex unused_;
     Rules rules_;
     std::map<std::string, std::string> used_by_;
     std::set<std::string> ignore_;
@@ -419,36 +249,19 @@ private:
 
 }  // namespace
 
+void norm(Rules &r, const std::string &ours, const std::string &theirs) {
+    r[ours + "weight"] = {How::Same, {theirs + "weight"}};
+    r[ours + "bias"] = {How::Same, {theirs + "bias"}};
+}
+
 std::unique_ptr<TensorSource> open_weights(const std::string &dir, Config &cfg) {
     auto files = std::make_unique<Files>(dir);
-    std::unique_ptr<HfSource> src;
-    if (cfg.family == "gpt2") {
-        // Saved from GPT2LMHeadModel ("transformer.h.0...") or GPT2Model ("h.0...").
-        const bool prefixed = files->find("transformer.wte.weight", nullptr) != nullptr;
-        src = std::make_unique<HfSource>(std::move(files), cfg.family, gpt2_rules(prefixed ? "transformer." : ""));
-    } else if (cfg.family == "marian") {
-        const bool shared = files->find("model.shared.weight", nullptr) != nullptr;
-        src = std::make_unique<HfSource>(std::move(files), cfg.family, marian_rules(shared));
-        // Files converted before transformers stopped saving them hold the
-        // position tables: the same values, used as they are.
-        if (src->has("src_pos.weight") && src->has("tgt_pos.weight")) cfg.positional_encoding = Positional::Learned;
-    } else if (cfg.family == "bert") {
-        const bool prefixed = files->find("bert.embeddings.word_embeddings.weight", nullptr) != nullptr;
-        Rules rules = bert_rules(prefixed ? "bert." : "");
-        if (cfg.encoder_head == EncoderHead::Classifier) {
-            rules["generator.weight"] = {How::Same, {"classifier.weight"}};
-            rules["generator.bias"] = {How::Same, {"classifier.bias"}};
-        }
-        src = std::make_unique<HfSource>(std::move(files), cfg.family, rules);
-    } else if (cfg.family == "t5") {
-        // tie_word_embeddings (default true): no lm_head.weight is read (a
-        // file may still hold a copy of shared.weight under that name).
-        const bool tied = cfg.tied_head;
-        src = std::make_unique<HfSource>(std::move(files), cfg.family, t5_rules(cfg, tied));
-        if (tied) src->ignore("lm_head.weight");
-    } else {
-        throw Error(dir + ": internal: no weight names for model_type \"" + cfg.family + "\"");
-    }
+    const Family *family = find_family(cfg.family);
+    if (!family) throw Error(dir + ": internal: no weight names for model_type \"" + cfg.family + "\"");
+    const Files &held = *files;
+    WeightRules w = family->weights(cfg, [&](const std::string &name) { return held.find(name, nullptr) != nullptr; });
+    auto src = std::make_unique<HfSource>(std::move(files), *family, std::move(w.rules));
+    for (const std::string &name : w.ignore) src->ignore(name);
     std::vector<std::string> ours;
     for (const ParamSpec &s : param_specs(cfg)) ours.push_back(s.name);
     src->expect(ours);

@@ -17,6 +17,7 @@
 #include "hf_attention_causal_decode_paged_bias.h"
 #include "hf_position_bias.h"
 #include "hf_position_bias_causal.h"
+#include "hf_rope.h"
 
 HF_DEVICE_KERNELS(hf_attention)
 HF_DEVICE_KERNELS(hf_attention_causal)
@@ -30,6 +31,7 @@ HF_DEVICE_KERNELS(hf_attention_causal_decode_bias)
 HF_DEVICE_KERNELS(hf_attention_causal_decode_paged_bias)
 HF_DEVICE_KERNELS(hf_position_bias)
 HF_DEVICE_KERNELS(hf_position_bias_causal)
+HF_DEVICE_KERNELS(hf_rope)
 #ifdef HALFORMER_HAS_TRAINING
 #include "hf_attention_backward.h"
 #include "hf_attention_causal_backward.h"
@@ -47,29 +49,37 @@ namespace halformer {
 namespace layers {
 namespace {
 
-// H heads of dk: queries, keys and values are D = H·dk wide (the
-// description's attn_width: d_model but for T5).
+// H query heads of dk: queries and outputs are D = H·dk wide (the
+// description's attn_width: d_model but for T5 and Llama's head_dim); Hkv
+// key and value heads, K = Hkv·dk wide each (grouped-query attention: the
+// kernels read key/value head h / (H / Hkv) for query head h).
 struct Heads {
-    int D, H, dk;
+    int D, H, dk, Hkv, K;
     float scale;
-    explicit Heads(const Description &d) : D(d.attn_width), H(d.heads), dk(d.head_dim), scale(d.attention_scale) {}
+    explicit Heads(const Description &d)
+        : D(d.attn_width), H(d.heads), dk(d.head_dim), Hkv(d.kv_heads), K(d.kv_width), scale(d.attention_scale) {}
     // Queries (or outputs): T positions of R rows, row stride `stride`.
     View q(const float *p, int T, int R, int stride) const {
         return View(p, {{dk, 1}, {T, R * stride}, {H, dk}, {R, stride}});
     }
     // Keys or values: L positions of `rows` rows, row stride `stride`.
     View kv(const float *p, int L, int rows, int stride) const {
-        return View(p, {{dk, 1}, {L, rows * stride}, {H, dk}, {rows, stride}});
+        return View(p, {{dk, 1}, {L, rows * stride}, {Hkv, dk}, {rows, stride}});
     }
     // Keys or values of L positions anywhere among `rows` cache rows: a
     // block table gives each position's row (the position dimension has no
     // stride of its own).
     View kv_listed(const float *p, int L, int rows, int stride) const {
-        return View(p, {{dk, 1}, {L, 0}, {H, dk}, {rows, stride}});
+        return View(p, {{dk, 1}, {L, 0}, {Hkv, dk}, {rows, stride}});
     }
     // The gradient of K|V together: (dk, 2, T, H, R).
     View dkv(const float *p, int T, int R, int stride) const {
-        return View(p, {{dk, 1}, {2, D}, {T, R * stride}, {H, dk}, {R, stride}});
+        return View(p, {{dk, 1}, {2, K}, {T, R * stride}, {Hkv, dk}, {R, stride}});
+    }
+    // `heads` heads of M rows (row stride `stride`) as RoPE's (i, p, h, m)
+    // pairs: dimension i turns with i + dk/2 (transformers' rotate_half).
+    View pairs(const float *p, int heads, int M, int stride) const {
+        return View(p, {{dk / 2, 1}, {2, dk / 2}, {heads, dk}, {M, stride}});
     }
 };
 
@@ -79,11 +89,11 @@ struct Heads {
 // prefill chunk (T > 1, G = 1): T queries of each row.
 void listed_cross_attention(Kernels &k, const Heads &h, const LayerIO &io) {
     const CrossMemory &c = io.cross;
-    const int G = c.group, Bs = io.R / G, D = h.D;
+    const int G = c.group, Bs = io.R / G, D = h.D, K = h.K;
     if (io.R % G || (G > 1 && io.T != 1)) throw Error("internal: grouped cross-attention needs one step of whole groups");
     View vq = io.T == 1 ? View(io.qc, {{h.dk, 1}, {G, D}, {h.H, h.dk}, {Bs, G * D}}) : h.q(io.qc, io.T, io.R, D);
     View vo = io.T == 1 ? View(io.attc, {{h.dk, 1}, {G, D}, {h.H, h.dk}, {Bs, G * D}}) : h.q(io.attc, io.T, io.R, D);
-    View vk = h.kv_listed(c.kv, c.S, io.rows.pool_rows, 2 * D), vv = h.kv_listed(c.kv + D, c.S, io.rows.pool_rows, 2 * D);
+    View vk = h.kv_listed(c.kv, c.S, io.rows.pool_rows, 2 * K), vv = h.kv_listed(c.kv + K, c.S, io.rows.pool_rows, 2 * K);
     const int NB = (c.S + kPageRows - 1) / kPageRows;
     if (io.rows.cross_stride < NB) throw Error("internal: block tables shorter than the source");
     View vl(c.len, {{Bs, 1}}, true), vtable(io.rows.cross_table, {{NB, 1}, {Bs, io.rows.cross_stride}}, true);
@@ -93,25 +103,59 @@ void listed_cross_attention(Kernels &k, const Heads &h, const LayerIO &io) {
     });
 }
 
+// Rotates `heads` heads of M rows by their positions (io.positions): from
+// `in` (row stride in_stride) to `out` (row stride out_stride).
+void rotate(Kernels &k, const Heads &h, const LayerIO &io, const float *in, int in_stride, int heads, float *out,
+            int out_stride) {
+    const int M = io.M();
+    if (!io.positions) throw Error("internal: rotary positions without the rows' positions");
+    View vx = h.pairs(in, heads, M, in_stride), vy = h.pairs(out, heads, M, out_stride);
+    View vp(io.positions, {{M, 1}}, true), vf(k.desc.inv_freq.data(), {{h.dk / 2, 1}});
+    k.run("rope", [&] { return HF_PICK(k.device(), hf_rope)(vx.get(), vp.get(), vf.get(), vy.get()); });
+}
+
 }  // namespace
 
+std::vector<ProjectionRows> self_projection_rows(const Description &d) {
+    const int A = d.attn_width, K = d.kv_width;
+    // Rotary: Q and K together (both are rotated), then V; else Q, then K|V.
+    if (d.rotary()) return {{0, A + K}, {A + K, K}};
+    return {{0, A}, {A, 2 * K}};
+}
+
 void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io) {
-    const int D = k.cfg.d_model, A = k.desc.attn_width;
-    const Mat x{in, io.M(), D, D};
+    const Heads h(k.desc);
+    const int D = k.cfg.d_model, A = h.D, K = h.K, M = io.M();
+    const Mat x{in, M, D, D};
     if (p.train) {
-        // One fused [M, 3D] projection: the backward pass reads dQ|dK|dV at once.
-        return linear(k, p, "linear", x, w.in_w, w.in_b, 3 * A, io.q, 3 * A);
+        // One fused [M, A + 2K] projection: the backward pass reads dQ|dK|dV at once.
+        if (k.desc.rotary()) throw Error("training: rotary positions have no backward kernels (inference only)");
+        return linear(k, p, "linear", x, w.in_w, w.in_b, A + 2 * K, io.q, A + 2 * K);
     }
-    linear(k, p, "linear", x, w.in_w, w.in_b, A, io.q, A);
+    // Where the new positions' K|V go: the paged cache's staging rows (then
+    // each to its row), or one dense block of the time-major cache.
+    float *dst = io.kv + (size_t)io.start * io.cache_rows * io.kv_stride;
+    int dst_stride = io.kv_stride;
     if (io.rows.write_rows) {
-        // The paged cache: the new positions' K|V, then each to its row.
-        linear(k, p, "linear", x, w.in_w + (size_t)A * D, w.in_b + A, 2 * A, io.rows.staging, 2 * A);
-        scatter_rows(k, io.rows.staging, 2 * A, io.M(), io.rows.write_rows, io.kv, io.rows.pool_rows);
-        return;
+        dst = io.rows.staging;
+        dst_stride = 2 * K;
     }
-    // The new positions' K|V: one dense block of the time-major cache.
-    linear(k, p, "linear", x, w.in_w + (size_t)A * D, w.in_b + A, 2 * A,
-           io.kv + (size_t)io.start * io.cache_rows * io.kv_stride, io.kv_stride);
+    const auto parts = self_projection_rows(k.desc);
+    auto rows_of = [&](const ProjectionRows &r) { return w.in_w + (size_t)r.first * D; };
+    auto bias_of = [&](const ProjectionRows &r) { return w.in_b + r.first; };
+    if (k.desc.rotary()) {
+        // Q|K unrotated, then Q to its rows and K to the cache turned by
+        // position; V straight to the cache.
+        float *raw = io.rope_in;
+        linear(k, p, "linear", x, rows_of(parts[0]), bias_of(parts[0]), A + K, raw, A + K);
+        rotate(k, h, io, raw, A + K, h.H, io.q, A);
+        rotate(k, h, io, raw + A, A + K, h.Hkv, dst, dst_stride);
+        linear(k, p, "linear", x, rows_of(parts[1]), bias_of(parts[1]), K, dst + K, dst_stride);
+    } else {
+        linear(k, p, "linear", x, rows_of(parts[0]), bias_of(parts[0]), A, io.q, A);
+        linear(k, p, "linear", x, rows_of(parts[1]), bias_of(parts[1]), 2 * K, dst, dst_stride);
+    }
+    if (io.rows.write_rows) scatter_rows(k, io.rows.staging, 2 * K, M, io.rows.write_rows, io.kv, io.rows.pool_rows);
 }
 
 void position_bias(Kernels &k, const StackW &s, bool causal, float *out) {
@@ -128,9 +172,9 @@ size_t position_bias_size(const Description &d) {
 
 void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
     const Heads h(k.desc);
-    const int T = io.T, R = io.R, L = io.start + T, qs = p.train ? 3 * h.D : h.D;
+    const int T = io.T, R = io.R, L = io.start + T, qs = p.train ? h.D + 2 * h.K : h.D;
     View vq = h.q(io.q, T, R, qs), vk = h.kv(io.kv, L, io.cache_rows, io.kv_stride);
-    View vv = h.kv(io.kv + h.D, L, io.cache_rows, io.kv_stride), vo = h.q(io.att, T, R, h.D);
+    View vv = h.kv(io.kv + h.K, L, io.cache_rows, io.kv_stride), vo = h.q(io.att, T, R, h.D);
     View vl(io.kv_len, {{R, 1}}, true);
     const int start = io.start;
     bool listed = io.rows.block_table && causal;
@@ -142,7 +186,7 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
         const int W = io.kv_stride;
         layers::gather_rows(k, io.kv, W, io.rows.pool_rows, io.rows.dense_rows, L * R, io.rows.dense);
         vk = h.kv(io.rows.dense, L, R, W);
-        vv = h.kv(io.rows.dense + h.D, L, R, W);
+        vv = h.kv(io.rows.dense + h.K, L, R, W);
         listed = false;
     }
     const int NB = (L + kPageRows - 1) / kPageRows;
@@ -150,7 +194,7 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
         // Position t of row r through its block table in the paged cache.
         if (io.rows.table_stride < NB) throw Error("internal: block tables shorter than the keys");
         vk = h.kv_listed(io.kv, L, io.rows.pool_rows, io.kv_stride);
-        vv = h.kv_listed(io.kv + h.D, L, io.rows.pool_rows, io.kv_stride);
+        vv = h.kv_listed(io.kv + h.K, L, io.rows.pool_rows, io.kv_stride);
     }
     if (io.pos_bias) {
         if (p.train) throw Error("training: no attention kernels with a relative-position bias (T5 is inference only)");
@@ -195,8 +239,8 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
 }
 
 void memory_kv(Kernels &k, const Pass &p, const AttnW &w, const float *memory, int rows, float *out) {
-    const int D = k.cfg.d_model, A = k.desc.attn_width;
-    linear(k, p, "linear", Mat{memory, rows, D, D}, w.in_w + (size_t)A * D, w.in_b + A, 2 * A, out, 2 * A, nullptr,
+    const int D = k.cfg.d_model, A = k.desc.attn_width, K = k.desc.kv_width;
+    linear(k, p, "linear", Mat{memory, rows, D, D}, w.in_w + (size_t)A * D, w.in_b + A, 2 * K, out, 2 * K, nullptr,
            Shape::Prefill);
 }
 
@@ -208,7 +252,7 @@ void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in,
     linear(k, p, "linear", Mat{in, io.M(), Dm, Dm}, w.in_w, w.in_b, h.D, io.qc, h.D);
     if (!p.train && io.rows.cross_table) return listed_cross_attention(k, h, io);
     const float *kv = p.train ? io.kv_mem : c.kv;
-    View vq = h.q(io.qc, io.T, io.R, h.D), vk = h.kv(kv, c.S, c.rows, 2 * h.D), vv = h.kv(kv + h.D, c.S, c.rows, 2 * h.D);
+    View vq = h.q(io.qc, io.T, io.R, h.D), vk = h.kv(kv, c.S, c.rows, 2 * h.K), vv = h.kv(kv + h.K, c.S, c.rows, 2 * h.K);
     View vo = h.q(io.attc, io.T, io.R, h.D), vl(c.len, {{p.train ? c.rows : io.R, 1}}, true);
     auto fn = io.T == 1 ? HF_PICK(k.device(), hf_attention_decode) : HF_PICK(k.device(), hf_attention);
     if (p.train) {
@@ -225,8 +269,8 @@ void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in,
 
 void self_attention_backward(Kernels &k, bool causal, const LayerIO &io, const float *datt, const AttnGrad &g) {
     const Heads h(k.desc);
-    const int T = io.T, R = io.R, D = h.D;
-    View vq = h.q(io.q, T, R, 3 * D), vk = h.q(io.q + D, T, R, 3 * D), vv = h.q(io.q + 2 * D, T, R, 3 * D);
+    const int T = io.T, R = io.R, D = h.D, W = h.D + 2 * h.K;
+    View vq = h.q(io.q, T, R, W), vk = h.kv(io.q + D, T, R, W), vv = h.kv(io.q + D + h.K, T, R, W);
     View vo = h.q(io.att, T, R, D), vdo = h.q(datt, T, R, D), vl(io.kv_len, {{R, 1}}, true);
     View vdq = h.q(g.dq, T, R, g.dq_stride), vdkv = h.dkv(g.dkv, T, R, g.dkv_stride);
     auto fn = causal ? HF_PICK(k.device(), hf_attention_causal_backward) : HF_PICK(k.device(), hf_attention_backward);
@@ -240,7 +284,7 @@ void cross_attention_backward(Kernels &k, const LayerIO &io, const float *datt, 
     const CrossMemory &c = io.cross;
     const int T = io.T, R = io.R, D = h.D;
     View vq = h.q(io.qc, T, R, D), vo = h.q(io.attc, T, R, D), vdo = h.q(datt, T, R, D);
-    View vk = h.kv(io.kv_mem, c.S, c.rows, 2 * D), vv = h.kv(io.kv_mem + D, c.S, c.rows, 2 * D);
+    View vk = h.kv(io.kv_mem, c.S, c.rows, 2 * h.K), vv = h.kv(io.kv_mem + h.K, c.S, c.rows, 2 * h.K);
     View ml(c.len, {{c.rows, 1}}, true), vdq = h.q(g.dq, T, R, g.dq_stride);
     View vdkv = h.dkv(g.dkv, c.S, c.rows, g.dkv_stride);
     k.run("attention_backward", [&] {

@@ -43,6 +43,7 @@ void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int
     const float scale = c.embedding_scale;
     switch (c.position) {
     case Positional::Relative:  // (T5: positions enter the attention as a bias)
+    case Positional::Rotary:    // (Llama: queries and keys are rotated by position)
         k.run("embedding",
               [&] { return HF_PICK(k.device(), hf_embedding_none)(tok.get(), table.get(), vstart.get(), scale, out.get()); });
         break;

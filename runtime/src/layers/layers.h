@@ -120,9 +120,12 @@ struct LayerIO {
     // Inference points several of these at one scratch buffer; training
     // gives each its own (the backward pass reads them).
     float *n1 = nullptr, *n2 = nullptr, *n3 = nullptr;  // pre-LN inputs of the sub-layers
-    float *q = nullptr;                  // queries; training: the fused [M, 3D] Q|K|V
-    float *kv = nullptr;                 // self K|V: the cache (inference) or q + D (training)
+    float *q = nullptr;                  // queries; training: the fused [M, A + 2K] Q|K|V
+    float *kv = nullptr;                 // self K|V: the cache (inference) or q + A (training)
     int kv_stride = 0, cache_rows = 0;   // K|V row stride, rows of the cache
+    // Rotary positions: row m's position, and the unrotated Q|K [M, A + K].
+    const int32_t *positions = nullptr;
+    float *rope_in = nullptr;
     const int32_t *kv_len = nullptr;     // valid keys per row
     float *att = nullptr, *qc = nullptr, *attc = nullptr, *kv_mem = nullptr;
     float *y1 = nullptr, *y2 = nullptr, *y3 = nullptr;    // sub-layer outputs before the join
@@ -139,7 +142,13 @@ struct LayerIO {
 };
 
 // --- attention.cpp
-// Q (and the new positions' K|V) of the self-attention sub-layer from `in`.
+// The self-attention's in_proj rows [A + 2K, D] as the inference passes
+// project them: (first row, rows) of each projection, in order. Q then K|V;
+// rotary: Q|K (rotated together) then V. Prepacking packs these.
+using ProjectionRows = std::pair<int, int>;
+std::vector<ProjectionRows> self_projection_rows(const Description &d);
+// Q (and the new positions' K|V) of the self-attention sub-layer from `in`;
+// rotary: both turned by position (io.positions) before K is cached.
 void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io);
 void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io);
 // Q from `in`, then attention over the encoder memory's K|V.

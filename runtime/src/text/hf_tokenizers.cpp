@@ -13,6 +13,7 @@
 #include "byte_level_bpe.h"
 #include "wordpiece.h"
 
+#include "../hf/family.h"
 #include "halformer/config.h"
 #include "halformer/error.h"
 #include "halformer/files.h"
@@ -359,11 +360,13 @@ std::unique_ptr<Tokenizer::Impl> t5(const std::string &dir, const Config &c) {
 }  // namespace
 
 std::unique_ptr<Tokenizer::Impl> load_hf_tokenizer(const std::string &dir, const Config &c) {
-    if (c.family == "gpt2") return gpt2(dir, c);
-    if (c.family == "marian") return marian(dir, c);
-    if (c.family == "bert") return bert(dir, c);
-    if (c.family == "t5") return t5(dir, c);
-    return nullptr;
+    // By the family's tokenizer kind (hf/family.h).
+    using Loader = std::unique_ptr<Tokenizer::Impl> (*)(const std::string &, const Config &);
+    static const std::map<std::string, Loader> kinds{
+        {"byte_level_bpe", gpt2}, {"marian", marian}, {"wordpiece", bert}, {"t5", t5}};
+    const hf::Family *family = hf::find_family(c.family);
+    auto it = family ? kinds.find(family->tokenizer) : kinds.end();
+    return it == kinds.end() ? nullptr : it->second(dir, c);
 }
 
 }  // namespace text

@@ -58,9 +58,13 @@ void Trainer::Impl::prepare(const Config &c, Device device) {
                     "\") is not supported: Halformer trains its own configs");
     }
     if (c.rms_norm || c.gated_ffn || c.positional_encoding == Positional::Relative || c.d_kv != 0 || !c.biases ||
-        c.attention_scale != 0) {
+        !c.qkv_bias || !c.out_bias || !c.ffn_bias || c.attention_scale != 0) {
         throw Error("training: RMSNorm, the gated feed-forward, relative positions, d_kv, bias-free layers and "
                     "attention_scale (T5's features) have no backward kernels: inference only");
+    }
+    if (c.positional_encoding == Positional::Rotary || c.kv_heads() != c.num_heads || c.sliding_window != 0) {
+        throw Error("training: rotary positions, grouped-query attention (num_kv_heads) and sliding windows "
+                    "(Llama's and Mistral's features) have no backward kernels: inference only");
     }
     cfg = c;
 #ifndef HALFORMER_HAS_GPU

@@ -1,0 +1,30 @@
+// The Hugging Face families Halformer reads: one entry each (family.h). A
+// new family is its file under families/ and a line here.
+#include "family.h"
+
+namespace halformer {
+namespace hf {
+
+const Family &bert_family();
+const Family &gpt2_family();
+const Family &llama_family();
+const Family &marian_family();
+const Family &mistral_family();
+const Family &qwen2_family();
+const Family &t5_family();
+
+const std::vector<const Family *> &families() {
+    static const std::vector<const Family *> all{&bert_family(),   &gpt2_family(),    &llama_family(), &marian_family(),
+                                                 &mistral_family(), &qwen2_family(), &t5_family()};
+    return all;
+}
+
+const Family *find_family(const std::string &model_type) {
+    for (const Family *f : families()) {
+        if (model_type == f->model_type) return f;
+    }
+    return nullptr;
+}
+
+}  // namespace hf
+}  // namespace halformer

@@ -1,0 +1,83 @@
+// GPT-2 (GPT2LMHeadModel, GPT2Model).
+#include "../family.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+
+namespace halformer {
+namespace hf {
+namespace {
+
+// GPT2Config: a decoder-only, pre-LN stack with learned positions, a final
+// LayerNorm and the head tied to the token embedding.
+Config gpt2(const Fields &f) {
+    Config c;
+    c.family = "gpt2";
+    c.architecture = Architecture::Decoder;
+    c.d_model = f.integer("n_embd", 768);
+    c.num_heads = f.integer("n_head", 12);
+    // (4 · n_embd in 64 bits: a width past int's range is refused below
+    // with the model's other sizes, never an overflow here.)
+    c.d_ff = f.integer("n_inner", (int)std::min<int64_t>(4 * (int64_t)c.d_model, INT32_MAX));
+    c.num_encoder_layers = 0;
+    c.num_decoder_layers = f.integer("n_layer", 12);
+    c.src_vocab_size = 0;
+    c.tgt_vocab_size = f.integer("vocab_size", 50257);
+    c.max_positions = f.integer("n_positions", 1024);
+    c.positional_encoding = Positional::Learned;
+    c.norm_first = true;
+    c.activation = activation(f, "activation_function", "gelu_new");
+    c.layer_norm_eps = f.number("layer_norm_epsilon", 1e-5f);
+    c.scale_embeddings = false;
+    c.bos_id = f.integer("bos_token_id", 50256);
+    c.eos_id = f.integer("eos_token_id", 50256);
+    // GPT-2 has no padding token; padded rows are masked by length, so any
+    // valid id serves.
+    c.pad_id = f.integer("pad_token_id", c.eos_id);
+    f.require("add_cross_attention", !f.boolean("add_cross_attention", false), "true");
+    f.require("scale_attn_weights", f.boolean("scale_attn_weights", true), "false");
+    f.require("scale_attn_by_inverse_layer_idx", !f.boolean("scale_attn_by_inverse_layer_idx", false), "true");
+    return c;
+}
+
+// GPT2LMHeadModel (or GPT2Model: names without "transformer.").
+Rules gpt2_rules(const std::string &p) {
+    const std::string h = p + "h.{i}.";
+    return {
+        {"tgt_embed.weight", {How::Same, {p + "wte.weight"}}},
+        {"tgt_pos.weight", {How::Same, {p + "wpe.weight"}}},
+        {"decoder.layers.{i}.self_attn.in_proj_weight", {How::Transposed, {h + "attn.c_attn.weight"}}},
+        {"decoder.layers.{i}.self_attn.in_proj_bias", {How::Same, {h + "attn.c_attn.bias"}}},
+        {"decoder.layers.{i}.self_attn.out_proj.weight", {How::Transposed, {h + "attn.c_proj.weight"}}},
+        {"decoder.layers.{i}.self_attn.out_proj.bias", {How::Same, {h + "attn.c_proj.bias"}}},
+        {"decoder.layers.{i}.linear1.weight", {How::Transposed, {h + "mlp.c_fc.weight"}}},
+        {"decoder.layers.{i}.linear1.bias", {How::Same, {h + "mlp.c_fc.bias"}}},
+        {"decoder.layers.{i}.linear2.weight", {How::Transposed, {h + "mlp.c_proj.weight"}}},
+        {"decoder.layers.{i}.linear2.bias", {How::Same, {h + "mlp.c_proj.bias"}}},
+        {"decoder.layers.{i}.norm1.weight", {How::Same, {h + "ln_1.weight"}}},
+        {"decoder.layers.{i}.norm1.bias", {How::Same, {h + "ln_1.bias"}}},
+        {"decoder.layers.{i}.norm2.weight", {How::Same, {h + "ln_2.weight"}}},
+        {"decoder.layers.{i}.norm2.bias", {How::Same, {h + "ln_2.bias"}}},
+        {"decoder.norm.weight", {How::Same, {p + "ln_f.weight"}}},
+        {"decoder.norm.bias", {How::Same, {p + "ln_f.bias"}}},
+        {"generator.weight", {How::Same, {"lm_head.weight"}}},
+    };
+}
+
+WeightRules gpt2_weights(Config &, const Has &has) {
+    // Saved from GPT2LMHeadModel ("transformer.h.0...") or GPT2Model ("h.0...").
+    return {gpt2_rules(has("transformer.wte.weight") ? "transformer." : ""), {}};
+}
+
+}  // namespace
+
+const Family &gpt2_family() {
+    static const Family f{"gpt2", gpt2, gpt2_weights, R"(^(transformer\.)?h\.\d+\.attn\.(bias|masked_bias)$)",
+                          "byte_level_bpe"};
+    return f;
+}
+
+}  // namespace hf
+}  // namespace halformer

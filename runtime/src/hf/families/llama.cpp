@@ -1,0 +1,195 @@
+// The Llama-style decoders: Llama 2/3 (LlamaForCausalLM), Mistral
+// (MistralForCausalLM) and Qwen2 (Qwen2ForCausalLM). One description:
+// pre-norm RMSNorm, SwiGLU (down(silu(gate(x)) · up(x))), rotary positions,
+// grouped-query attention, no position table; they differ in defaults, in
+// which projections have biases (Llama: attention_bias, mlp_bias; Qwen2: Q,
+// K and V only) and in the sliding window (Mistral). Field names and
+// defaults are those of configuration_llama.py, configuration_mistral.py
+// and configuration_qwen2.py, as transformers 4 writes them (rope_theta,
+// rope_scaling) and as transformers 5 does (rope_parameters).
+#include "../family.h"
+
+namespace halformer {
+namespace hf {
+namespace {
+
+// A Llama family's defaults where its configuration class differs.
+struct Defaults {
+    const char *model_type, *architecture;
+    int vocab, hidden, intermediate, layers, heads, kv_heads, max_positions, bos, eos;
+    bool tied;
+};
+
+// eos_token_id: one id, or a list (Llama 3's instruct models end at any
+// of several; generation stops at the first, the others are named).
+int eos_of(const Fields &f, int fallback) {
+    const json::Value *v = f.root.find("eos_token_id");
+    f.read->insert("eos_token_id");
+    if (v && v->is_array()) {
+        if (v->array.empty() || !v->array[0].is_number()) f.fail("field \"eos_token_id\" is an empty list or not ids");
+        return (int)v->array[0].number;
+    }
+    return f.integer("eos_token_id", fallback);
+}
+
+// rope_theta and rope_scaling (transformers 4), or rope_parameters
+// (transformers 5: both in one object, "rope_type" "default" for none).
+void rope(const Fields &f, Config &c) {
+    c.rope_theta = f.number("rope_theta", 10000.0f);
+    const json::Value *params = f.get("rope_parameters", json::Value::Kind::Object);
+    const json::Value *scaling = params ? params : f.get("rope_scaling", json::Value::Kind::Object);
+    if (!scaling) return;
+    const std::string what = f.what + (params ? ": rope_parameters" : ": rope_scaling");
+    const Fields s{*scaling, what};
+    if (params) c.rope_theta = s.number("rope_theta", c.rope_theta);
+    // ("type" is the name transformers before 4.45 wrote.)
+    const std::string type = s.string("rope_type", s.string("type", "default"));
+    const float partial = s.number("partial_rotary_factor", f.number("partial_rotary_factor", 1.0f));
+    if (partial != 1.0f) s.fail("\"partial_rotary_factor\" = " + std::to_string(partial) + " is not supported by Halformer");
+    Config::RopeScaling &r = c.rope_scaling;
+    if (type == "default") return;
+    r.factor = s.number("factor", 1.0f);
+    if (type == "linear") {
+        r.kind = Config::RopeScaling::Kind::Linear;
+    } else if (type == "llama3") {
+        r.kind = Config::RopeScaling::Kind::Llama3;
+        r.low_freq_factor = s.number("low_freq_factor", 1.0f);
+        r.high_freq_factor = s.number("high_freq_factor", 4.0f);
+        r.original_max_positions = s.integer("original_max_position_embeddings", 8192);
+    } else {
+        s.fail("rope type \"" + type + "\" is not supported by Halformer (default, linear, llama3)");
+    }
+}
+
+Config llama_like(const Fields &f, const Defaults &d) {
+    Config c;
+    c.family = d.model_type;
+    c.architecture = Architecture::Decoder;
+    c.d_model = f.integer("hidden_size", d.hidden);
+    c.num_heads = f.integer("num_attention_heads", d.heads);
+    c.num_kv_heads = f.integer("num_key_value_heads", d.kv_heads > 0 ? d.kv_heads : c.num_heads);
+    // head_dim: given (Mistral Nemo, Qwen3-like sizes), or hidden / heads.
+    c.d_kv = f.integer("head_dim", 0);
+    if (c.d_kv == 0 && c.num_heads > 0 && c.d_model % c.num_heads != 0) {
+        f.fail("hidden_size = " + std::to_string(c.d_model) + " is not a multiple of num_attention_heads = " +
+               std::to_string(c.num_heads) + " and no head_dim is given");
+    }
+    c.d_ff = f.integer("intermediate_size", d.intermediate);
+    c.num_encoder_layers = 0;
+    c.num_decoder_layers = f.integer("num_hidden_layers", d.layers);
+    c.src_vocab_size = 0;
+    c.tgt_vocab_size = f.integer("vocab_size", d.vocab);
+    c.max_positions = f.integer("max_position_embeddings", d.max_positions);
+    c.positional_encoding = Positional::Rotary;
+    rope(f, c);
+    c.norm_first = true;
+    c.rms_norm = true;
+    c.gated_ffn = true;
+    c.activation = activation(f, "hidden_act", "silu");
+    if (c.activation != Act::SiLU && c.activation != Act::GELUTanh) {
+        f.fail("field \"hidden_act\" = \"" + f.string("hidden_act", "") +
+               "\" is not supported by Halformer in a gated feed-forward (silu, gelu_pytorch_tanh)");
+    }
+    c.layer_norm_eps = f.number("rms_norm_eps", 1e-6f);
+    c.scale_embeddings = false;
+    c.tied_head = f.boolean("tie_word_embeddings", d.tied);
+    c.bos_id = f.integer("bos_token_id", d.bos);
+    c.eos_id = eos_of(f, d.eos);
+    // No padding token in most: padded rows are masked by length, so any
+    // valid id serves.
+    c.pad_id = f.integer("pad_token_id", c.eos_id >= 0 ? c.eos_id : 0);
+    if (c.bos_id < 0) c.bos_id = c.eos_id;
+    const std::string arch = f.architecture();
+    if (!arch.empty() && arch != d.architecture) {
+        f.fail("architectures: \"" + arch + "\" is not supported by Halformer (" + d.architecture + ")");
+    }
+    return c;
+}
+
+Config llama(const Fields &f) {
+    Config c = llama_like(f, {"llama", "LlamaForCausalLM", 32000, 4096, 11008, 32, 32, 0, 2048, 1, 2, false});
+    c.qkv_bias = c.out_bias = f.boolean("attention_bias", false);
+    c.ffn_bias = f.boolean("mlp_bias", false);
+    const int tp = f.integer("pretraining_tp", 1);  // (the same product, in slices: read, nothing to do)
+    (void)tp;
+    return c;
+}
+
+Config mistral(const Fields &f) {
+    Config c = llama_like(f, {"mistral", "MistralForCausalLM", 32000, 4096, 14336, 32, 32, 8, 4096 * 32, 1, 2, false});
+    c.qkv_bias = c.out_bias = c.ffn_bias = false;
+    c.sliding_window = f.integer("sliding_window", 4096);
+    return c;
+}
+
+Config qwen2(const Fields &f) {
+    Config c = llama_like(f, {"qwen2", "Qwen2ForCausalLM", 151936, 4096, 22016, 32, 32, 0, 32768, -1, -1, false});
+    c.qkv_bias = true;
+    c.out_bias = c.ffn_bias = false;
+    // The window applies only with use_sliding_window, and then to the
+    // layers from max_window_layers on.
+    const int window = f.integer("sliding_window", 4096);
+    if (f.boolean("use_sliding_window", false)) {
+        const int from = f.integer("max_window_layers", 28);
+        if (from > 0 && from < c.num_decoder_layers) {
+            f.fail("use_sliding_window with max_window_layers = " + std::to_string(from) + " of " +
+                   std::to_string(c.num_decoder_layers) +
+                   " layers (a window on some layers only) is not supported by Halformer");
+        }
+        if (from == 0) c.sliding_window = window;
+    }
+    (void)f.integer("max_window_layers", 28);
+    if (c.eos_id < 0) f.fail("field \"eos_token_id\" is missing (Qwen2Config has no default)");
+    return c;
+}
+
+// LlamaForCausalLM's names (Mistral's and Qwen2's are the same).
+WeightRules llama_weights(Config &cfg, const Has &has) {
+    WeightRules w;
+    Rules &r = w.rules;
+    const std::string ours = "decoder.layers.{i}.", theirs = "model.layers.{i}.";
+    r["tgt_embed.weight"] = {How::Same, {"model.embed_tokens.weight"}};
+    for (const char *kind : {"weight", "bias"}) {
+        const std::string k = kind, a = theirs + "self_attn.", m = theirs + "mlp.";
+        r[ours + "self_attn.in_proj_" + k] = {How::Stacked, {a + "q_proj." + k, a + "k_proj." + k, a + "v_proj." + k}};
+        r[ours + "self_attn.out_proj." + k] = {How::Same, {a + "o_proj." + k}};
+        // SwiGLU: silu(gate) · up, then down.
+        r[ours + "linear1." + k] = {How::Same, {m + "gate_proj." + k}};
+        r[ours + "linear_gate." + k] = {How::Same, {m + "up_proj." + k}};
+        r[ours + "linear2." + k] = {How::Same, {m + "down_proj." + k}};
+    }
+    r[ours + "norm1.weight"] = {How::Same, {theirs + "input_layernorm.weight"}};
+    r[ours + "norm2.weight"] = {How::Same, {theirs + "post_attention_layernorm.weight"}};
+    r["decoder.norm.weight"] = {How::Same, {"model.norm.weight"}};
+    if (cfg.tied_head) {
+        // (Some saves keep a copy of the tied embedding.)
+        if (has("lm_head.weight")) w.ignore.push_back("lm_head.weight");
+    } else {
+        if (!has("lm_head.weight")) {
+            throw Error("tie_word_embeddings is false but the files hold no lm_head.weight");
+        }
+        r["generator.weight"] = {How::Same, {"lm_head.weight"}};
+    }
+    return w;
+}
+
+// (The rotary tables transformers before 4.31 saved per layer.)
+constexpr const char *kUnused = R"(^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$)";
+
+}  // namespace
+
+const Family &llama_family() {
+    static const Family f{"llama", llama, llama_weights, kUnused, "tokenizer.json"};
+    return f;
+}
+const Family &mistral_family() {
+    static const Family f{"mistral", mistral, llama_weights, kUnused, "tokenizer.json"};
+    return f;
+}
+const Family &qwen2_family() {
+    static const Family f{"qwen2", qwen2, llama_weights, kUnused, "tokenizer.json"};
+    return f;
+}
+
+}  // namespace hf
+}  // namespace halformer
