@@ -31,6 +31,11 @@
 //                            gains bias(clamp(j − (i + q_offset), −R, R), h)
 //                            (T5's bucketed table, generators/position_bias_
 //                            generator.cpp: constant beyond ±R)
+//   window                   only with sliding_window=true (Mistral): a
+//                            query at position p sees keys j > p − window
+//                            as well (window ≤ 0: no limit). p = min(i +
+//                            q_offset, kv_len[b] − 1): a decoding step's
+//                            rows end at their own kv_len
 //
 // The cases of the seeds: self-attention (Tq = Tkv, kv_len = T), causal
 // (decoder self-attention), key padding (kv_len per sequence), cross-attention
@@ -60,6 +65,7 @@ public:
     GeneratorParam<int> key_block{"key_block", 64};
     GeneratorParam<int> page{"page", 0};  // > 0: keys through block_table (rows per block)
     GeneratorParam<bool> position_bias{"position_bias", false};
+    GeneratorParam<bool> sliding_window{"sliding_window", false};
     // Schedule knobs (schedules/attention_schedule.h).
     GeneratorParam<int> query_tile{"query_tile", 8};
     GeneratorParam<int> heads_per_task{"heads_per_task", 1};
@@ -79,10 +85,12 @@ public:
     Output<Buffer<float, 4>> o{"o"};
     Input<Buffer<int32_t, 2>> *block_table = nullptr;
     Input<Buffer<float, 2>> *bias = nullptr;
+    Input<int32_t> *window = nullptr;
 
     void configure() {
         if (page > 0) block_table = add_input<Buffer<int32_t, 2>>("block_table");
         if (position_bias) bias = add_input<Buffer<float, 2>>("bias");
+        if (sliding_window) window = add_input<int32_t>("window");
     }
 
     void generate() {
@@ -116,6 +124,10 @@ public:
         Expr limit = clamp(kv_len(b), 0, Tkv);
         Expr valid = j < limit;
         if (causal) valid = valid && j <= i + q_offset;
+        if (window) {
+            Expr query_position = min(i + q_offset, limit - 1);
+            valid = valid && (*window <= 0 || j > query_position - *window);
+        }
         Expr scaled = score(j, i, h, b) * scale;
         if (position_bias) {
             scaled += (*bias)(clamp(j - (i + q_offset), bias->dim(0).min(), bias->dim(0).max()), h);
@@ -170,6 +182,7 @@ public:
         o.set_estimates({{0, 64}, {0, 128}, {0, 8}, {0, 1}});
         if (block_table) block_table->set_estimates({{0, (128 + P - 1) / std::max(P, 1)}, {0, 1}});
         if (bias) bias->set_estimates({{-128, 257}, {0, 8}});
+        if (window) window->set_estimate(4096);
     }
 
     void schedule() {

@@ -39,6 +39,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/session.cpp
   src/text.cpp
   src/text/byte_level_bpe.cpp
+  src/text/chat_template.cpp
   src/text/hf_tokenizers.cpp
   src/text/unicode.cpp
   src/text/wordpiece.cpp

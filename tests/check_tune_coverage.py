@@ -21,6 +21,8 @@ import sys
 EXCLUDED = {
     "hf_pack_*": "packs the weights once, at load (Model::set_precision)",
     "hf_topk8": "no tunable knob (generator topk)",
+    "hf_rope": "an elementwise rotation of a step's Q|K rows (memory-bound, far below the projections; "
+               "its one knob, gpu_threads, is the GPU's)",
     "hf_argmax": "no tunable knob (generator topk)",
     "hf_logits_adjust": "a copy of one step's logits and a few entries (the decoding controls), far below the head",
     "hf_gather_rows": "a copy: a prefill chunk's keys from the paged cache, the last positions of prompts of different lengths",

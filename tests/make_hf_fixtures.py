@@ -466,7 +466,10 @@ def t5_forward(W, c, srcs, tgts):
         y = y + ff(b + "2.", rms_norm(y, W[b + "2.layer_norm.weight"], eps))
     y = rms_norm(y, W["decoder.final_layer_norm.weight"], eps)
     if c["tie_word_embeddings"]:
-        y = y * c["d_model"] ** -0.5
+        # transformers 5 says whether to scale (scale_decoder_outputs: true for v1.0, false for the gated
+        # ones); before it, a tied head always scaled.
+        if c.get("scale_decoder_outputs", True):
+            y = y * c["d_model"] ** -0.5
         logits = y @ W["shared.weight"].t()
     else:
         logits = y @ W["lm_head.weight"].t()
@@ -962,8 +965,9 @@ def train_spm(lines, vocab_size, **kw):
     with open(os.devnull, "w") as null:
         os.dup2(null.fileno(), 2)
         try:
+            kw.setdefault("model_type", "unigram")
             spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=vocab_size,
-                                           model_type="unigram", character_coverage=1.0, num_threads=1,
+                                           character_coverage=1.0, num_threads=1,
                                            normalization_rule_name="identity", **kw)
         finally:
             os.dup2(fd, 2)
@@ -1022,10 +1026,19 @@ def margin(v):
     return float(top[0] - top[1])
 
 
-def greedy(next_logits, max_new, eos):
+def force(v, forced):
+    """transformers' ForcedEOSTokenLogitsProcessor at the last step: every id but `forced` at -inf."""
+    f = torch.full_like(v, -math.inf)
+    f[forced] = v[forced]
+    return f
+
+
+def greedy(next_logits, max_new, eos, forced=None):
     out, m = [], math.inf
-    for _ in range(max_new):
+    for step in range(max_new):
         v = next_logits(out)
+        if forced is not None and step == max_new - 1:
+            v = force(v, forced)
         m = min(m, margin(v))
         tok = argmax_lowest(v)
         out.append(tok)
@@ -1034,8 +1047,9 @@ def greedy(next_logits, max_new, eos):
     return out, m
 
 
-def beam_search(next_logits, K, alpha, n_best, max_new, eos):
+def beam_search(next_logits, K, alpha, n_best, max_new, eos, forced=None):
     """tests/make_fixtures.py's beam_search, rule for rule; next_logits(hist) = logits after start + hist.
+    forced: at the last step every id but this one at -inf, after the log-softmax (transformers' order).
 
     Also returns the smallest score gap among the candidates each step consumed (+1), a robustness measure."""
     lp = lambda n: ((5.0 + n) / 6.0) ** alpha
@@ -1046,6 +1060,8 @@ def beam_search(next_logits, K, alpha, n_best, max_new, eos):
         cands = []
         for k, (hist, score) in enumerate(beams):
             logp = torch.log_softmax(next_logits(hist), dim=-1)
+            if forced is not None and step == max_new - 1:
+                logp = force(logp, forced)
             order = sorted(range(logp.shape[0]), key=lambda v: (-float(logp[v]), v))[: K + 1]
             for j, v in enumerate(order):
                 cands.append((score + float(logp[v]), k, j, v))
@@ -1101,8 +1117,9 @@ def gelu_check(c_act, run):
             "rel_l2_diff": float("%.6g" % float((a - b).norm() / a.norm()))}
 
 
-def decode_goldens(golden, step_logits, eos, make_src, probe):
-    """Greedy and beam for `probe` (reaches eos) and two more sources with good margins."""
+def decode_goldens(golden, step_logits, eos, make_src, probe, forced=None):
+    """Greedy and beam for `probe` (reaches eos) and two more sources with good margins; `forced`: the
+    checkpoint's forced_eos_token_id (ends every hypothesis at the length limit)."""
     srcs = [probe]
     tries = 0
     while len(srcs) < 3:
@@ -1110,15 +1127,15 @@ def decode_goldens(golden, step_logits, eos, make_src, probe):
         assert tries < 200
         src = make_src([1, 1, 9][len(srcs)])
         srcs.append(src)
-        toks, m = greedy(lambda h: step_logits(src, h), 10, eos)
-        _, gap = beam_search(lambda h: step_logits(src, h), 3, 0.6, 2, 10, eos)
+        toks, m = greedy(lambda h: step_logits(src, h), 10, eos, forced)
+        _, gap = beam_search(lambda h: step_logits(src, h), 3, 0.6, 2, 10, eos, forced)
         if m < 2e-3 or gap < 1e-4:
             srcs.pop()
     for src in srcs:
-        toks, m = greedy(lambda h: step_logits(src, h), 10, eos)
+        toks, m = greedy(lambda h: step_logits(src, h), 10, eos, forced)
         assert m >= 2e-3, m
         golden["greedy"].append({"src": src, "max_new_tokens": 10, "tokens": toks, "min_margin": float("%.6g" % m)})
-        hyps, gap = beam_search(lambda h: step_logits(src, h), 3, 0.6, 2, 10, eos)
+        hyps, gap = beam_search(lambda h: step_logits(src, h), 3, 0.6, 2, 10, eos, forced)
         assert gap >= 1e-4, gap
         golden["beam"].append({"src": src, "max_new_tokens": 10, "beam": 3, "length_penalty": 0.6, "n_best": 2,
                                "hyps": [h for h, _ in hyps], "scores": [s for _, s in hyps],
@@ -1195,29 +1212,75 @@ def build_gpt2(name, c, dtype, prefix, old_buffers, shards, tokenizer_json, seed
     return golden, files, lambda d: write_gpt2_tokenizer(d, V, tokenizer_json), shards
 
 
-def build_llama(name, c, dtype, long_len, seed):
+LLAMA_TOKENIZER_TEXTS = [
+    "the quick brown fox jumps over the lazy dog.", "", " ", "  two  spaces", "Hello\nworld\n\n", "tabs\tand\ttabs",
+    "café naïve résumé", "漢字とかな", "emoji 🙂 and 🚀!", "numbers 1234567 and 3.14159", "MiXeD CaSe", "ünïcödé",
+    "a</s>b", "<s>start", "x<unk>y", "\u00a0non-breaking", "don't won't I'm",
+]
+
+
+def write_llama_tokenizer(d, V):
+    """Llama 2's / Mistral's tokenizer.model: SentencePiece BPE with byte_fallback (unk 0, bos 1, eos 2), and the
+    ids LlamaTokenizer gives (bos + SentencePiece's own encoding, the special tokens' spellings matched whole
+    first, each stretch between them encoded on its own: legacy=True)."""
+    import sentencepiece as spm
+    data, pieces = train_spm(ENGLISH, V, model_type="bpe", byte_fallback=True, unk_id=0, bos_id=1, eos_id=2,
+                             pad_id=-1)
+    assert pieces[:3] == ["<unk>", "<s>", "</s>"], pieces[:3]
+    with open(os.path.join(d, "tokenizer.model"), "wb") as f:
+        f.write(data)
+    write_json(os.path.join(d, "tokenizer_config.json"),
+               {"add_bos_token": True, "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>",
+                "legacy": True, "model_max_length": 1000000000000000019884624838656, "pad_token": None,
+                "tokenizer_class": "LlamaTokenizer", "unk_token": "<unk>"})
+    sp = spm.SentencePieceProcessor(model_proto=data)
+    cases = []
+    for text in LLAMA_TOKENIZER_TEXTS:
+        ids = [1]
+        for part in re.split(r"(<s>|</s>|<unk>)", text):
+            if part in ("<s>", "</s>", "<unk>"):
+                ids.append({"<s>": 1, "</s>": 2, "<unk>": 0}[part])
+            elif part:
+                ids += sp.encode(part)
+        back = sp.decode([i for i in ids if i not in (1, 2)])
+        cases.append({"text": text, "ids": ids, "decoded": back})
+    return cases
+
+
+def build_llama(name, c, dtype, long_len, seed, tokenizer=False, tokenizer_json=None):
     """Llama, Mistral and Qwen2 decoders: logits (one batch with a sequence of long_len positions), greedy and
-    beam goldens like GPT-2's, and the rotary frequencies transformers computes."""
+    beam goldens like GPT-2's, and the rotary frequencies transformers computes. tokenizer: write Llama 2's
+    kind of tokenizer.model; tokenizer_json: copy tests/fixtures/tokenizers/gpt2/tokenizer_<this>.json (Llama 3's
+    or Qwen2's form: byte-level tokens, then 3 special ones with the last ids; Qwen2's first, <|endoftext|>, is
+    the vocabulary's own) as tokenizer.json."""
     V = c["vocab_size"]
+    hi = V - 3 if tokenizer_json else V  # (random inputs avoid the special tokens)
     names = llama_names(c)
     W = init_weights(names, c, dtype, seed, "llama")
     eos = c["eos_token_id"][0] if isinstance(c["eos_token_id"], list) else c["eos_token_id"]
     bos = c.get("bos_token_id")
     step = lambda src, hist: llama_forward(W, c, [src + hist])[0][-1]
     R = Rand(seed + 1)
-    lo = 2  # ids 0 and 1 (bos, eos) stay out of random inputs
+    lo = 3  # ids 0-2 (Llama's unk, bos, eos) stay out of random inputs
     relabel = lambda src, a, b: [b if x == a else a if x == b else x for x in src]
-    probe = pick_eos(W, step, eos, {eos, bos}, lambda: R.seq(6, lo, V), swap_vocab, relabel)
+    probe = pick_eos(W, step, eos, {eos, bos}, lambda: R.seq(6, lo, hi), swap_vocab, relabel)
     golden = {"special_ids": {"bos": bos, "eos": eos}, "logits": [], "greedy": [], "beam": [],
               "rope_inv_freq": [float(x) for x in rope_inv_freq(c).tolist()]}
-    batches = [[R.seq(7, lo, V)], [R.seq(1, lo, V)], [R.seq(12, lo, V)],
-               [R.seq(n, lo, V) for n in (7, 3, 1)], [R.seq(n, lo, V) for n in (long_len, 2)]]
+    batches = [[R.seq(7, lo, hi)], [R.seq(1, lo, hi)], [R.seq(12, lo, hi)],
+               [R.seq(n, lo, hi) for n in (7, 3, 1)], [R.seq(n, lo, hi) for n in (long_len, 2)]]
     for srcs in batches:
         out = llama_forward(W, c, srcs)
         golden["logits"].append({"src": srcs, "tgt": [], "width": V, "logits": [rounded(o) for o in out]})
-    decode_goldens(golden, step, eos, lambda n: R.seq(n, lo, V), probe)
+    decode_goldens(golden, step, eos, lambda n: R.seq(n, lo, hi), probe)
     files = [(n, dtype, W[n]) for n, shape, kind in names if kind != "tied"]
-    return golden, files, lambda d: None, 1
+
+    def write_tokenizer(d):
+        if tokenizer_json:
+            shutil.copy(os.path.join(HERE, "fixtures", "tokenizers", "gpt2", "tokenizer_%s.json" % tokenizer_json),
+                        os.path.join(d, "tokenizer.json"))
+        return {"tokenizer": write_llama_tokenizer(d, V)} if tokenizer else None
+
+    return golden, files, write_tokenizer, 1
 
 
 def bert_inputs(R, V, tok, lens, with_mask):
@@ -1307,7 +1370,7 @@ def enc_dec_goldens(golden, fwd, c, R, V, src_range, start, eos, specials, W, sw
     for srcs, tgts in batches:
         out = fwd(srcs, tgts)
         golden["logits"].append({"src": srcs, "tgt": tgts, "width": V, "logits": [rounded(o) for o in out]})
-    decode_goldens(golden, step, eos, src, probe)
+    decode_goldens(golden, step, eos, src, probe, c.get("forced_eos_token_id"))
 
 
 def build_t5(name, c, dtype, old_unused, seed):
@@ -1482,8 +1545,23 @@ def main():
     fixtures.append(("t5_v1_1", "t5", c, t5_effective(c), "F32",
                      lambda c, s: build_t5("t5_v1_1", c, "F32", False, s), True))
 
-    # (One width for both stacks, as every opus-mt checkpoint has: Halformer
-    # names different encoder and decoder widths as unsupported.)
+    # T5 as transformers 5 saves a gated model (flan-t5): tie_word_embeddings true (only shared.weight in the
+    # file) and scale_decoder_outputs false: the tied head without the d_model**-0.5 scale.
+    c = t5_config(d_model=32, d_kv=8, num_heads=4, d_ff=48, relative_attention_num_buckets=32,
+                  relative_attention_max_distance=24, feed_forward_proj="gated-gelu", dense_act_fn="gelu_new",
+                  is_gated_act=True, tie_word_embeddings=True, scale_decoder_outputs=False, classifier_dropout=0.0,
+                  vocab_size=71, torch_dtype="float32", transformers_version="5.0.0")
+    fixtures_late = [("t5_v5_gated_tied", "t5", c, t5_effective(c), "F32",
+                      lambda c, s: build_t5("t5_v5_gated_tied", c, "F32", False, s), True)]
+    # Marian whose decoder has widths of its own (legal in MarianConfig): encoder 4 heads of 10, ffn 56;
+    # decoder 5 heads of 8, ffn 72.
+    c = marian_config(d_model=40, encoder_attention_heads=4, decoder_attention_heads=5, encoder_ffn_dim=56,
+                      decoder_ffn_dim=72, activation_function="swish", scale_embedding=True, vocab_size=Vm,
+                      share_encoder_decoder_embeddings=True, torch_dtype="float32", transformers_version=new)
+    fixtures_late.append(("marian_widths", "marian", c, c, "F32",
+                          lambda c, s: build_marian("marian_widths", c, "F32", False, marian_tok, s + 2), True))
+
+    # (One width for both stacks, as every opus-mt checkpoint has; marian_widths below has two.)
     c = marian_config(d_model=40, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=56,
                       decoder_ffn_dim=56, activation_function="swish", scale_embedding=True, vocab_size=Vm,
                       share_encoder_decoder_embeddings=True, torch_dtype="float32", transformers_version=new)
@@ -1503,7 +1581,8 @@ def main():
     # transformers 4's form ("type"), untied head. llama3_mqa: one key/value head, head_dim 16 != 32 / 4,
     # rope_theta 500000 and llama3 scaling (original context 64: its three frequency bands all occur; a
     # sequence of 80 positions), transformers 5's rope_parameters, attention and MLP biases, tied head, BF16.
-    # mistral_window: 4 over 2 heads, sliding_window 48 (no golden reaches it), F16. qwen2: Q/K/V biases only,
+    # mistral_window: 4 over 2 heads, sliding_window 6 (shorter than most prompts: prefill and decoding both mask), F16,
+    # Llama 2's kind of tokenizer.model (SentencePiece BPE, byte_fallback) with the ids LlamaTokenizer gives. qwen2: Q/K/V biases only,
     # rope_theta 1e6, tied head, the unused sliding_window fields.
     c = llama_config("llama", hidden_size=48, num_attention_heads=6, num_key_value_heads=2, intermediate_size=72,
                      vocab_size=67, max_position_embeddings=64, rope_theta=10000.0,
@@ -1511,24 +1590,28 @@ def main():
                      transformers_version=new)
     fixtures.append(("llama_gqa", "llama", c, c, "F32", lambda c, s: build_llama("llama_gqa", c, "F32", 40, s), True))
     c = llama_config("llama", hidden_size=32, num_attention_heads=4, num_key_value_heads=1, head_dim=16,
-                     intermediate_size=56, vocab_size=71, max_position_embeddings=128,
+                     intermediate_size=56, vocab_size=297, max_position_embeddings=128, bos_token_id=294,
+                     eos_token_id=295,
                      rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
                                       "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                       "original_max_position_embeddings": 64},
                      attention_bias=True, mlp_bias=True, tie_word_embeddings=True, torch_dtype="bfloat16",
                      transformers_version="5.0.0")
     fixtures.append(("llama3_mqa", "llama", c, c, "BF16",
-                     lambda c, s: build_llama("llama3_mqa", c, "BF16", 80, s), True))
+                     lambda c, s: build_llama("llama3_mqa", c, "BF16", 80, s, tokenizer_json="llama3"), True))
     c = llama_config("mistral", hidden_size=32, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
-                     vocab_size=61, max_position_embeddings=64, rope_theta=10000.0, sliding_window=48,
-                     torch_dtype="float16", transformers_version=new)
+                     vocab_size=300, max_position_embeddings=64, rope_theta=10000.0, sliding_window=6, bos_token_id=1,
+                     eos_token_id=2, torch_dtype="float16", transformers_version=new)
     fixtures.append(("mistral_window", "mistral", c, c, "F16",
-                     lambda c, s: build_llama("mistral_window", c, "F16", 40, s), True))
+                     lambda c, s: build_llama("mistral_window", c, "F16", 40, s, tokenizer=True), True))
     c = llama_config("qwen2", hidden_size=32, num_attention_heads=4, num_key_value_heads=2, intermediate_size=48,
-                     vocab_size=73, max_position_embeddings=64, rope_theta=1000000.0, tie_word_embeddings=True,
+                     vocab_size=296, max_position_embeddings=64, rope_theta=1000000.0, tie_word_embeddings=True,
+                     bos_token_id=293, eos_token_id=295,
                      torch_dtype="float32", transformers_version=new)
-    fixtures.append(("qwen2", "qwen2", c, c, "F32", lambda c, s: build_llama("qwen2", c, "F32", 40, s), True))
+    fixtures.append(("qwen2", "qwen2", c, c, "F32",
+                     lambda c, s: build_llama("qwen2", c, "F32", 40, s, tokenizer_json="qwen2"), True))
 
+    fixtures += fixtures_late  # (after the others: their seeds stay as they were)
     total = 0
     for k, (name, family, cfg, eff, dtype, build, gen_cfg) in enumerate(fixtures):
         ACT_MAX[0] = 0.0
@@ -1548,7 +1631,9 @@ def main():
                     g[key] = cfg[key]
             write_json(os.path.join(d, "generation_config.json"), g)
         save_weights(d, files, shards)
-        write_tok(d)
+        extra = write_tok(d)  # (a dict of tokenizer goldens, or None)
+        if extra:
+            golden.update(extra)
         with open(os.path.join(d, "golden.json"), "w") as f:
             f.write(json.dumps(golden, separators=(",", ":")) + "\n")
         size = sum(os.path.getsize(os.path.join(d, x)) for x in os.listdir(d))

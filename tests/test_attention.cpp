@@ -13,6 +13,9 @@
 #include "hf_attention_causal_bias.h"
 #include "hf_attention_causal_decode_bias.h"
 #include "hf_attention_causal_decode_paged_bias.h"
+#include "hf_attention_causal_window.h"
+#include "hf_attention_causal_decode_window.h"
+#include "hf_attention_causal_decode_paged_window.h"
 
 HF_DECLARE_LI(hf_attention)
 HF_DECLARE_LI(hf_attention_causal)
@@ -24,6 +27,9 @@ HF_DECLARE_GPU(hf_attention_bias)
 HF_DECLARE_GPU(hf_attention_causal_bias)
 HF_DECLARE_GPU(hf_attention_causal_decode_bias)
 HF_DECLARE_GPU(hf_attention_causal_decode_paged_bias)
+HF_DECLARE_GPU(hf_attention_causal_window)
+HF_DECLARE_GPU(hf_attention_causal_decode_window)
+HF_DECLARE_GPU(hf_attention_causal_decode_paged_window)
 
 using ref::Buffer;
 using AttnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
@@ -245,6 +251,8 @@ using PagedFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                         halide_buffer_t *, halide_buffer_t *);
 using PagedBiasFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
                             halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+using PagedWindowFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t,
+                              float, halide_buffer_t *, int32_t, halide_buffer_t *);
 constexpr int kPage = 16;  // the _paged kernels' page (generators/CMakeLists.txt)
 
 // A T5-style bias table: H heads over relative positions −R..R (dim 0's
@@ -262,8 +270,8 @@ struct BiasTable {
 };
 
 template <typename Fn>
-static void check_paged(Kernel<Fn> fn, bool causal, int Tq, int pool_blocks, uint32_t seed) {
-    constexpr bool biased = std::is_same_v<Fn, PagedBiasFn>;
+static void check_paged(Kernel<Fn> fn, bool causal, int Tq, int pool_blocks, uint32_t seed, int window = 0) {
+    constexpr bool biased = std::is_same_v<Fn, PagedBiasFn>, windowed = std::is_same_v<Fn, PagedWindowFn>;
     for (int dk : {64, 80}) {
         for (int L : {1, 5, 16, 17, 33}) {
             const int B = 6, H = 3, rows_in_pool = pool_blocks * kPage, NB = (L + kPage - 1) / kPage + 1;
@@ -308,12 +316,14 @@ static void check_paged(Kernel<Fn> fn, bool causal, int Tq, int pool_blocks, uin
             BiasTable bias(H, 4, seed++);
             if constexpr (biased) {
                 HF_CALL(fn(q, k, v, len, q_offset, scale, table, bias.buf, o));
+            } else if constexpr (windowed) {
+                HF_CALL(fn(q, k, v, len, q_offset, scale, table, window, o));
             } else {
                 HF_CALL(fn(q, k, v, len, q_offset, scale, table, o));
             }
             auto r = ref::attention(ref::to_array(q), ref::to_array(kl), ref::to_array(vl), lens, q_offset, scale,
-                                    causal, biased ? &bias.fn : nullptr);
-            EXPECT_LE(ref::rel_error(o, r), ref::kTolerance) << "dk=" << dk << " L=" << L;
+                                    causal, biased ? &bias.fn : nullptr, window);
+            EXPECT_LE(ref::rel_error(o, r), ref::kTolerance) << "dk=" << dk << " L=" << L << " window=" << window;
         }
     }
 }
@@ -399,4 +409,51 @@ INSTANTIATE_TEST_SUITE_P(All, AttentionBiasTest,
 // Beam search's self-attention in T5's decoder: block tables and the bias.
 TEST(AttentionPaged, ReadsKeysThroughBlockTablesWithBias) {
     check_paged(HF_KERNEL(hf_attention_causal_decode_paged_bias), true, 1, 7, 1900);
+}
+
+// Mistral's sliding window: a query at position p sees keys p − window + 1
+// .. p only. Whole sequences (prefill: every query its own window), padded
+// rows, decoding steps whose rows end at their own lengths (the window is
+// the row's, not the furthest row's), grouped-query heads; windows of 1
+// (a query sees itself only), shorter than a key block, longer than the
+// keys (no effect: the causal kernel's result) and 0 (no limit).
+using WindowFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
+                         int32_t, halide_buffer_t *);
+class AttentionWindowTest : public OpTest<WindowFn> {};
+
+static void run_window_case(const Kernel<WindowFn> &fn, const Case &c, int window, uint32_t seed) {
+    Inputs in(c, seed);
+    Buffer<float> o(c.dk, c.Tq, c.H, c.B);
+    const float scale = 1.0f / std::sqrt((float)c.dk);
+    HF_CALL(fn(in.q, in.k, in.v, in.len, c.q_offset, scale, window, o));
+    auto r = ref::attention(ref::to_array(in.q), ref::to_array(in.k), ref::to_array(in.v), in.lens, c.q_offset, scale,
+                            true, nullptr, window);
+    EXPECT_LE(ref::rel_error(o, r), ref::kTolerance)
+        << "window=" << window << " B=" << c.B << " Tq=" << c.Tq << " Tkv=" << c.Tkv << " q_offset=" << c.q_offset;
+}
+
+TEST_P(AttentionWindowTest, QueriesSeeTheirWindowOnly) {
+    const bool decode = GetParam().name.find("decode") != std::string::npos;
+    uint32_t seed = 700;
+    for (int window : {1, 5, 16, 33, 200, 0}) {
+        if (!decode) {
+            run_window_case(GetParam().fn, {2, 4, 70, 70, 32, {}, 0, 1.f, 2}, window, seed += 3);
+            run_window_case(GetParam().fn, {3, 2, 17, 17, 64, {17, 9, 1}, 0, 1.f}, window, seed += 3);
+        }
+        // Decoding steps: rows of 70, 41 and 5 keys, q_offset the furthest row's.
+        run_window_case(GetParam().fn, {3, 4, 1, 70, 32, {70, 41, 5}, 69, 1.f, 1}, window, seed += 3);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, AttentionWindowTest,
+                         testing::ValuesIn(on_device(std::vector<Impl<WindowFn>>{
+                             {"hf_attention_causal_window", HF_KERNEL(hf_attention_causal_window)},
+                             {"hf_attention_causal_decode_window", HF_KERNEL(hf_attention_causal_decode_window)}})),
+                         impl_name<WindowFn>);
+
+// The paged cache's decoding step with a window: keys through block tables.
+TEST(AttentionPaged, ReadsTheWindowThroughBlockTables) {
+    for (int window : {1, 4, 16, 30}) {
+        check_paged(HF_KERNEL(hf_attention_causal_decode_paged_window), true, 1, 7, 2900 + window, window);
+    }
 }

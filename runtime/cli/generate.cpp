@@ -33,6 +33,21 @@ int generate_text(Model &m, const std::string &text, const GenerateOptions &o) {
     return 0;
 }
 
+// The checkpoint's generation_config.json defaults (num_beams, max_length)
+// where the command line gives none: beams unless sampling; max_length
+// counts the decoder's start (encoder-decoder) or the prompt (`prompt`
+// tokens; -1: not known here).
+void checkpoint_defaults(const CLI::App &app, const Config &c, int prompt, GenerateOptions &o) {
+    if (!app.count("--beam") && !o.sample && c.default_beams > 1) {
+        o.beam = c.default_beams;
+        if (!app.count("--n-best")) o.n_best = 1;
+    }
+    const int P = c.architecture == Architecture::Decoder ? prompt : 1;
+    if (!app.count("--max-new-tokens") && c.default_max_length > 0 && P >= 0) {
+        o.max_new_tokens = std::max(1, std::min(c.default_max_length - P, c.max_positions - P + 1));
+    }
+}
+
 int generate_ids(Model &m, const Sequence &src, GenerateOptions o) {
     if (o.max_new_tokens == -1) {
         const int P = m.config().architecture == Architecture::Decoder ? (int)src.size() : 1;
@@ -77,6 +92,7 @@ int cmd_generate(int argc, char **argv) {
     if (app.count("--target-prefix")) o.target_prefix = {parse_id_list(prefix, "target-prefix")};
     if (o.return_logprobs && has_text) throw Error("generate: --logprobs prints ids: use it with --src");
     Model m = load_model(dir, mo);
+    checkpoint_defaults(app, m.config(), has_text ? -1 : (int)std::count(src.begin(), src.end(), ',') + 1, o);
     if (has_text) return generate_text(m, text, o);
     return generate_ids(m, parse_id_list(src, "src"), o);
 }

@@ -171,6 +171,18 @@ void Config::validate() const {
     } else {
         range("d_kv", d_kv, 1, 65536);
     }
+    if (decoder_num_heads != 0 || decoder_d_ff != 0) {
+        need(architecture == Architecture::EncoderDecoder,
+             "decoder_num_heads / decoder_d_ff: only an encoder-decoder has a decoder of its own widths");
+        need(d_kv == 0 && num_kv_heads == 0, "decoder_num_heads: not with d_kv or num_kv_heads");
+        if (decoder_num_heads != 0) {
+            range("decoder_attention_heads", decoder_num_heads, 1, 1024);
+            need(d_model % decoder_num_heads == 0, "d_model = " + std::to_string(d_model) +
+                                                       " is not divisible by decoder_attention_heads = " +
+                                                       std::to_string(decoder_num_heads));
+        }
+        if (decoder_d_ff != 0) range("decoder_ffn_dim", decoder_d_ff, 1, 1 << 20);
+    }
     if (num_kv_heads != 0) {
         range("num_kv_heads", num_kv_heads, 1, num_heads);
         need(num_heads % num_kv_heads == 0, "num_heads = " + std::to_string(num_heads) +
@@ -196,6 +208,12 @@ void Config::validate() const {
         }
     }
     range("sliding_window", sliding_window, 0, 1 << 30);
+    if (has_decoder()) {
+        range("forced_eos_token_id", forced_eos_id, -1, tgt_vocab_size - 1);
+        for (int32_t id : stop_ids) range("eos_token_id", id, 0, tgt_vocab_size - 1);
+    }
+    range("num_beams", default_beams, 0, 1024);
+    range("max_length", default_max_length, 0, 1 << 24);
     need(std::isfinite(attention_scale) && attention_scale >= 0,
          "attention_scale must be a finite number >= 0, not " + std::to_string(attention_scale));
     range("d_ff", d_ff, 1, 1 << 20);

@@ -150,6 +150,17 @@ struct Session::Decoder {
         : s(s_), o(opt), encdec(s_.cfg.architecture == Architecture::EncoderDecoder), K(opt.beam),
           V(s_.w->gen_rows), D(s_.cfg.d_model), KW(s_.desc.kv_width), layers(s_.w->dec.layers.size()) {
         const int eos_stop = o.stop_at_eos ? s.cfg.eos_id : -2;  // -2: no token id matches
+        // The checkpoint's generation settings where the options leave them.
+        if (o.forced_eos_id == -2) o.forced_eos_id = o.stop_at_eos ? s.cfg.forced_eos_id : -1;
+        if (o.forced_eos_id < -1 || o.forced_eos_id >= V) {
+            throw Error("generate: forced_eos_id " + std::to_string(o.forced_eos_id) + " is out of range [-1, " +
+                        std::to_string(V) + ")");
+        }
+        if (o.stop_at_eos) {
+            for (int32_t id : s.cfg.stop_ids) {
+                if (std::find(o.stop_ids.begin(), o.stop_ids.end(), id) == o.stop_ids.end()) o.stop_ids.push_back(id);
+            }
+        }
         // Limits are per input (max_new_tokens_each, filled by the caller),
         // and so are the greedy or sampling settings without beams.
         if (K == 1 && o.sampling_each.empty()) o.sampling_each.assign(inputs.size(), sampling_of(o));
@@ -600,15 +611,24 @@ struct Session::Decoder {
             search->adjustments(c, r, context[(size_t)r], adjust);
         }
         float *tmp = s.head_tmp.need((size_t)R * V);
+        float *scores = out;
         if (!adjust.ids.empty()) {
             layers::logits_adjust(s, out, R, V, adjust.rows.data(), adjust.ids.data(), adjust.factor.data(),
                                   (int)adjust.ids.size(), tmp);
-            if (!lsm) return tmp;
-            layers::log_softmax(s, tmp, R, V, out);
-            return out;
+            std::swap(scores, tmp);
         }
-        if (!lsm) return out;
-        layers::log_softmax(s, out, R, V, tmp);
+        if (lsm) {
+            layers::log_softmax(s, scores, R, V, tmp);
+            std::swap(scores, tmp);
+        }
+        // A forced last token: every other id banned after the log-softmax
+        // (the forced one keeps its own log-probability, as transformers
+        // scores it).
+        adjust.clear();
+        for (int c = 0; c < R; c++) search->forced(c, slots[(size_t)c], V, adjust);
+        if (adjust.ids.empty()) return scores;
+        layers::logits_adjust(s, scores, R, V, adjust.rows.data(), adjust.ids.data(), adjust.factor.data(),
+                              (int)adjust.ids.size(), tmp);
         return tmp;
     }
 
@@ -849,7 +869,7 @@ int new_token_limit(const Config &c, const GenerateOptions &opt, int P) {
 void require_generate_fits(Session &m, const GenerateOptions &opt, int64_t B, int64_t S, int64_t P,
                            int64_t new_tokens) {
     const Config &c = m.cfg;
-    const int64_t D = std::max(c.d_model, m.desc.attn_width), F = c.d_ff * (m.desc.gated_ffn ? 2 : 1),
+    const int64_t D = std::max(c.d_model, m.desc.attn_width), F = m.desc.max_d_ff() * (m.desc.gated_ffn ? 2 : 1),
                   Ld = c.num_decoder_layers, V = c.tgt_vocab_size;
     const int64_t R = checked_product({B, opt.beam}, "generate"), cap = P + new_tokens;
     const int64_t enc = checked_product({S, B, 6 * D + F}, "generate"),

@@ -45,6 +45,14 @@ Description describe(const Config &c) {
     d.kv_heads = c.kv_heads();
     d.kv_width = c.kv_width();
     d.attention_scale = c.attention_scale > 0 ? c.attention_scale : 1.0f / std::sqrt((float)d.head_dim);
+    d.enc_dims = {d.heads, d.head_dim, d.kv_heads, c.d_ff, d.attention_scale};
+    d.dec_dims = d.enc_dims;
+    if (c.decoder_num_heads > 0) {
+        d.dec_dims.heads = d.dec_dims.kv_heads = c.decoder_num_heads;
+        d.dec_dims.head_dim = d.attn_width / c.decoder_num_heads;
+        d.dec_dims.scale = 1.0f / std::sqrt((float)d.dec_dims.head_dim);
+    }
+    if (c.decoder_d_ff > 0) d.dec_dims.d_ff = c.decoder_d_ff;
     d.max_positions = c.max_positions;
     d.src_vocab = c.src_vocab_size;
     d.tgt_vocab = c.tgt_vocab_size;

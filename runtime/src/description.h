@@ -24,6 +24,17 @@ struct Description {
     // keys and values kv_width = kv_heads × head_dim wide each.
     int d_model = 0, heads = 0, d_ff = 0, max_positions = 0;
     int head_dim = 0, attn_width = 0, kv_heads = 0, kv_width = 0;
+    // What may differ between the stacks (Marian: the decoder's heads and
+    // feed-forward width; attn_width and kv_width are every stack's):
+    // the layers read their stack's. The fields above are the encoder's
+    // (a decoder-only model's: its decoder's).
+    struct StackDims {
+        int heads = 0, head_dim = 0, kv_heads = 0, d_ff = 0;
+        float scale = 1.0f;  // the attention scores' scale
+    };
+    StackDims enc_dims, dec_dims;
+    const StackDims &dims(bool decoder) const { return decoder ? dec_dims : enc_dims; }
+    int max_d_ff() const { return enc_dims.d_ff > dec_dims.d_ff ? enc_dims.d_ff : dec_dims.d_ff; }
     // The attention scores' scale: 1/√head_dim (the paper), 1 (T5).
     float attention_scale = 1.0f;
     int src_vocab = 0, tgt_vocab = 0;

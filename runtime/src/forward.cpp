@@ -46,12 +46,6 @@ void Session::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int 
     const int D = cfg.d_model, A = desc.attn_width, K = desc.kv_width, M = T * R;
     const int CR = rows.cache_rows ? rows.cache_rows : R;
     if (CR < R) throw Error("internal: a cache of fewer rows than the batch");
-    if (desc.sliding_window > 0 && start + T > desc.sliding_window) {
-        throw Error("sliding_window = " + std::to_string(desc.sliding_window) + ": position " +
-                    std::to_string(start + T - 1) +
-                    " is past the window, and attention limited to a window is not implemented yet; keep prompt "
-                    "plus new tokens within " + std::to_string(desc.sliding_window) + " positions");
-    }
     layers::LayerIO io;
     io.T = T;
     io.R = R;
@@ -87,6 +81,9 @@ void Session::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int 
     io.cross.rows = rows.cross_table ? R / cross_group : CR;
     io.rows = rows;
     io.pos_bias = pos_bias;
+    // The stack's widths: the encoder's layers are w->enc's.
+    const auto &enc = w->enc.layers;
+    io.dims = !enc.empty() && &L >= enc.data() && &L < enc.data() + enc.size() ? &desc.enc_dims : &desc.dec_dims;
     layers::layer_forward(*this, layers::Pass{}, L, causal, io);
     if (io.x_out == x_alt) std::swap(x, x_alt);
 }
@@ -169,7 +166,7 @@ std::vector<Tensor> split_rows(const float *data, int R, int W, const std::vecto
 // encoder over B × S, the decoder over R × T (its K|V and the cross K|V per
 // layer) and `width` outputs per position.
 void require_pass_fits(Session &m, int64_t B, int64_t S, int64_t R, int64_t T, int64_t width, const char *what) {
-    const int64_t D = std::max(m.cfg.d_model, m.desc.attn_width), F = m.cfg.d_ff * (m.desc.gated_ffn ? 2 : 1),
+    const int64_t D = std::max(m.cfg.d_model, m.desc.attn_width), F = m.desc.max_d_ff() * (m.desc.gated_ffn ? 2 : 1),
                   L = m.cfg.num_decoder_layers;
     const int64_t enc = checked_product({B, S, 6 * D + F}, what), cross = checked_product({L, B, S, 2 * D}, what),
                   dec = checked_product({R, T, 6 * D + F + 2 * D * L}, what),

@@ -292,8 +292,9 @@ void Model::set_precision(Precision p) {
 }
 
 void Session::prepack() {
-    const int D = cfg.d_model, F = cfg.d_ff, A = desc.attn_width, K = desc.kv_width;
+    const int D = cfg.d_model, A = desc.attn_width, K = desc.kv_width;
     for (const StackW *s : {&w->enc, &w->dec}) {
+        const int F = desc.dims(s == &w->dec).d_ff;
         for (const LayerW &L : s->layers) {
             for (const auto &[first, rows] : layers::self_projection_rows(desc)) pack(L.self.in_w + (size_t)first * D, rows, D);
             pack(L.self.out_w, D, A);

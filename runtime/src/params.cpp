@@ -50,7 +50,7 @@ struct Table {
 };
 
 void stack(Table &t, const Description &d, const std::string &side, int layers, bool cross) {
-    const int64_t D = d.d_model, F = d.d_ff;
+    const int64_t D = d.d_model, F = d.dims(side == "decoder").d_ff;
     for (int i = 0; i < layers; i++) {
         const std::string p = side + ".layers." + std::to_string(i) + ".";
         t.layer = i;

@@ -222,6 +222,7 @@ Model Model::load(const std::string &dir, Device device) {
     }
     if (!w->cfg.family.empty()) {
         w->source = hf::open_weights(dir, w->cfg);
+        hf::read_generation_config(dir, w->cfg);
         if (auto tok = Tokenizer::load_hf(dir, w->cfg)) {
             w->tok = std::make_shared<Tokenizer>(std::move(*tok));
             w->tok->check_matches(w->cfg);

@@ -54,11 +54,12 @@ double rel_error(const std::vector<float> &out, const json::Value &ref) {
 const char *kModels[] = {"ed_post_relu", "ed_pre_gelu",  "ed_learned_tanh", "enc_head", "enc_hidden", "dec_pre_gelu",
                          "dec_post_relu", "hf/gpt2_lm", "hf/gpt2_noprefix_f16_sharded", "hf/marian",
                          "hf/marian_positions", "hf/bert_mlm", "hf/t5_v1_0", "hf/t5_v1_1", "hf/llama_gqa",
-                         "hf/llama3_mqa", "hf/mistral_window", "hf/qwen2"};
+                         "hf/llama3_mqa", "hf/mistral_window", "hf/qwen2", "hf/t5_v5_gated_tied",
+                         "hf/marian_widths"};
 const char *kGenerators[] = {"ed_post_relu", "ed_pre_gelu", "ed_learned_tanh", "dec_pre_gelu", "dec_post_relu",
                              "hf/gpt2_lm", "hf/gpt2_noprefix_f16_sharded", "hf/marian", "hf/marian_positions",
                              "hf/t5_v1_0", "hf/t5_v1_1", "hf/llama_gqa", "hf/llama3_mqa", "hf/mistral_window",
-                             "hf/qwen2"};
+                             "hf/qwen2", "hf/t5_v5_gated_tied", "hf/marian_widths"};
 
 class Golden : public testing::TestWithParam<const char *> {};
 class GoldenDecode : public testing::TestWithParam<const char *> {};
@@ -142,6 +143,7 @@ TEST_P(GoldenDecode, CacheMatchesRecomputingThePrefix) {
     o.beam = 4;
     o.n_best = 4;
     o.length_penalty = 0.0f;  // scores are plain log-probabilities
+    o.forced_eos_id = -1;     // (Marian's forced eos would make the last token no argmax)
     auto beams = m.generate({src}, o);
     ASSERT_EQ(beams[0].size(), 4u);
     for (const auto &h : beams[0]) {
@@ -167,6 +169,7 @@ TEST_P(GoldenDecode, CacheMatchesRecomputingThePrefix) {
     // Greedy: each generated token is the argmax of the recomputed logits.
     o = GenerateOptions{};
     o.max_new_tokens = 12;
+    o.forced_eos_id = -1;
     auto g = m.generate({src}, o)[0][0].tokens;
     Sequence full = ed ? Sequence{c.bos_id} : src;
     const size_t P = full.size();

@@ -15,6 +15,7 @@
 #include "text/wordpiece.h"
 
 #include "halformer/error.h"
+#include "halformer/json.h"
 
 #define HALFORMER_SCRATCH_PREFIX "halformer_tokenizers"
 #include "scratch.h"
@@ -650,8 +651,8 @@ TEST(ByteLevelBpe, TokenizerJsonErrors) {
     expect_error([&] { load("t0.json", good.substr(0, good.size() / 2)); }, {"t0.json", "invalid JSON"});
     expect_error([&] { load("t1.json", replaced(good, "\"type\": \"BPE\"", "\"type\": \"WordPiece\"")); },
                  {"t1.json", "\"WordPiece\"", "\"BPE\" only"});
-    expect_error([&] { load("t2.json", replaced(good, "\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}")); },
-                 {"t2.json", "normalizer \"NFC\""});
+    expect_error([&] { load("t2.json", replaced(good, "\"normalizer\": null", "\"normalizer\": {\"type\": \"NFD\"}")); },
+                 {"t2.json", "normalizer \"NFD\""});
     expect_error([&] { load("t3.json", replaced(good, "\"dropout\": null", "\"dropout\": 0.1")); }, {"t3.json", "dropout"});
     expect_error([&] { load("t4.json", replaced(good, "\"byte_fallback\": false", "\"byte_fallback\": true")); },
                  {"t4.json", "byte_fallback"});
@@ -668,6 +669,44 @@ TEST(ByteLevelBpe, TokenizerJsonErrors) {
                  {"t9.json", "unk_token \"<unk>\""});
     expect_error([&] { load("t10.json", replaced(good, "\"decoder\": {\n  \"type\": \"ByteLevel\"", "\"decoder\": {\n  \"type\": \"WordPiece\"")); },
                  {"t10.json", "decoder \"WordPiece\""});
+}
+
+// Llama 3's and Qwen2's tokenizer.json: the Split pre-tokenizer with their
+// patterns (contractions in any case, one non-letter joined to a word,
+// digits by 3 or by 1, newlines kept with what precedes them), Qwen2's NFC
+// normalizer, Llama 3's <|begin_of_text|> template; ids and splits from
+// tests/fixtures/tokenizers/make_split.py (Python's `regex` module on the
+// exact patterns, the same BPE transcription as GPT-2's cases).
+TEST(ByteLevelBpe, Llama3AndQwen2Split) {
+    const json::Value expected = json::parse(read_file(kGpt2 + "split_expected.json"), "split_expected.json");
+    for (const auto &[kind, digits] : {std::pair<std::string, int>{"llama3", 3}, {"qwen2", 1}}) {
+        SCOPED_TRACE(kind);
+        const ByteLevelBpe b = ByteLevelBpe::load_tokenizer_json(kGpt2 + "tokenizer_" + kind + ".json");
+        const json::Value &e = *expected.find(kind.c_str());
+        Ids prefix;
+        for (auto &v : e.find("prefix")->array) prefix.push_back((int32_t)v.number);
+        EXPECT_EQ(b.template_prefix(), prefix);
+        EXPECT_TRUE(b.template_suffix().empty());
+        int n = 0;
+        for (const json::Value &c : e.find("cases")->array) {
+            const std::string text = c.find("text")->string;
+            SCOPED_TRACE(text);
+            Ids ids;
+            for (auto &v : c.find("ids")->array) ids.push_back((int32_t)v.number);
+            Strings split;
+            for (auto &v : c.find("split")->array) split.push_back(v.string);
+            EXPECT_EQ(b.encode(text), ids);
+            EXPECT_EQ(ByteLevelBpe::pre_tokenize_split(text, digits), split);
+            n++;
+        }
+        EXPECT_GE(n, 40);
+    }
+    // Another pattern, or the Split in another mode, is named.
+    const std::string good = read_file(kGpt2 + "tokenizer_llama3.json");
+    expect_error([&] { ByteLevelBpe::load_tokenizer_json(write_file("s1.json", replaced(good, "{1,3}", "{1,4}"))); },
+                 {"s1.json", "Split pattern", "{1,4}", "not supported"});
+    expect_error([&] { ByteLevelBpe::load_tokenizer_json(write_file("s2.json", replaced(good, "\"Isolated\"", "\"Removed\""))); },
+                 {"s2.json", "Isolated"});
 }
 
 // -------------------------------------------------------------- WordPiece ----

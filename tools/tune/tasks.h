@@ -209,7 +209,8 @@ inline std::vector<Task> attention_tasks(const halformer::Config &c, const Workl
     };
     auto att = [&](int B, int Tq, int Tkv, bool causal) { return att_hd(B, H, Tq, Tkv, dk, causal); };
     Task attp{"attention", "prefill", "hf_attention",
-              {"hf_attention", "hf_attention_causal", "hf_attention_bias", "hf_attention_causal_bias"},
+              {"hf_attention", "hf_attention_causal", "hf_attention_bias", "hf_attention_causal_bias",
+               "hf_attention_causal_window"},
               {{"query_tile", {8, 1, 2, 4, 6, 12, 16}}, {"key_block", {64, 16, 32, 128, 256}},
                {"heads_per_task", {1, 2, 4}}, {"score_vectors", {2, 1, 3, 4}}, {"value_vectors", {2, 1, 3, 4}}},
               {att(1, P, P, false), att(1, P, P, true)},
@@ -234,7 +235,8 @@ inline std::vector<Task> attention_tasks(const halformer::Config &c, const Workl
     // (The decode schedule reads only key_block: schedule_attention_decode_cpu.)
     Task attd{"attention", "decode", "hf_attention_decode",
               {"hf_attention_decode", "hf_attention_causal_decode", "hf_attention_causal_decode_paged",
-               "hf_attention_decode_paged", "hf_attention_causal_decode_bias", "hf_attention_causal_decode_paged_bias"},
+               "hf_attention_decode_paged", "hf_attention_causal_decode_bias", "hf_attention_causal_decode_paged_bias",
+               "hf_attention_causal_decode_window", "hf_attention_causal_decode_paged_window"},
               {{"key_block", {16, 8, 32, 64, 128}}},
               {att(1, 1, L, false), att(R, 1, L, false), att_rows(R, H, L, dk)},
               {att(3, 1, 1, false), att(2, 1, 19, true), att_hd(2, 3, 1, 9, 12, false), att_hd(2, 1, 1, 9, 20, true),

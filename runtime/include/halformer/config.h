@@ -82,6 +82,16 @@ struct Config {
     // logits() is unchanged): Marian's pad, config.json's single-token
     // bad_words_ids.
     std::vector<int> banned_ids;
+    // A checkpoint's generation settings (Hugging Face: config.json, then
+    // its generation_config.json over it), used where a call's options do
+    // not say otherwise: the id every hypothesis ends with at the length
+    // limit (forced_eos_token_id; -1: none), ids that end a hypothesis as
+    // eos_id does (eos_token_id given as a list: Llama 3's), and the
+    // defaults of the beam and of the length (num_beams; max_length, the
+    // decoder's tokens counting its start or the prompt; 0: not given).
+    int forced_eos_id = -1;
+    std::vector<int32_t> stop_ids;
+    int default_beams = 0, default_max_length = 0;
     // T5: heads of d_kv dimensions (0: d_model / num_heads; heads × d_kv
     // may differ from d_model), attention scores not scaled (attention_scale
     // 1; 0: 1/√head_dim), RMSNorm instead of LayerNorm, the gated
@@ -100,6 +110,10 @@ struct Config {
     // Grouped-query attention: num_kv_heads key/value heads (0: num_heads),
     // query head h reading key/value head h / (num_heads / num_kv_heads).
     int num_kv_heads = 0;
+    // An encoder-decoder whose decoder has heads or a feed-forward width of
+    // its own (Marian's decoder_attention_heads, decoder_ffn_dim; the same
+    // d_model): 0, the encoder's (num_heads, d_ff).
+    int decoder_num_heads = 0, decoder_d_ff = 0;
     // Which projections have bias vectors where `biases` is true: Q, K, V
     // (Qwen2 has these only), the attention's output, the feed-forward's.
     bool qkv_bias = true, out_bias = true, ffn_bias = true;

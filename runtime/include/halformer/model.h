@@ -173,6 +173,11 @@ struct GenerateOptions {
     int no_repeat_ngram_size = 0;
     // eos and the stop ids are never chosen before this many new tokens.
     int min_length = 0;
+    // The id every hypothesis ends with when it reaches its limit
+    // (transformers' forced_eos_token_id: the step that takes the last
+    // token allowed chooses this one, with its own log-probability): -2:
+    // the checkpoint's (Config::forced_eos_id), -1: none.
+    int forced_eos_id = -2;
     // Encoder-decoder: tokens every output of input b continues from, after
     // bos (CTranslate2's target_prefix: a translation that must begin so).
     // One list per input (an empty list: none), or none at all. The

@@ -44,7 +44,19 @@ Hypothesis Search::hypothesis(int r, double score) const {
 }
 
 bool Search::adjusts() const {
-    return opt_.repetition_penalty != 1.0f || opt_.no_repeat_ngram_size > 0 || opt_.min_length > 0;
+    return opt_.repetition_penalty != 1.0f || opt_.no_repeat_ngram_size > 0 || opt_.min_length > 0 ||
+           opt_.forced_eos_id >= 0;
+}
+
+void Search::forced(int row, int r, int vocab, Adjustments &out) const {
+    const int id = opt_.forced_eos_id;
+    if (id < 0 || (int)hist_[r].size() + 1 != limit(r / K_)) return;
+    for (int v = 0; v < vocab; v++) {
+        if (v == id) continue;
+        out.rows.push_back(row);
+        out.ids.push_back(v);
+        out.factor.push_back(0.0f);
+    }
 }
 
 void Search::adjustments(int row, int r, const std::vector<int32_t> &prefix, Adjustments &out) const {

@@ -76,8 +76,12 @@ public:
     // The tokens slot r has chosen so far.
     const std::vector<int32_t> &history(int r) const { return hist_[r]; }
     // Whether the options change the logits before a choice (repetition
-    // penalty, no-repeat n-grams, minimum length).
+    // penalty, no-repeat n-grams, minimum length, a forced last token).
     bool adjusts() const;
+    // Row `row` (slot r) at its last step with opt.forced_eos_id ≥ 0: every
+    // id of the `vocab` but that one banned, appended to `out` (applied to
+    // the log-probabilities, so that the forced id keeps its own).
+    void forced(int row, int r, int vocab, Adjustments &out) const;
     // What hf_logits_adjust does to row `row` of a step whose slot has the
     // decoder prefix `prefix` (bos dropped) and slot r's history: appended
     // to `out` (each id once; a ban wins over a penalty).

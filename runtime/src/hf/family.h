@@ -73,6 +73,10 @@ struct Fields {
     }
 };
 
+// eos_token_id: one id, or a list (Llama 3's instruct models end at any of
+// several): the first, the others into `more`; `fallback` when absent.
+int eos_ids(const Fields &f, int fallback, std::vector<int32_t> &more);
+
 // transformers' ACT2FN names → the activations Halformer has kernels for
 // (an Error naming the field for one it has none for).
 Act activation_named(const Fields &f, const char *key, const std::string &name);
@@ -99,13 +103,14 @@ struct WeightRules {
 struct Family {
     const char *model_type;
     Config (*config)(const Fields &);
-    // The rules for the files at hand; may adjust cfg to what they hold.
-    WeightRules (*weights)(Config &cfg, const Has &has);
+    // The rules for the files at hand (config.json's fields in `f`); may
+    // adjust cfg to what they hold.
+    WeightRules (*weights)(Config &cfg, const Fields &f, const Has &has);
     // A regular expression: the file's tensors transformers keeps beside
     // the weights that no forward reads (buffers, unused heads).
     const char *unused;
     // The tokenizer's kind (text/hf_tokenizers.cpp): "byte_level_bpe",
-    // "wordpiece", "marian", "t5", "tokenizer.json"; "": ids only.
+    // "wordpiece", "marian", "t5", "llama" (tokenizer.model); "": ids only.
     const char *tokenizer;
 };
 

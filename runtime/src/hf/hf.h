@@ -2,11 +2,15 @@
 // (config.json with "model_type", model.safetensors or its shards, the
 // tokenizer files), read into Halformer's own Config and parameter names.
 //
-//   hf_config.cpp   config.json of each family → Config (transformers' field
-//                   names and defaults; an unsupported model_type or feature
-//                   is an Error naming it)
+//   family.h        what a family is: one entry per transformers model_type
+//                   (families/<name>.cpp, listed in families.cpp) giving its
+//                   config.json reader, weight rules, unused tensors and
+//                   tokenizer kind
+//   hf_config.cpp   config.json → Config through the family's reader (an
+//                   unsupported model_type or feature is an Error naming
+//                   it); generation_config.json over it
 //   hf_weights.cpp  the files → a TensorSource under the parameter table's
-//                   names: each family's tensor names, fused Q|K|V built from
+//                   names by the family's rules: fused Q|K|V built from
 //                   separate projections, GPT-2's Conv1D weights transposed
 //                   once at load, tied tensors the file omits, buffers and
 //                   unused heads ignored
@@ -35,6 +39,10 @@ Config config_from_json(const json::Value &root, const std::string &what);
 // safetensors. May adjust cfg to what the files hold (a Marian file with
 // its position tables: they are used as they are).
 std::unique_ptr<TensorSource> open_weights(const std::string &dir, Config &cfg);
+// DIR/generation_config.json (where the checkpoint has one) over cfg: eos
+// (one or a list), forced_eos_token_id, decoder_start_token_id,
+// single-token bad_words_ids, num_beams and max_length.
+void read_generation_config(const std::string &dir, Config &cfg);
 
 }  // namespace hf
 }  // namespace halformer

@@ -8,6 +8,10 @@
 #include "hf.h"
 
 #include "halformer/error.h"
+#include "halformer/files.h"
+
+#include <fstream>
+#include <sstream>
 
 #include <algorithm>
 #include <climits>
@@ -37,6 +41,53 @@ Act activation(const Fields &f, const char *key, const std::string &fallback) {
     return activation_named(f, key, f.string(key, fallback));
 }
 
+int eos_ids(const Fields &f, int fallback, std::vector<int32_t> &more) {
+    const json::Value *v = f.root.find("eos_token_id");
+    f.read->insert("eos_token_id");
+    if (!v || !v->is_array()) return f.integer("eos_token_id", fallback);
+    more.clear();
+    for (size_t k = 0; k < v->array.size(); k++) {
+        const json::Value &id = v->array[k];
+        if (!id.is_number() || id.number != std::floor(id.number) || id.number < 0 || id.number > 2147483647.0) {
+            f.fail("field \"eos_token_id\": entry " + std::to_string(k) + " is not a token id");
+        }
+        if (k > 0) more.push_back((int32_t)id.number);
+    }
+    if (v->array.empty()) f.fail("field \"eos_token_id\" is an empty list");
+    return (int)v->array[0].number;
+}
+
+void read_generation_config(const std::string &dir, Config &c) {
+    const std::string path = dir + "/generation_config.json";
+    if (!files::exists(path)) return;
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    const json::Value root = json::parse(text.str(), path);
+    if (!root.is_object()) throw Error(path + ": not a JSON object");
+    const Fields f{root, path};
+    // (generation_config.json's ids win over config.json's, as transformers' generate() reads them.)
+    if (root.find("eos_token_id")) c.eos_id = eos_ids(f, c.eos_id, c.stop_ids);
+    c.forced_eos_id = f.integer("forced_eos_token_id", c.forced_eos_id);
+    if (c.architecture == Architecture::EncoderDecoder) c.bos_id = f.integer("decoder_start_token_id", c.bos_id);
+    if (const json::Value *bad = f.get("bad_words_ids", json::Value::Kind::Array)) {
+        for (auto &w : bad->array) {
+            if (!w.is_array() || w.array.size() != 1 || !w.array[0].is_number()) {
+                f.fail("bad_words_ids: only single-token entries are supported by Halformer");
+            }
+            const int id = (int)w.array[0].number;
+            if (std::find(c.banned_ids.begin(), c.banned_ids.end(), id) == c.banned_ids.end()) c.banned_ids.push_back(id);
+        }
+    }
+    c.default_beams = f.integer("num_beams", c.default_beams);
+    c.default_max_length = f.integer("max_length", c.default_max_length);
+    try {
+        c.validate();
+    } catch (const Error &e) {
+        throw Error(path + ": " + e.what());
+    }
+}
+
 bool is_family(const std::string &model_type) { return find_family(model_type) != nullptr; }
 
 Config config_from_json(const json::Value &root, const std::string &what) {
@@ -49,6 +100,8 @@ Config config_from_json(const json::Value &root, const std::string &what) {
         f.fail("model_type \"" + type + "\" is not supported by Halformer (supported: " + names + ")");
     }
     Config c = family->config(f);
+    // Generation settings any family's config.json may hold.
+    if (!f.read->count("forced_eos_token_id")) c.forced_eos_id = f.integer("forced_eos_token_id", -1);
     // Features of other families that this one's reader does not take.
     for (const char *key : {"rope_scaling", "rope_parameters", "rotary_dim", "num_key_value_heads", "sliding_window",
                             "alibi"}) {

@@ -259,7 +259,14 @@ std::unique_ptr<TensorSource> open_weights(const std::string &dir, Config &cfg) 
     const Family *family = find_family(cfg.family);
     if (!family) throw Error(dir + ": internal: no weight names for model_type \"" + cfg.family + "\"");
     const Files &held = *files;
-    WeightRules w = family->weights(cfg, [&](const std::string &name) { return held.find(name, nullptr) != nullptr; });
+    const std::string config_path = dir + "/config.json";
+    std::ifstream in(config_path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    const json::Value root = json::parse(text.str(), config_path);
+    const Fields fields{root, config_path};
+    WeightRules w =
+        family->weights(cfg, fields, [&](const std::string &name) { return held.find(name, nullptr) != nullptr; });
     auto src = std::make_unique<HfSource>(std::move(files), *family, std::move(w.rules));
     for (const std::string &name : w.ignore) src->ignore(name);
     std::vector<std::string> ours;

@@ -11,6 +11,9 @@
 #include "hf_attention_causal_decode_paged.h"
 #include "hf_attention_decode.h"
 #include "hf_attention_decode_paged.h"
+#include "hf_attention_causal_window.h"
+#include "hf_attention_causal_decode_window.h"
+#include "hf_attention_causal_decode_paged_window.h"
 #include "hf_attention_bias.h"
 #include "hf_attention_causal_bias.h"
 #include "hf_attention_causal_decode_bias.h"
@@ -25,6 +28,9 @@ HF_DEVICE_KERNELS(hf_attention_causal_decode)
 HF_DEVICE_KERNELS(hf_attention_causal_decode_paged)
 HF_DEVICE_KERNELS(hf_attention_decode)
 HF_DEVICE_KERNELS(hf_attention_decode_paged)
+HF_DEVICE_KERNELS(hf_attention_causal_window)
+HF_DEVICE_KERNELS(hf_attention_causal_decode_window)
+HF_DEVICE_KERNELS(hf_attention_causal_decode_paged_window)
 HF_DEVICE_KERNELS(hf_attention_bias)
 HF_DEVICE_KERNELS(hf_attention_causal_bias)
 HF_DEVICE_KERNELS(hf_attention_causal_decode_bias)
@@ -56,8 +62,12 @@ namespace {
 struct Heads {
     int D, H, dk, Hkv, K;
     float scale;
-    explicit Heads(const Description &d)
-        : D(d.attn_width), H(d.heads), dk(d.head_dim), Hkv(d.kv_heads), K(d.kv_width), scale(d.attention_scale) {}
+    // (The stack's heads where the layer says: Marian's decoder may have
+    // its own; attn_width and kv_width are every stack's.)
+    Heads(const Description &d, const LayerIO &io)
+        : D(d.attn_width), H(io.dims ? io.dims->heads : d.heads), dk(io.dims ? io.dims->head_dim : d.head_dim),
+          Hkv(io.dims ? io.dims->kv_heads : d.kv_heads), K(d.kv_width),
+          scale(io.dims ? io.dims->scale : d.attention_scale) {}
     // Queries (or outputs): T positions of R rows, row stride `stride`.
     View q(const float *p, int T, int R, int stride) const {
         return View(p, {{dk, 1}, {T, R * stride}, {H, dk}, {R, stride}});
@@ -124,7 +134,7 @@ std::vector<ProjectionRows> self_projection_rows(const Description &d) {
 }
 
 void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io) {
-    const Heads h(k.desc);
+    const Heads h(k.desc, io);
     const int D = k.cfg.d_model, A = h.D, K = h.K, M = io.M();
     const Mat x{in, M, D, D};
     if (p.train) {
@@ -171,7 +181,7 @@ size_t position_bias_size(const Description &d) {
 }
 
 void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
-    const Heads h(k.desc);
+    const Heads h(k.desc, io);
     const int T = io.T, R = io.R, L = io.start + T, qs = p.train ? h.D + 2 * h.K : h.D;
     View vq = h.q(io.q, T, R, qs), vk = h.kv(io.kv, L, io.cache_rows, io.kv_stride);
     View vv = h.kv(io.kv + h.K, L, io.cache_rows, io.kv_stride), vo = h.q(io.att, T, R, h.D);
@@ -218,6 +228,23 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
         k.run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, vb.get(), vo.get()); });
         return;
     }
+    const int window = k.desc.sliding_window;
+    if (window > 0 && causal) {
+        // Mistral: each query sees its `window` most recent keys.
+        if (p.train) throw Error("training: a sliding window has no backward kernels (inference only)");
+        if (listed) {
+            View vtable(io.rows.block_table, {{NB, 1}, {R, io.rows.table_stride}}, true);
+            k.run("attention", [&] {
+                return HF_PICK(k.device(), hf_attention_causal_decode_paged_window)(
+                    vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, vtable.get(), window, vo.get());
+            });
+            return;
+        }
+        auto fn = T == 1 ? HF_PICK(k.device(), hf_attention_causal_decode_window)
+                         : HF_PICK(k.device(), hf_attention_causal_window);
+        k.run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, window, vo.get()); });
+        return;
+    }
     if (listed) {
         View vtable(io.rows.block_table, {{NB, 1}, {R, io.rows.table_stride}}, true);
         k.run("attention", [&] {
@@ -245,7 +272,7 @@ void memory_kv(Kernels &k, const Pass &p, const AttnW &w, const float *memory, i
 }
 
 void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io) {
-    const Heads h(k.desc);
+    const Heads h(k.desc, io);
     const CrossMemory &c = io.cross;
     if (p.train) memory_kv(k, p, w, c.memory, c.S * c.rows, io.kv_mem);
     const int Dm = k.cfg.d_model;
@@ -268,7 +295,7 @@ void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in,
 #ifdef HALFORMER_HAS_TRAINING
 
 void self_attention_backward(Kernels &k, bool causal, const LayerIO &io, const float *datt, const AttnGrad &g) {
-    const Heads h(k.desc);
+    const Heads h(k.desc, io);
     const int T = io.T, R = io.R, D = h.D, W = h.D + 2 * h.K;
     View vq = h.q(io.q, T, R, W), vk = h.kv(io.q + D, T, R, W), vv = h.kv(io.q + D + h.K, T, R, W);
     View vo = h.q(io.att, T, R, D), vdo = h.q(datt, T, R, D), vl(io.kv_len, {{R, 1}}, true);
@@ -280,7 +307,7 @@ void self_attention_backward(Kernels &k, bool causal, const LayerIO &io, const f
 }
 
 void cross_attention_backward(Kernels &k, const LayerIO &io, const float *datt, const AttnGrad &g) {
-    const Heads h(k.desc);
+    const Heads h(k.desc, io);
     const CrossMemory &c = io.cross;
     const int T = io.T, R = io.R, D = h.D;
     View vq = h.q(io.qc, T, R, D), vo = h.q(io.attc, T, R, D), vdo = h.q(datt, T, R, D);

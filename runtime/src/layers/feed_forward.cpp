@@ -100,7 +100,7 @@ auto activation_backward_kernel(Device d, Act a) {
 // Inference through a hidden [M, F]: packed projections, or one-row ones.
 void two_projections(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res, LayerIO &io,
                      float *out) {
-    const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
+    const int D = k.cfg.d_model, F = io.ffn_width(k.desc), M = io.M();
     const bool pre = k.desc.norm_before();
     float *hidden = io.hidden->need((size_t)M * F);
     float *y = pre ? out : io.y3;
@@ -120,7 +120,7 @@ void two_projections(Kernels &k, const Pass &p, const LayerW &L, const float *in
 // H = act(x·W1ᵀ + b1)·G in one kernel, then H·W2ᵀ + b2 (+ the residual).
 void gated(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res, LayerIO &io,
            float *out) {
-    const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
+    const int D = k.cfg.d_model, F = io.ffn_width(k.desc), M = io.M();
     const bool pre = k.desc.norm_before();
     const Act act = k.desc.activation;
     if (act != Act::GELUTanh && act != Act::SiLU) throw Error("internal: no gated kernel for this activation");
@@ -142,7 +142,7 @@ void gated(Kernels &k, const Pass &p, const LayerW &L, const float *in, const fl
 }
 
 void fused(Kernels &k, const LayerW &L, const float *in, const float *res, LayerIO &io, float *out) {
-    const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
+    const int D = k.cfg.d_model, F = io.ffn_width(k.desc), M = io.M();
     View w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}}), w2(L.w2, {{F, 1}, {D, F}}), b2(L.b2, {{D, 1}});
     View vin(in, {{D, 1}, {M, D}});
     if (k.desc.norm_before()) {
@@ -161,7 +161,7 @@ void fused(Kernels &k, const LayerW &L, const float *in, const float *res, Layer
 
 void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res,
                        LayerIO &io) {
-    const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
+    const int D = k.cfg.d_model, F = io.ffn_width(k.desc), M = io.M();
     if (!p.train && k.desc.gated_ffn) return gated(k, p, L, in, res, io, io.x_out);
     if (p.train && k.desc.gated_ffn) throw Error("training: no backward kernels for the gated feed-forward (T5 is inference only)");
     if (!p.train) {
@@ -184,7 +184,7 @@ void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *
 
 void feed_forward_backward(Kernels &k, const LayerW &L, const LayerW &G, const LayerIO &io, const float *in,
                            const float *dy, float *dz, float *din, bool acc) {
-    const int D = k.cfg.d_model, F = k.cfg.d_ff, M = io.M();
+    const int D = k.cfg.d_model, F = io.ffn_width(k.desc), M = io.M();
     linear_backward_weight(k, dy, D, io.h1, F, const_cast<float *>(G.w2), const_cast<float *>(G.b2), M);
     View vdy(dy, {{D, 1}, {M, D}}), vw(L.w2, {{F, 1}, {D, F}}), vz(io.z1, {{F, 1}, {M, F}}), vo(dz, {{F, 1}, {M, F}});
     auto fn = activation_backward_kernel(k.device(), k.desc.activation);

@@ -123,6 +123,10 @@ struct LayerIO {
     float *q = nullptr;                  // queries; training: the fused [M, A + 2K] Q|K|V
     float *kv = nullptr;                 // self K|V: the cache (inference) or q + A (training)
     int kv_stride = 0, cache_rows = 0;   // K|V row stride, rows of the cache
+    // The stack's heads and feed-forward width (Description::dims); null:
+    // the description's own (a model whose stacks do not differ).
+    const Description::StackDims *dims = nullptr;
+    int ffn_width(const Description &d) const { return dims ? dims->d_ff : d.d_ff; }
     // Rotary positions: row m's position, and the unrotated Q|K [M, A + K].
     const int32_t *positions = nullptr;
     float *rope_in = nullptr;

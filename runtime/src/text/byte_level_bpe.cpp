@@ -3,6 +3,8 @@
 // BPE model and added vocabulary.
 #include "byte_level_bpe.h"
 
+#include <cctype>
+
 #include "unicode.h"
 
 #include "halformer/error.h"
@@ -264,42 +266,129 @@ std::vector<std::pair<std::string, std::string>> merge_pairs(const json::Value &
     return out;
 }
 
-// The ByteLevel pre-tokenizer (alone or the one entry of a Sequence), after
-// refusing a normalizer, use_regex false and any decoder but ByteLevel.
-const json::Value &byte_level_pre_tokenizer(const json::Value &root, const std::string &path) {
+// Llama 3's and Qwen2's Split patterns, as tokenizer.json spells them.
+constexpr const char *kLlama3Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+    "\\s+(?!\\S)|\\s+";
+constexpr const char *kQwen2Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+    "\\s+(?!\\S)|\\s+";
+
+std::string type_of(const json::Value &v) {
+    const json::Value *t = v.is_object() ? member(v, "type") : nullptr;
+    return t && t->is_string() ? t->string : "";
+}
+
+// The pre-tokenizer: ByteLevel alone (or the one entry of a Sequence:
+// GPT-2's pattern, split_digits 0), or Sequence [Split, ByteLevel] with
+// Llama 3's or Qwen2's pattern (split_digits 3 or 1, ByteLevel without its
+// regex); the normalizer: none, or NFC; the decoder ByteLevel.
+const json::Value &byte_level_pre_tokenizer(const json::Value &root, const std::string &path, int *split_digits,
+                                            bool *nfc) {
+    *split_digits = 0;
+    *nfc = false;
     if (const json::Value *norm = member(root, "normalizer")) {
-        const json::Value *t = norm->is_object() ? member(*norm, "type") : nullptr;
-        throw Error(path + ": normalizer " + (t && t->is_string() ? json::quote(t->string) : std::string("(unnamed)")) +
-                    " is not supported with byte-level BPE");
+        if (type_of(*norm) != "NFC") {
+            const std::string t = type_of(*norm);
+            throw Error(path + ": normalizer " + (t.empty() ? std::string("(unnamed)") : json::quote(t)) +
+                        " is not supported with byte-level BPE (none, or NFC)");
+        }
+        *nfc = true;
     }
     const json::Value *pre = member(root, "pre_tokenizer");
     const json::Value *byte_level = nullptr;
-    if (pre && pre->is_object()) {
-        const json::Value *t = member(*pre, "type");
-        if (t && t->is_string() && t->string == "ByteLevel") {
-            byte_level = pre;
-        } else if (t && t->is_string() && t->string == "Sequence") {
-            const json::Value *list = member(*pre, "pretokenizers");
-            if (list && list->is_array() && list->array.size() == 1 && list->array[0].is_object()) {
-                const json::Value *t1 = member(list->array[0], "type");
-                if (t1 && t1->is_string() && t1->string == "ByteLevel") byte_level = &list->array[0];
+    if (pre && type_of(*pre) == "ByteLevel") {
+        byte_level = pre;
+    } else if (pre && type_of(*pre) == "Sequence") {
+        const json::Value *list = member(*pre, "pretokenizers");
+        if (list && list->is_array() && list->array.size() == 1 && type_of(list->array[0]) == "ByteLevel") {
+            byte_level = &list->array[0];
+        } else if (list && list->is_array() && list->array.size() == 2 && type_of(list->array[0]) == "Split" &&
+                   type_of(list->array[1]) == "ByteLevel") {
+            const json::Value &split = list->array[0];
+            const json::Value *pattern = member(split, "pattern");
+            const json::Value *regex = pattern && pattern->is_object() ? member(*pattern, "Regex") : nullptr;
+            const json::Value *behavior = member(split, "behavior");
+            if (!regex || !regex->is_string()) throw Error(path + ": pre_tokenizer Split has no \"Regex\" pattern");
+            if (regex->string == kLlama3Pattern) {
+                *split_digits = 3;
+            } else if (regex->string == kQwen2Pattern) {
+                *split_digits = 1;
+            } else {
+                throw Error(path + ": pre_tokenizer Split pattern " + json::quote(regex->string) +
+                            " is not supported (Llama 3's and Qwen2's are)");
+            }
+            if (!behavior || !behavior->is_string() || behavior->string != "Isolated" ||
+                get_bool(split, "invert", false, path + ": pre_tokenizer Split")) {
+                throw Error(path + ": pre_tokenizer Split must be \"Isolated\" and not inverted");
+            }
+            byte_level = &list->array[1];
+            if (get_bool(*byte_level, "use_regex", true, path + ": pre_tokenizer")) {
+                throw Error(path + ": pre_tokenizer ByteLevel after a Split must have use_regex false");
             }
         }
     }
     if (!byte_level) {
-        throw Error(path + ": pre_tokenizer is not ByteLevel: this reader takes GPT-2's byte-level BPE only");
+        throw Error(path + ": pre_tokenizer is not ByteLevel: this reader takes byte-level BPE only (GPT-2's, "
+                           "Llama 3's, Qwen2's)");
     }
-    if (!get_bool(*byte_level, "use_regex", true, path + ": pre_tokenizer")) {
+    if (*split_digits == 0 && !get_bool(*byte_level, "use_regex", true, path + ": pre_tokenizer")) {
         throw Error(path + ": pre_tokenizer ByteLevel has use_regex false: not supported (GPT-2's pattern is the one implemented)");
     }
     if (const json::Value *dec = member(root, "decoder")) {
-        const json::Value *t = dec->is_object() ? member(*dec, "type") : nullptr;
-        if (!t || !t->is_string() || t->string != "ByteLevel") {
-            throw Error(path + ": decoder " + (t && t->is_string() ? json::quote(t->string) : std::string("(unnamed)")) +
+        if (type_of(*dec) != "ByteLevel") {
+            const std::string t = type_of(*dec);
+            throw Error(path + ": decoder " + (t.empty() ? std::string("(unnamed)") : json::quote(t)) +
                         " is not supported (expected ByteLevel)");
         }
     }
     return *byte_level;
+}
+
+// A TemplateProcessing post_processor's special ids before and after the
+// single input ("A"); ByteLevel or none: nothing.
+void template_ids(const json::Value &root, const std::string &path, std::vector<int32_t> &before,
+                  std::vector<int32_t> &after) {
+    const json::Value *post = member(root, "post_processor");
+    if (!post) return;
+    const std::string type = type_of(*post);
+    if (type == "ByteLevel") return;
+    const json::Value *list = nullptr;
+    if (type == "TemplateProcessing") {
+        list = member(*post, "single");
+    } else if (type == "Sequence") {
+        // (Llama 3: [ByteLevel, TemplateProcessing].)
+        const json::Value *procs = member(*post, "processors");
+        for (size_t k = 0; procs && procs->is_array() && k < procs->array.size(); k++) {
+            const std::string t = type_of(procs->array[k]);
+            if (t == "TemplateProcessing") list = member(procs->array[k], "single");
+            else if (t != "ByteLevel") throw Error(path + ": post_processor " + json::quote(t) + " is not supported");
+        }
+        if (!list) return;
+    } else {
+        throw Error(path + ": post_processor " + json::quote(type) + " is not supported (TemplateProcessing, ByteLevel)");
+    }
+    const json::Value *specials = type == "TemplateProcessing" ? member(*post, "special_tokens") : nullptr;
+    if (!specials) {
+        const json::Value *procs = member(*post, "processors");
+        for (size_t k = 0; procs && procs->is_array() && k < procs->array.size(); k++) {
+            if (type_of(procs->array[k]) == "TemplateProcessing") specials = member(procs->array[k], "special_tokens");
+        }
+    }
+    if (!list || !list->is_array()) throw Error(path + ": post_processor TemplateProcessing has no \"single\" list");
+    bool seen = false;
+    for (const json::Value &item : list->array) {
+        if (item.is_object() && member(item, "Sequence")) {
+            seen = true;
+            continue;
+        }
+        const json::Value *sp = item.is_object() ? member(item, "SpecialToken") : nullptr;
+        const json::Value *id = sp && sp->is_object() ? member(*sp, "id") : nullptr;
+        const json::Value *entry = id && id->is_string() && specials && specials->is_object() ? member(*specials, id->string.c_str()) : nullptr;
+        const json::Value *ids = entry && entry->is_object() ? member(*entry, "ids") : nullptr;
+        if (!ids || !ids->is_array()) throw Error(path + ": post_processor: a special token of \"single\" has no ids");
+        for (const json::Value &v : ids->array) (seen ? after : before).push_back(get_id(v, path + ": post_processor"));
+    }
 }
 
 // tokenizer.json's added_tokens.
@@ -376,9 +465,10 @@ ByteLevelBpe ByteLevelBpe::load_tokenizer_json(const std::string &path) {
         }
     }
 
-    const json::Value &byte_level = byte_level_pre_tokenizer(root, path);
+    const json::Value &byte_level = byte_level_pre_tokenizer(root, path, &b.split_digits_, &b.nfc_);
     b.prefix_ = get_bool(byte_level, "add_prefix_space", true, path + ": pre_tokenizer") ? PrefixSpace::EachSegment
                                                                                         : PrefixSpace::None;
+    template_ids(root, path, b.template_prefix_, b.template_suffix_);
     b.added_ = read_added_tokens(root, path);
     b.finish(path);
     return b;
@@ -487,6 +577,100 @@ std::vector<std::string> ByteLevelBpe::pre_tokenize(const std::string &utf8) {
     return out;
 }
 
+std::vector<std::string> ByteLevelBpe::pre_tokenize_split(const std::string &utf8, int max_digits) {
+    // The pattern's alternatives, tried in order at each position:
+    //   (?i:'s|'t|'re|'ve|'m|'ll|'d)     contractions, any case
+    //   [^\r\n\p{L}\p{N}]?\p{L}+        a run of letters, with one character
+    //                                    before it that is neither a newline,
+    //                                    a letter nor a number (a space, a tab,
+    //                                    punctuation)
+    //   \p{N}{1,3}                       up to 3 digits (Qwen2: one)
+    //    ?[^\s\p{L}\p{N}]+[\r\n]*        punctuation and symbols, an optional
+    //                                    U+0020 before, newlines after
+    //   \s*[\r\n]+                       whitespace up to its last newline
+    //   \s+(?!\S)|\s+                    as GPT-2's
+    check_utf8(utf8);
+    std::vector<std::string> out;
+    const std::u32string s = utf8_to_u32(utf8);
+    const size_t n = s.size();
+    std::vector<size_t> at(n + 1, 0);
+    std::vector<Kind> kind(n);
+    for (size_t i = 0, b = 0; i < n; i++) {
+        at[i] = b;
+        const char32_t c = s[i];
+        b += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        at[i + 1] = b;
+        kind[i] = kind_of(c);
+    }
+    auto emit = [&](size_t a, size_t e) { out.push_back(utf8.substr(at[a], at[e] - at[a])); };
+    auto newline = [&](size_t k) { return s[k] == '\r' || s[k] == '\n'; };
+    // (Case-insensitive: ASCII either case, and U+017F, which folds to s.)
+    auto lower = [&](size_t k) -> char32_t { return s[k] == 0x17F ? 's' : s[k] < 0x80 ? (char32_t)std::tolower((int)s[k]) : s[k]; };
+    for (size_t i = 0; i < n;) {
+        if (s[i] == '\'' && i + 1 < n) {
+            const char32_t d = lower(i + 1);
+            if (d == 's' || d == 't' || d == 'm' || d == 'd') {
+                emit(i, i + 2);
+                i += 2;
+                continue;
+            }
+            if (i + 2 < n) {
+                const char32_t e = lower(i + 2);
+                if ((d == 'r' && e == 'e') || (d == 'v' && e == 'e') || (d == 'l' && e == 'l')) {
+                    emit(i, i + 3);
+                    i += 3;
+                    continue;
+                }
+            }
+        }
+        size_t j = i;
+        if (kind[i] != Kind::Letter && kind[i] != Kind::Number && !newline(i) && i + 1 < n && kind[i + 1] == Kind::Letter) {
+            j = i + 1;
+        }
+        if (kind[j] == Kind::Letter) {
+            size_t e = j;
+            while (e < n && kind[e] == Kind::Letter) e++;
+            emit(i, e);
+            i = e;
+            continue;
+        }
+        if (kind[i] == Kind::Number) {
+            size_t e = i;
+            while (e < n && e - i < (size_t)max_digits && kind[e] == Kind::Number) e++;
+            emit(i, e);
+            i = e;
+            continue;
+        }
+        j = i;
+        if (s[i] == ' ' && i + 1 < n && kind[i + 1] == Kind::Other) j = i + 1;
+        if (kind[j] == Kind::Other) {
+            size_t e = j;
+            while (e < n && kind[e] == Kind::Other) e++;
+            while (e < n && newline(e)) e++;
+            emit(i, e);
+            i = e;
+            continue;
+        }
+        // Whitespace from i (a lone U+0020 before a letter, a number or a
+        // symbol went with it above).
+        size_t e = i;
+        while (e < n && kind[e] == Kind::Space) e++;
+        size_t last = n;
+        for (size_t k = i; k < e; k++) {
+            if (newline(k)) last = k;
+        }
+        if (last < n) {
+            emit(i, last + 1);
+            i = last + 1;
+            continue;
+        }
+        if (e < n && e - i >= 2) e--;
+        emit(i, e);
+        i = e;
+    }
+    return out;
+}
+
 void ByteLevelBpe::encode_word(const std::string &bytes, std::vector<int32_t> &ids) const {
     const size_t n = bytes.size();
     if (ignore_merges_) {
@@ -563,7 +747,8 @@ void ByteLevelBpe::encode_word(const std::string &bytes, std::vector<int32_t> &i
 }
 
 void ByteLevelBpe::encode_segment(const std::string &segment, std::vector<int32_t> &ids) const {
-    for (const std::string &word : pre_tokenize(segment)) encode_word(word, ids);
+    const auto words = split_digits_ ? pre_tokenize_split(segment, split_digits_) : pre_tokenize(segment);
+    for (const std::string &word : words) encode_word(word, ids);
 }
 
 void ByteLevelBpe::split_added(const std::string &text, const Trie &trie,
@@ -622,7 +807,7 @@ std::vector<int32_t> ByteLevelBpe::run(const std::string &utf8) const {
     split_added(text, trie_raw_, raw);
     for (auto &r : raw) {
         if (r.second >= 0) parts.push_back(std::move(r));
-        else split_added(r.first, trie_normalized_, parts);
+        else split_added(nfc_ ? u32_to_utf8(unicode::nfc(utf8_to_u32(r.first))) : r.first, trie_normalized_, parts);
     }
     for (const auto &p : parts) {
         if (p.second >= 0) {

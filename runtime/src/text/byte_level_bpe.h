@@ -66,8 +66,12 @@ public:
     // null, pre_tokenizer ByteLevel (add_prefix_space: a space before each
     // stretch of text between added tokens that does not start with one, as
     // the tokenizers library does), decoder ByteLevel or null, added_tokens.
-    // Anything else (dropout, byte_fallback, a normalizer, another
-    // pre-tokenizer) is an Error naming it, never ignored.
+    // Llama 3's and Qwen2's form is read too: pre_tokenizer Sequence
+    // [Split (their pattern, Isolated), ByteLevel (use_regex false)], the
+    // normalizer NFC (Qwen2) or none, a TemplateProcessing post_processor
+    // (template_prefix / template_suffix). Anything else (dropout,
+    // byte_fallback, another normalizer or pre-tokenizer, another Split
+    // pattern) is an Error naming it, never ignored.
     static ByteLevelBpe load_tokenizer_json(const std::string &path);
 
     // Text → ids. Throws Error when text is not UTF-8 (naming the byte), or
@@ -87,6 +91,16 @@ public:
     // GPT-2's pre-tokenization alone: the pieces of text, as UTF-8. Throws
     // Error when text is not UTF-8.
     static std::vector<std::string> pre_tokenize(const std::string &utf8);
+    // The Split pre-tokenizer of Llama 3 (max_digits 3) and Qwen2 (1), whose
+    // tokenizer.json gives the pattern
+    //   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+    //    ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+    // (Qwen2: \p{N} alone), the pieces as UTF-8.
+    static std::vector<std::string> pre_tokenize_split(const std::string &utf8, int max_digits);
+    // tokenizer.json's post_processor (TemplateProcessing): the special ids
+    // before and after a single input (Llama 3: <|begin_of_text|> before).
+    const std::vector<int32_t> &template_prefix() const { return template_prefix_; }
+    const std::vector<int32_t> &template_suffix() const { return template_suffix_; }
 
 private:
     enum class PrefixSpace { None, Text, EachSegment };
@@ -124,6 +138,9 @@ private:
     std::unordered_map<std::string, int32_t> added_ids_;  // content → id
     Trie trie_raw_, trie_normalized_;
     PrefixSpace prefix_ = PrefixSpace::None;
+    int split_digits_ = 0;  // 0: GPT-2's pattern; 3: Llama 3's Split; 1: Qwen2's
+    bool nfc_ = false;      // normalizer NFC (Qwen2) on the text between added tokens
+    std::vector<int32_t> template_prefix_, template_suffix_;
     bool ignore_merges_ = false;
     int32_t unk_id_ = -1;
 };

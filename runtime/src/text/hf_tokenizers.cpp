@@ -357,13 +357,148 @@ std::unique_ptr<Tokenizer::Impl> t5(const std::string &dir, const Config &c) {
     return t;
 }
 
+// Llama 2, Mistral (and the small models built on them): SentencePiece's
+// own model, tokenizer.model (BPE with byte_fallback: a character the
+// vocabulary lacks becomes its UTF-8 bytes' <0xNN> pieces, which decode
+// back whole), as LlamaTokenizer runs it: bos before each input and no eos
+// (tokenizer_config.json's add_bos_token, add_eos_token), the special
+// tokens' own spellings ("<s>", "</s>", "<unk>") matched whole in the text;
+// decoding drops bos, eos and pad.
+struct LlamaSpmImpl : Tokenizer::Impl {
+    sentencepiece::SentencePieceProcessor sp;
+    std::vector<std::pair<std::string, int32_t>> specials;
+
+    // Text cut at the special tokens' spellings: (text, -1) and (token, id).
+    std::vector<std::pair<std::string, int32_t>> split(const std::string &text) const {
+        std::vector<std::pair<std::string, int32_t>> out;
+        std::string chunk;
+        for (size_t at = 0; at < text.size();) {
+            bool hit = false;
+            for (auto &[spelling, id] : specials) {
+                if (text.compare(at, spelling.size(), spelling) == 0) {
+                    out.push_back({chunk, -1});
+                    out.push_back({spelling, id});
+                    chunk.clear();
+                    at += spelling.size();
+                    hit = true;
+                    break;
+                }
+            }
+            if (!hit) chunk += text[at++];
+        }
+        out.push_back({chunk, -1});
+        return out;
+    }
+    template <typename T>
+    std::vector<T> run(const std::string &text, T (*special)(const std::pair<std::string, int32_t> &)) const {
+        std::vector<T> out;
+        for (auto &part : split(text)) {
+            if (part.second >= 0) {
+                out.push_back(special(part));
+            } else if (!part.first.empty()) {
+                std::vector<T> piece;
+                auto st = sp.Encode(part.first, &piece);
+                if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+                out.insert(out.end(), piece.begin(), piece.end());
+            }
+        }
+        return out;
+    }
+    Sequence encode(const std::string &text) const override {
+        auto ids = run<int>(text, [](const std::pair<std::string, int32_t> &p) { return (int)p.second; });
+        return Sequence(ids.begin(), ids.end());
+    }
+    std::vector<std::string> pieces(const std::string &text) const override {
+        return run<std::string>(text, [](const std::pair<std::string, int32_t> &p) { return p.first; });
+    }
+    std::string decode(const Sequence &ids) const override {
+        std::vector<int> keep;
+        for (int32_t id : without(ids, {bos, eos, pad})) {
+            if (id < sp.GetPieceSize()) keep.push_back(id);
+        }
+        std::string text;
+        auto st = sp.Decode(keep, &text);
+        if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+        return text;
+    }
+    int vocab_size() const override { return sp.GetPieceSize(); }
+};
+
+// Llama 3 and Qwen2: tokenizer.json's byte-level BPE split by their own
+// pattern (byte_level_bpe.h), the special ids its post-processor puts
+// around an input (Llama 3's <|begin_of_text|>; Qwen2: none); decoding drops
+// every special added token (skip_special_tokens).
+struct LlamaBpeImpl : Tokenizer::Impl {
+    explicit LlamaBpeImpl(ByteLevelBpe b) : bpe(std::move(b)) {
+        for (const AddedToken &t : bpe.added_tokens()) {
+            if (t.special) special.push_back(t.id);
+        }
+        std::sort(special.begin(), special.end());
+    }
+    Sequence encode(const std::string &text) const override { return bpe.encode(text); }
+    std::string decode(const Sequence &ids) const override {
+        Sequence keep;
+        for (int32_t id : ids) {
+            if (!std::binary_search(special.begin(), special.end(), id)) keep.push_back(id);
+        }
+        return bpe.decode(keep);
+    }
+    std::vector<std::string> pieces(const std::string &text) const override { return bpe.pieces(text); }
+    int vocab_size() const override { return bpe.vocab_size(); }
+    ByteLevelBpe bpe;
+    std::vector<int32_t> special;
+};
+
+// The Llama families' tokenizer: tokenizer.model where the checkpoint ships
+// one (Llama 2, Mistral: SentencePiece), else tokenizer.json (Llama 3, Qwen2:
+// byte-level BPE).
+std::unique_ptr<Tokenizer::Impl> llama(const std::string &dir, const Config &c) {
+    const std::string model = dir + "/tokenizer.model", tj = dir + "/tokenizer.json";
+    if (!files::exists(model)) {
+        if (!files::exists(tj)) return nullptr;
+        auto t = std::make_unique<LlamaBpeImpl>(ByteLevelBpe::load_tokenizer_json(tj));
+        t->path = tj;
+        t->bos = c.bos_id;
+        t->eos = c.eos_id;
+        t->pad = c.pad_id;
+        t->prefix = t->bpe.template_prefix();
+        t->suffix = t->bpe.template_suffix();
+        return t;
+    }
+    auto t = std::make_unique<LlamaSpmImpl>();
+    load_spm(t->sp, model);
+    t->path = model;
+    t->bos = c.bos_id;
+    t->eos = c.eos_id;
+    t->pad = c.pad_id;
+    t->unk = t->sp.unk_id();
+    bool add_bos = true, add_eos = false;
+    const std::string cfg = dir + "/tokenizer_config.json";
+    if (files::exists(cfg)) {
+        json::Value root = read_json(cfg);
+        for (auto [key, out] : {std::pair<const char *, bool *>{"add_bos_token", &add_bos}, {"add_eos_token", &add_eos}}) {
+            const json::Value *v = root.is_object() ? root.find(key) : nullptr;
+            if (v && v->kind != json::Value::Kind::Null && v->kind != json::Value::Kind::Bool) {
+                throw Error(cfg + ": \"" + key + "\" is not true or false");
+            }
+            if (v && v->kind == json::Value::Kind::Bool) *out = v->boolean;
+        }
+    }
+    if (add_bos && c.bos_id >= 0) t->prefix = {c.bos_id};
+    if (add_eos && c.eos_id >= 0) t->suffix = {c.eos_id};
+    for (int id : {t->sp.bos_id(), t->sp.eos_id(), t->sp.unk_id()}) {
+        if (id >= 0) t->specials.push_back({t->sp.IdToPiece(id), id});
+    }
+    return t;
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer::Impl> load_hf_tokenizer(const std::string &dir, const Config &c) {
     // By the family's tokenizer kind (hf/family.h).
     using Loader = std::unique_ptr<Tokenizer::Impl> (*)(const std::string &, const Config &);
     static const std::map<std::string, Loader> kinds{
-        {"byte_level_bpe", gpt2}, {"marian", marian}, {"wordpiece", bert}, {"t5", t5}};
+        {"byte_level_bpe", gpt2}, {"marian", marian}, {"wordpiece", bert}, {"t5", t5}, {"llama", llama}};
     const hf::Family *family = hf::find_family(c.family);
     auto it = family ? kinds.find(family->tokenizer) : kinds.end();
     return it == kinds.end() ? nullptr : it->second(dir, c);

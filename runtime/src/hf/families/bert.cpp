@@ -104,7 +104,7 @@ Rules bert_rules(const std::string &p) {
     return r;
 }
 
-WeightRules bert_weights(Config &cfg, const Has &has) {
+WeightRules bert_weights(Config &cfg, const Fields &, const Has &has) {
     Rules rules = bert_rules(has("bert.embeddings.word_embeddings.weight") ? "bert." : "");
     if (cfg.encoder_head == EncoderHead::Classifier) {
         rules["generator.weight"] = {How::Same, {"classifier.weight"}};

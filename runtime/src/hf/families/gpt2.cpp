@@ -66,7 +66,7 @@ Rules gpt2_rules(const std::string &p) {
     };
 }
 
-WeightRules gpt2_weights(Config &, const Has &has) {
+WeightRules gpt2_weights(Config &, const Fields &, const Has &has) {
     // Saved from GPT2LMHeadModel ("transformer.h.0...") or GPT2Model ("h.0...").
     return {gpt2_rules(has("transformer.wte.weight") ? "transformer." : ""), {}};
 }

@@ -20,22 +20,15 @@ struct Defaults {
     bool tied;
 };
 
-// eos_token_id: one id, or a list (Llama 3's instruct models end at any
-// of several; generation stops at the first, the others are named).
-int eos_of(const Fields &f, int fallback) {
-    const json::Value *v = f.root.find("eos_token_id");
-    f.read->insert("eos_token_id");
-    if (v && v->is_array()) {
-        if (v->array.empty() || !v->array[0].is_number()) f.fail("field \"eos_token_id\" is an empty list or not ids");
-        return (int)v->array[0].number;
-    }
-    return f.integer("eos_token_id", fallback);
-}
 
 // rope_theta and rope_scaling (transformers 4), or rope_parameters
 // (transformers 5: both in one object, "rope_type" "default" for none).
 void rope(const Fields &f, Config &c) {
     c.rope_theta = f.number("rope_theta", 10000.0f);
+    const float top_partial = f.number("partial_rotary_factor", 1.0f);
+    if (top_partial != 1.0f) {
+        f.fail("field \"partial_rotary_factor\" = " + std::to_string(top_partial) + " is not supported by Halformer");
+    }
     const json::Value *params = f.get("rope_parameters", json::Value::Kind::Object);
     const json::Value *scaling = params ? params : f.get("rope_scaling", json::Value::Kind::Object);
     if (!scaling) return;
@@ -44,7 +37,7 @@ void rope(const Fields &f, Config &c) {
     if (params) c.rope_theta = s.number("rope_theta", c.rope_theta);
     // ("type" is the name transformers before 4.45 wrote.)
     const std::string type = s.string("rope_type", s.string("type", "default"));
-    const float partial = s.number("partial_rotary_factor", f.number("partial_rotary_factor", 1.0f));
+    const float partial = s.number("partial_rotary_factor", 1.0f);
     if (partial != 1.0f) s.fail("\"partial_rotary_factor\" = " + std::to_string(partial) + " is not supported by Halformer");
     Config::RopeScaling &r = c.rope_scaling;
     if (type == "default") return;
@@ -94,7 +87,7 @@ Config llama_like(const Fields &f, const Defaults &d) {
     c.scale_embeddings = false;
     c.tied_head = f.boolean("tie_word_embeddings", d.tied);
     c.bos_id = f.integer("bos_token_id", d.bos);
-    c.eos_id = eos_of(f, d.eos);
+    c.eos_id = eos_ids(f, d.eos, c.stop_ids);
     // No padding token in most: padded rows are masked by length, so any
     // valid id serves.
     c.pad_id = f.integer("pad_token_id", c.eos_id >= 0 ? c.eos_id : 0);
@@ -144,7 +137,7 @@ Config qwen2(const Fields &f) {
 }
 
 // LlamaForCausalLM's names (Mistral's and Qwen2's are the same).
-WeightRules llama_weights(Config &cfg, const Has &has) {
+WeightRules llama_weights(Config &cfg, const Fields &, const Has &has) {
     WeightRules w;
     Rules &r = w.rules;
     const std::string ours = "decoder.layers.{i}.", theirs = "model.layers.{i}.";
@@ -179,15 +172,15 @@ constexpr const char *kUnused = R"(^model\.layers\.\d+\.self_attn\.rotary_emb\.i
 }  // namespace
 
 const Family &llama_family() {
-    static const Family f{"llama", llama, llama_weights, kUnused, "tokenizer.json"};
+    static const Family f{"llama", llama, llama_weights, kUnused, "llama"};
     return f;
 }
 const Family &mistral_family() {
-    static const Family f{"mistral", mistral, llama_weights, kUnused, "tokenizer.json"};
+    static const Family f{"mistral", mistral, llama_weights, kUnused, "llama"};
     return f;
 }
 const Family &qwen2_family() {
-    static const Family f{"qwen2", qwen2, llama_weights, kUnused, "tokenizer.json"};
+    static const Family f{"qwen2", qwen2, llama_weights, kUnused, "llama"};
     return f;
 }
 

@@ -22,12 +22,10 @@ Config marian(const Fields &f) {
     c.d_ff = f.integer("encoder_ffn_dim", 4096);
     c.num_encoder_layers = f.integer("encoder_layers", 12);
     c.num_decoder_layers = f.integer("decoder_layers", 12);
+    // The decoder's heads and feed-forward width may be its own.
     const int heads_dec = f.integer("decoder_attention_heads", 16), ffn_dec = f.integer("decoder_ffn_dim", 4096);
-    f.require("decoder_attention_heads", heads_dec == c.num_heads,
-              std::to_string(heads_dec) + " (encoder_attention_heads = " + std::to_string(c.num_heads) +
-                  "; Halformer's stacks share one width)");
-    f.require("decoder_ffn_dim", ffn_dec == c.d_ff,
-              std::to_string(ffn_dec) + " (encoder_ffn_dim = " + std::to_string(c.d_ff) + ")");
+    if (heads_dec != c.num_heads) c.decoder_num_heads = heads_dec;
+    if (ffn_dec != c.d_ff) c.decoder_d_ff = ffn_dec;
     c.src_vocab_size = f.integer("vocab_size", 58101);
     c.tgt_vocab_size = f.integer("decoder_vocab_size", c.src_vocab_size);
     if (f.boolean("share_encoder_decoder_embeddings", true) && c.tgt_vocab_size != c.src_vocab_size) {
@@ -44,6 +42,8 @@ Config marian(const Fields &f) {
     c.pad_id = f.integer("pad_token_id", 58100);
     c.eos_id = f.integer("eos_token_id", 0);
     c.bos_id = f.integer("decoder_start_token_id", c.pad_id);
+    // (MarianConfig's default; every opus-mt config says 0 = eos too.)
+    c.forced_eos_id = f.integer("forced_eos_token_id", 0);
     // MarianMTModel never generates pad (transformers sets its logit to
     // −inf while generating; OPUS-MT configs also say bad_words_ids [[pad]]).
     c.banned_ids = {c.pad_id};
@@ -97,7 +97,7 @@ Rules marian_rules(bool shared) {
     return r;
 }
 
-WeightRules marian_weights(Config &cfg, const Has &has) {
+WeightRules marian_weights(Config &cfg, const Fields &, const Has &has) {
     WeightRules w{marian_rules(has("model.shared.weight")), {}};
     // Files converted before transformers stopped saving them hold the
     // position tables: the same values, used as they are.

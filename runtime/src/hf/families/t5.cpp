@@ -17,7 +17,8 @@ namespace {
 // "gated-{act}" ("gated-gelu" means gelu_new, as transformers reads it).
 // The head: tied to the shared embedding (v1.0; the decoder's output is
 // scaled by d_model^-0.5, folded into its final norm at load) or its own
-// lm_head (tie_word_embeddings false: v1.1, flan).
+// lm_head (tie_word_embeddings false: v1.1, flan), or the shared embedding
+// unscaled (transformers 5's gated models: scale_decoder_outputs false).
 Config t5(const Fields &f) {
     Config c;
     c.family = "t5";
@@ -69,7 +70,7 @@ Config t5(const Fields &f) {
 // feed-forward's wi (or wi_0 gated by wi_1) and wo. With the head tied to
 // the shared embedding (v1.0) the decoder's output is scaled by
 // d_model^-0.5 before it: folded into the final norm's gain here.
-Rules t5_rules(const Config &c, bool tied) {
+Rules t5_rules(const Config &c, bool tied, bool scaled) {
     Rules r;
     r["src_embed.weight"] = {How::Same, {"shared.weight"}};
     r["tgt_embed.weight"] = {How::Same, {"shared.weight"}};
@@ -98,19 +99,25 @@ Rules t5_rules(const Config &c, bool tied) {
         r[s + ".rel_bias.weight"] = {How::Same, {s + ".block.0.layer.0.SelfAttention.relative_attention_bias.weight"}};
         r[s + ".norm.weight"] = {How::Same, {s + ".final_layer_norm.weight"}};
     }
-    if (tied) {
+    if (tied && scaled) {
         r["decoder.norm.weight"] = {How::Scaled, {"decoder.final_layer_norm.weight"},
                                     1.0f / std::sqrt((float)c.d_model)};
-    } else {
+    }
+    if (!tied) {
         r["generator.weight"] = {How::Same, {"lm_head.weight"}};
     }
     return r;
 }
 
-WeightRules t5_weights(Config &cfg, const Has &) {
+WeightRules t5_weights(Config &cfg, const Fields &f, const Has &) {
     // tie_word_embeddings (default true): no lm_head.weight is read (a
     // file may still hold a copy of shared.weight under that name).
-    WeightRules w{t5_rules(cfg, cfg.tied_head), {}};
+    // transformers 5 writes tie_word_embeddings true for every T5 and says
+    // in scale_decoder_outputs whether the decoder's output is scaled (v1.0
+    // relu models) or not (the gated ones); before it, a tied head was
+    // always scaled.
+    const bool scaled = f.boolean("scale_decoder_outputs", true);
+    WeightRules w{t5_rules(cfg, cfg.tied_head, scaled), {}};
     if (cfg.tied_head) w.ignore.push_back("lm_head.weight");
     return w;
 }
