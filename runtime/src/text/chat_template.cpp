@@ -470,7 +470,18 @@ private:
         n->kind = k;
         return n;
     }
+    // Nesting is bounded (a template of 100,000 parentheses is an Error, not
+    // a stack overflow).
+    struct Depth {
+        ExprParser &p;
+        explicit Depth(ExprParser &q) : p(q) {
+            if (++p.depth_ > 200) p.fail("expressions nested more than 200 deep");
+        }
+        ~Depth() { p.depth_--; }
+    };
+    int depth_ = 0;
     NodeP conditional() {
+        Depth guard(*this);
         NodeP a = or_expr();
         if (peek().kind == Tok::Name && peek().text == "if") {
             k_++;
@@ -580,6 +591,7 @@ private:
         return a;
     }
     NodeP unary() {
+        Depth guard(*this);
         if (peek().kind == Tok::Op && peek().text == "-") {
             k_++;
             auto n = make(Node::Neg);
@@ -757,7 +769,13 @@ private:
         return w;
     }
     // Statements up to one whose keyword is in `ends` (left unconsumed).
+    int depth_ = 0;
     Body block(const std::vector<std::string> &ends) {
+        if (++depth_ > 200) fail(k_ < p_.size() ? p_[k_].at : Where{}, "blocks nested more than 200 deep");
+        struct Leave {
+            int &d;
+            ~Leave() { d--; }
+        } leave{depth_};
         Body out;
         while (k_ < p_.size()) {
             const Piece &p = p_[k_];
@@ -856,6 +874,9 @@ private:
             s->kind = kw == "break" ? Stmt::Break : Stmt::Continue;
             end_of_tag(e);
             return s;
+        }
+        if (kw == "endfor" || kw == "endif" || kw == "elif" || kw == "else" || kw == "endset" || kw == "endmacro") {
+            fail(p.at, "unexpected {% " + kw + " %}");
         }
         if (kw == "generation" || kw == "endgeneration") {  // transformers' AssistantTracker: markers only
             s->kind = Stmt::Text;
@@ -1451,8 +1472,11 @@ private:
             }
         }
         if (op == "*" && a.kind == Value::String && b.kind == Value::Int) {
+            if (b.i > 0 && (double)a.s.size() * (double)b.i > (double)(1u << 26)) {
+                fail(at_, "a string repeated past 64 MiB");
+            }
             std::string out;
-            for (int64_t k = 0; k < b.i && out.size() < (1u << 24); k++) out += a.s;
+            for (int64_t k = 0; k < b.i; k++) out += a.s;
             return Value::str(out);
         }
         fail(at_, "unsupported operand types for " + op + ": " + kind_name(a) + " and " + kind_name(b));
@@ -1475,7 +1499,11 @@ ChatTemplate::~ChatTemplate() = default;
 
 ChatTemplate ChatTemplate::parse(const std::string &source) {
     auto impl = std::make_unique<Impl>();
-    impl->body = Parser(lex(source)).parse();
+    // (jinja2's keep_trailing_newline false: one newline at the end of the source is dropped.)
+    std::string src = source;
+    if (src.size() >= 2 && src.compare(src.size() - 2, 2, "\r\n") == 0) src.resize(src.size() - 2);
+    else if (!src.empty() && src.back() == '\n') src.pop_back();
+    impl->body = Parser(lex(src)).parse();
     return ChatTemplate(std::move(impl));
 }
 

@@ -1,0 +1,115 @@
+// Chat templates (halformer/chat.h) against jinja2 itself: the real
+// chat_template strings of Llama 3, Mistral (v0.1 and v0.3) and Qwen2, and
+// two templates of our own over the rest of the subset, rendered by
+// Debian's python3-jinja2 in transformers' environment on conversations
+// that include template syntax, quotes, non-ASCII text, an empty list and
+// roles a template refuses (tests/fixtures/chat/make_expected.py); then
+// hostile templates, each an Error naming the problem.
+#include "halformer/chat.h"
+#include "halformer/json.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+using namespace halformer;
+
+namespace {
+
+const std::string kChat = std::string(HALFORMER_FIXTURES) + "/chat/";
+
+std::string read(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string error_of(const ChatTemplate &t, const std::vector<ChatMessage> &m, bool agp) {
+    try {
+        t.render(m, agp, {{"bos_token", "<s>"}, {"eos_token", "</s>"}});
+    } catch (const Error &e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST(ChatTemplate, RendersAsJinja2Does) {
+    const json::Value e = json::parse(read(kChat + "expected.json"), "expected.json");
+    std::vector<std::vector<ChatMessage>> convs;
+    for (const json::Value &c : e.find("conversations")->array) {
+        std::vector<ChatMessage> m;
+        for (const json::Value &x : c.array) m.push_back({x.find("role")->string, x.find("content")->string});
+        convs.push_back(m);
+    }
+    int rendered = 0, refused = 0;
+    for (const auto &[name, cases] : e.find("templates")->object) {
+        SCOPED_TRACE(name);
+        const ChatTemplate t = ChatTemplate::parse(read(kChat + name + ".jinja"));
+        ASSERT_EQ(cases.array.size(), 2 * convs.size());
+        for (size_t k = 0; k < cases.array.size(); k++) {
+            const json::Value &c = cases.array[k];
+            const auto &m = convs[k / 2];
+            const bool agp = c.find("add_generation_prompt")->boolean;
+            SCOPED_TRACE("conversation " + std::to_string(k / 2) + (agp ? " + generation prompt" : ""));
+            const json::Value *err = c.find("error");
+            if (err && err->is_string()) {
+                const std::string got = error_of(t, m, agp);
+                EXPECT_FALSE(got.empty()) << "rendered where jinja2 failed: " << err->string;
+                // raise_exception's message is the template's own: the same words.
+                if (c.find("raised")->boolean) EXPECT_NE(got.find(err->string), std::string::npos) << got;
+                refused++;
+            } else {
+                EXPECT_EQ(t.render(m, agp, {{"bos_token", "<s>"}, {"eos_token", "</s>"}}), c.find("text")->string);
+                rendered++;
+            }
+        }
+    }
+    EXPECT_GE(rendered, 100);
+    EXPECT_GE(refused, 6);
+}
+
+TEST(ChatTemplate, HostileTemplatesAreNamedErrors) {
+    auto parse_error = [](const std::string &src) {
+        try {
+            ChatTemplate::parse(src);
+        } catch (const Error &e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    auto render_error = [](const std::string &src) {
+        try {
+            ChatTemplate::parse(src).render({{"user", "hi"}}, true);
+        } catch (const Error &e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_NE(parse_error("ok {% if %}x{% endif %}").find("line 1, column 4"), std::string::npos);
+    EXPECT_NE(parse_error("a\n{{ x ").find("line 2, column 1: the tag opened here is never closed"), std::string::npos);
+    EXPECT_NE(parse_error("{% for x in xs %}x").find("ends inside a block"), std::string::npos);
+    EXPECT_NE(parse_error("{% endfor %}").find("unexpected {% endfor %}"), std::string::npos);
+    EXPECT_NE(parse_error("{% macro m() %}{% endmacro %}").find("{% macro %} is not supported"), std::string::npos);
+    EXPECT_NE(parse_error("{{ 'unclosed }}").find("a string literal is not closed"), std::string::npos);
+    EXPECT_NE(parse_error("{{ a $ b }}").find("unexpected character '$'"), std::string::npos);
+    EXPECT_NE(parse_error("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}").find("nested"),
+              std::string::npos);
+    std::string deep;
+    for (int k = 0; k < 1000; k++) deep += "{% if true %}";
+    EXPECT_NE(parse_error(deep).find("nested"), std::string::npos);
+    EXPECT_NE(render_error("{{ messages | nosuchfilter }}").find("'nosuchfilter' is not supported"), std::string::npos);
+    EXPECT_NE(render_error("{{ 'a' + 1 }}").find("unsupported operand types for +: str and int"), std::string::npos);
+    EXPECT_NE(render_error("{{ undefined_thing.attr }}").find("undefined"), std::string::npos);
+    EXPECT_NE(render_error("{{ range(10000000) | length }}").find("more than a million"), std::string::npos);
+    EXPECT_NE(render_error("{{ 'ab' * 100000000 }}").find("64 MiB"), std::string::npos);
+    EXPECT_NE(render_error("{{ raise_exception('no system role here') }}").find("no system role here"),
+              std::string::npos);
+    EXPECT_NE(render_error("{% set x.y = 1 %}").find("only of a namespace()"), std::string::npos);
+    // Message contents are data: template syntax in them is printed as it is.
+    EXPECT_EQ(ChatTemplate::parse("{{ messages[0].content }}").render({{"user", "{{ 1 + 1 }}{% if %}"}}, false),
+              "{{ 1 + 1 }}{% if %}");
+}
