@@ -62,6 +62,7 @@ set(HALFORMER_CLI_SOURCES
   cli/info.cpp
   cli/logits.cpp
   cli/generate.cpp
+  cli/chat.cpp
   cli/demo.cpp
   cli/bench.cpp
   cli/tune.cpp

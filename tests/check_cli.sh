@@ -199,4 +199,15 @@ expect_error "needs --tgt" "$hf" logits "$fx/ed_post_relu" --src 5 --out "$tmp/x
 expect_error "unknown option --bogus" "$hf" generate "$fx/ed_post_relu" --src 5 --bogus 1
 expect_error "'x' is not a token id" "$hf" generate "$fx/ed_post_relu" --src 5,x
 expect_error "unknown command" "$hf" frobnicate
+
+# chat: a turn a line through the checkpoint's template (Qwen2's), the reply
+# streamed then a newline: the continuation generate gives the rendered prompt.
+reply=$(printf 'Hello there\n' | "$hf" chat "$fx/hf/qwen2" --max-new-tokens 5)
+rendered=$'<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n'
+same=$("$hf" generate "$fx/hf/qwen2" --text "$rendered" --max-new-tokens 5)
+[ "$reply" = "$same" ] || fail "chat: the reply '$reply' is not generate's continuation of the rendered prompt '$same'"
+expect_error "has no chat template" sh -c "echo hi | '$hf' chat '$fx/hf/gpt2_lm'"
+expect_error "Conversation roles must alternate" sh -c "echo hi | '$hf' chat '$fx/hf/mistral_window' --system be-brief"
+expect_error "max_positions = 64" sh -c "printf 'a\\nb\\nc\\n' | '$hf' chat '$fx/hf/qwen2' --max-new-tokens 5"
+echo "chat: replies a line a turn; templates' refusals and the position limit are errors naming them"
 echo "cli: OK"

@@ -1,11 +1,15 @@
 #!/bin/bash
 # OpenAI's official Node client (npm "openai", pinned) against a running
 # `halformer serve` of the translator: tests/openai_client.mjs.
-#   check_openai.sh HALFORMER_BINARY MODEL_DIR CACHE_DIR
+#   check_openai.sh HALFORMER_BINARY MODEL_DIR CACHE_DIR [chat]
+# chat: MODEL_DIR is a decoder with a chat template; tests/openai_chat_client.mjs
+# runs chat.completions against it instead.
 # The client is installed once into CACHE_DIR. Without node or npm, or where
 # the npm registry cannot be reached, the test is skipped (exit 77) and says so.
 set -euo pipefail
-exe=$1 model=$2 cache=$3
+exe=$1 model=$2 cache=$3 mode=${4:-}
+client=openai_client.mjs name=en-de
+[ "$mode" = chat ] && client=openai_chat_client.mjs name=chat
 here=$(cd "$(dirname "$0")" && pwd)
 OPENAI_VERSION=5.23.2
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -22,9 +26,9 @@ if [ ! -f "$cache/node_modules/openai/package.json" ] ||
         exit 77
     fi
 fi
-cp "$here/openai_client.mjs" "$cache/openai_client.mjs"  # resolves "openai" from $cache/node_modules
+cp "$here/$client" "$cache/$client"  # resolves "openai" from $cache/node_modules
 log=$(mktemp)
-"$exe" serve "$model" --port 0 --model-name en-de >"$log" 2>&1 &
+"$exe" serve "$model" --port 0 --model-name "$name" >"$log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -f "$log"' EXIT
 port=
@@ -36,6 +40,6 @@ for _ in $(seq 1 300); do
 done
 [ -n "$port" ] || { echo "the server did not start"; cat "$log"; exit 1; }
 echo "[openai] openai@$OPENAI_VERSION (node $(node --version)) against halformer serve on port $port"
-node "$cache/openai_client.mjs" "http://127.0.0.1:$port/v1" en-de
+node "$cache/$client" "http://127.0.0.1:$port/v1" "$name"
 kill -TERM $pid
 wait $pid

@@ -1219,6 +1219,12 @@ LLAMA_TOKENIZER_TEXTS = [
 ]
 
 
+def chat_template(name):
+    """The real chat_template string of that family's instruct checkpoints (tests/fixtures/chat/)."""
+    with open(os.path.join(HERE, "fixtures", "chat", name + ".jinja"), encoding="utf-8") as f:
+        return f.read()
+
+
 def write_llama_tokenizer(d, V):
     """Llama 2's / Mistral's tokenizer.model: SentencePiece BPE with byte_fallback (unk 0, bos 1, eos 2), and the
     ids LlamaTokenizer gives (bos + SentencePiece's own encoding, the special tokens' spellings matched whole
@@ -1231,7 +1237,7 @@ def write_llama_tokenizer(d, V):
         f.write(data)
     write_json(os.path.join(d, "tokenizer_config.json"),
                {"add_bos_token": True, "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>",
-                "legacy": True, "model_max_length": 1000000000000000019884624838656, "pad_token": None,
+                "chat_template": chat_template("mistral"), "legacy": True, "model_max_length": 1000000000000000019884624838656, "pad_token": None,
                 "tokenizer_class": "LlamaTokenizer", "unk_token": "<unk>"})
     sp = spm.SentencePieceProcessor(model_proto=data)
     cases = []
@@ -1278,6 +1284,11 @@ def build_llama(name, c, dtype, long_len, seed, tokenizer=False, tokenizer_json=
         if tokenizer_json:
             shutil.copy(os.path.join(HERE, "fixtures", "tokenizers", "gpt2", "tokenizer_%s.json" % tokenizer_json),
                         os.path.join(d, "tokenizer.json"))
+            specials = ({"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"} if tokenizer_json == "llama3"
+                        else {"bos_token": None, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"})
+            write_json(os.path.join(d, "tokenizer_config.json"),
+                       dict(specials, chat_template=chat_template(tokenizer_json), model_max_length=131072,
+                            tokenizer_class="PreTrainedTokenizerFast"))
         return {"tokenizer": write_llama_tokenizer(d, V)} if tokenizer else None
 
     return golden, files, write_tokenizer, 1

@@ -16,6 +16,7 @@ namespace halformer {
 int cmd_info(int argc, char **argv);       // cli/info.cpp
 int cmd_logits(int argc, char **argv);     // cli/logits.cpp
 int cmd_generate(int argc, char **argv);   // cli/generate.cpp
+int cmd_chat(int argc, char **argv);       // cli/chat.cpp
 int cmd_demo(int argc, char **argv);       // cli/demo.cpp
 int cmd_bench(int argc, char **argv);      // cli/bench.cpp
 int cmd_tune(int argc, char **argv);       // cli/tune.cpp
@@ -61,6 +62,8 @@ const Command kCommands[] = {
      "                     [--sample] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
      "                     [--repetition-penalty R] [--no-repeat-ngram-size N] [--min-length N]\n"
      "                     [--stop-ids IDS] [--target-prefix IDS] [--logprobs]\n"},
+    {"chat", cmd_chat,
+     "  halformer chat DIR [--system TEXT] [--max-new-tokens N] [--sample ...] (a line of stdin a turn)\n"},
     {"demo", cmd_demo, "  halformer demo [--batch B] [--src-len S] [--beam K] [--max-new-tokens N] [--seed S]\n"},
     {"bench", cmd_bench,
      "  halformer bench DIR|--config base [--batch B] [--src-len S] [--beam K]\n"

@@ -4,6 +4,8 @@
 // read-only, by every session of a Model.
 #pragma once
 
+#include "halformer/chat.h"
+
 #include "buffers.h"
 #include "description.h"
 #include "halformer/safetensors.h"
@@ -80,6 +82,13 @@ struct ModelWeights {
     Config cfg;
     Description desc;  // what the forward reads of the family (describe(cfg))
     std::shared_ptr<Tokenizer> tok;  // when cfg.tokenizer names one
+    // A Hugging Face checkpoint's chat template (tokenizer_config.json's
+    // chat_template, or chat_template.jinja), parsed at load; the strings it
+    // reads (bos_token, eos_token); why there is none, or why it did not
+    // parse (said when chat is asked for).
+    std::shared_ptr<ChatTemplate> chat;
+    std::map<std::string, std::string> chat_vars;
+    std::string chat_missing;
     std::shared_ptr<TensorSource> source;
     StackW enc, dec;
     const float *gen_w = nullptr, *gen_b = nullptr;

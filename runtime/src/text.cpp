@@ -126,6 +126,14 @@ void generate_batches(Model &m, const Tokenizer &tok, Prepared &p, const Generat
 
 bool Model::has_tokenizer() const { return impl_->w->tok != nullptr; }
 
+bool Model::has_chat_template() const { return impl_->w->chat != nullptr; }
+
+std::string Model::chat_prompt(const std::vector<ChatMessage> &messages, bool add_generation_prompt) const {
+    const ModelWeights &w = *impl_->w;
+    if (!w.chat) throw Error("chat: " + (w.chat_missing.empty() ? std::string("this model has no chat template") : w.chat_missing));
+    return w.chat->render(messages, add_generation_prompt, w.chat_vars);
+}
+
 std::string Model::text_of(const Sequence &tokens, const Sequence *prompt) const {
     return hypothesis_text(tokenizer(), config().eos_id, tokens, prompt);
 }

@@ -6,7 +6,12 @@
 #include "params.h"
 #include "hf/hf.h"
 
+#include "halformer/files.h"
+#include "halformer/json.h"
+
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <cstring>
 #include <set>
 #include <sys/stat.h>
@@ -204,6 +209,63 @@ Model make_model(std::shared_ptr<ModelWeights> w, Device d) {
 
 }  // namespace
 
+namespace {
+
+// A checkpoint's chat template: chat_template.jinja, or tokenizer_config.json's
+// "chat_template" (a string, or a list of {name, template}: "default"), with
+// the special tokens' spellings it reads (bos_token, eos_token, unk_token,
+// pad_token: strings or {"content": ...}). A template that does not parse
+// leaves the model loadable; chat then says why.
+void read_chat_template(const std::string &dir, ModelWeights &w) {
+    auto read_text = [](const std::string &path) {
+        std::ifstream in(path, std::ios::binary);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    };
+    const std::string cfg_path = dir + "/tokenizer_config.json", jinja = dir + "/chat_template.jinja";
+    std::string source, from;
+    if (files::exists(cfg_path)) {
+        const json::Value root = json::parse(read_text(cfg_path), cfg_path);
+        if (root.is_object()) {
+            for (const char *key : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
+                const json::Value *v = root.find(key);
+                if (v && v->is_object()) v = v->find("content");
+                if (v && v->is_string()) w.chat_vars[key] = v->string;
+            }
+            if (const json::Value *t = root.find("chat_template")) {
+                if (t->is_string()) {
+                    source = t->string;
+                } else if (t->is_array()) {
+                    for (const json::Value &e : t->array) {
+                        const json::Value *name = e.is_object() ? e.find("name") : nullptr;
+                        const json::Value *tpl = e.is_object() ? e.find("template") : nullptr;
+                        if (name && name->is_string() && name->string == "default" && tpl && tpl->is_string()) {
+                            source = tpl->string;
+                        }
+                    }
+                }
+                from = cfg_path + ": chat_template";
+            }
+        }
+    }
+    if (files::exists(jinja)) {
+        source = read_text(jinja);
+        from = jinja;
+    }
+    if (source.empty()) {
+        w.chat_missing = dir + " has no chat template (tokenizer_config.json's chat_template, chat_template.jinja)";
+        return;
+    }
+    try {
+        w.chat = std::make_shared<ChatTemplate>(ChatTemplate::parse(source));
+    } catch (const Error &e) {
+        w.chat_missing = from + ": " + e.what();
+    }
+}
+
+}  // namespace
+
 Model Model::load(const std::string &dir, Device device) {
     struct stat st;
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -223,6 +285,7 @@ Model Model::load(const std::string &dir, Device device) {
     if (!w->cfg.family.empty()) {
         w->source = hf::open_weights(dir, w->cfg);
         hf::read_generation_config(dir, w->cfg);
+        read_chat_template(dir, *w);
         if (auto tok = Tokenizer::load_hf(dir, w->cfg)) {
             w->tok = std::make_shared<Tokenizer>(std::move(*tok));
             w->tok->check_matches(w->cfg);

@@ -290,3 +290,27 @@ TEST(HfGeneration, MarianDecoderOfItsOwnWidths) {
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].shape[0], 3);
 }
+
+// The checkpoint's chat template (tokenizer_config.json's chat_template)
+// with its special tokens' spellings: Qwen2's adds a system message,
+// Llama 3's starts with bos_token; a checkpoint without one says so.
+TEST(HfLlama, ChatPromptOfTheCheckpoint) {
+    Model q = Model::load(fixture("qwen2"));
+    ASSERT_TRUE(q.has_chat_template());
+    EXPECT_EQ(q.chat_prompt({{"user", "Hello there"}}),
+              "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello there<|im_end|>\n"
+              "<|im_start|>assistant\n");
+    Model l = Model::load(fixture("llama3_mqa"));
+    EXPECT_EQ(l.chat_prompt({{"user", " hi "}}, false),
+              "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>");
+    const Sequence ids = l.tokenizer().encode(l.chat_prompt({{"user", "hi"}}));
+    EXPECT_EQ(ids.front(), 294) << "<|begin_of_text|> written by the template, matched whole";
+    Model g = Model::load(fixture("gpt2_lm"));
+    EXPECT_FALSE(g.has_chat_template());
+    try {
+        g.chat_prompt({{"user", "hi"}});
+        ADD_FAILURE() << "no error";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("has no chat template"), std::string::npos) << e.what();
+    }
+}

@@ -26,6 +26,7 @@
 // pool size once, before the first call.
 #pragma once
 
+#include "halformer/chat.h"
 #include "halformer/config.h"
 #include "halformer/device.h"
 #include "halformer/error.h"
@@ -315,6 +316,13 @@ public:
     // Text, for a model directory whose config.json names a tokenizer.
     bool has_tokenizer() const;
     const Tokenizer &tokenizer() const;  // Error when the model has none
+    // Chat (a checkpoint's chat_template, halformer/chat.h): the prompt
+    // text of a conversation, ending with the assistant's header when
+    // add_generation_prompt (tokenize it with tokenizer().encode: the
+    // template writes the special tokens itself). Error, naming why, when
+    // the checkpoint has no template or one that did not parse.
+    bool has_chat_template() const;
+    std::string chat_prompt(const std::vector<ChatMessage> &messages, bool add_generation_prompt = true) const;
     // The text of generated ids (a Hypothesis' tokens): up to eos, decoded.
     // With prompt (decoder-only): the continuation of that prompt.
     std::string text_of(const Sequence &tokens, const Sequence *prompt = nullptr) const;

@@ -77,6 +77,10 @@ struct Fields {
 // several): the first, the others into `more`; `fallback` when absent.
 int eos_ids(const Fields &f, int fallback, std::vector<int32_t> &more);
 
+// bad_words_ids (a list of token lists) into `banned`: single-token entries
+// only (an Error naming the field for longer ones); each id once.
+void add_bad_words(const Fields &f, std::vector<int> &banned);
+
 // transformers' ACT2FN names → the activations Halformer has kernels for
 // (an Error naming the field for one it has none for).
 Act activation_named(const Fields &f, const char *key, const std::string &name);

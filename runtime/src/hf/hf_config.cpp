@@ -41,6 +41,18 @@ Act activation(const Fields &f, const char *key, const std::string &fallback) {
     return activation_named(f, key, f.string(key, fallback));
 }
 
+void add_bad_words(const Fields &f, std::vector<int> &banned) {
+    const json::Value *bad = f.get("bad_words_ids", json::Value::Kind::Array);
+    if (!bad) return;
+    for (auto &w : bad->array) {
+        if (!w.is_array() || w.array.size() != 1 || !w.array[0].is_number()) {
+            f.fail("bad_words_ids: only single-token entries are supported by Halformer");
+        }
+        const int id = (int)w.array[0].number;
+        if (std::find(banned.begin(), banned.end(), id) == banned.end()) banned.push_back(id);
+    }
+}
+
 int eos_ids(const Fields &f, int fallback, std::vector<int32_t> &more) {
     const json::Value *v = f.root.find("eos_token_id");
     f.read->insert("eos_token_id");
@@ -70,15 +82,7 @@ void read_generation_config(const std::string &dir, Config &c) {
     if (root.find("eos_token_id")) c.eos_id = eos_ids(f, c.eos_id, c.stop_ids);
     c.forced_eos_id = f.integer("forced_eos_token_id", c.forced_eos_id);
     if (c.architecture == Architecture::EncoderDecoder) c.bos_id = f.integer("decoder_start_token_id", c.bos_id);
-    if (const json::Value *bad = f.get("bad_words_ids", json::Value::Kind::Array)) {
-        for (auto &w : bad->array) {
-            if (!w.is_array() || w.array.size() != 1 || !w.array[0].is_number()) {
-                f.fail("bad_words_ids: only single-token entries are supported by Halformer");
-            }
-            const int id = (int)w.array[0].number;
-            if (std::find(c.banned_ids.begin(), c.banned_ids.end(), id) == c.banned_ids.end()) c.banned_ids.push_back(id);
-        }
-    }
+    add_bad_words(f, c.banned_ids);
     c.default_beams = f.integer("num_beams", c.default_beams);
     c.default_max_length = f.integer("max_length", c.default_max_length);
     try {

@@ -352,11 +352,13 @@ struct CompletionArgs {
     uint64_t seed = 0;
     std::vector<std::string> stop;
     const json *prompt = nullptr;
+    const json *messages = nullptr;  // chat
     bool have_model = false;
     GenerateOptions extra;  // vLLM's extensions
 };
 
-CompletionArgs read_completion_args(const json &j, const Config &cfg, const Limits &limits, Completion &c) {
+CompletionArgs read_completion_args(const json &j, const Config &cfg, const Limits &limits, Completion &c,
+                                    bool chat = false) {
     CompletionArgs a;
     int &max_tokens = a.max_tokens, &n = a.n;
     double &temperature = a.temperature, &top_p = a.top_p;
@@ -372,9 +374,11 @@ CompletionArgs read_completion_args(const json &j, const Config &cfg, const Limi
             if (!v.is_string()) bad(std::string("'model' must be a string, not ") + type_of(v));
             c.model = v.get<std::string>();
             have_model = true;
-        } else if (k == "prompt") {
+        } else if (k == "prompt" && !chat) {
             prompt = &v;
-        } else if (k == "max_tokens") {
+        } else if (k == "messages" && chat) {
+            a.messages = &v;
+        } else if (k == "max_tokens" || (chat && k == "max_completion_tokens")) {
             if (!v.is_null()) max_tokens = integer(v, "max_tokens", 1, limits.max_new_tokens);
         } else if (k == "temperature") {
             if (!v.is_null()) temperature = float32(v, "temperature");
@@ -434,12 +438,118 @@ CompletionArgs read_completion_args(const json &j, const Config &cfg, const Limi
 
 }  // namespace
 
+namespace {
+
+// The conversation of a chat request: each message's role and text.
+std::vector<ChatMessage> chat_messages(const json &m) {
+    if (!m.is_array()) bad(std::string("'messages' must be a list, not ") + type_of(m));
+    if (m.empty()) bad("'messages' is an empty list");
+    if (m.size() > 1024) bad("'messages' has " + std::to_string(m.size()) + " messages; at most 1024");
+    std::vector<ChatMessage> out;
+    for (size_t i = 0; i < m.size(); i++) {
+        const json &x = m[i];
+        const std::string at = "'messages'[" + std::to_string(i) + "]";
+        if (!x.is_object()) bad(at + " must be an object, not " + type_of(x));
+        ChatMessage msg;
+        for (auto it = x.begin(); it != x.end(); ++it) {
+            const std::string &k = it.key();
+            const json &v = it.value();
+            if (k == "role") {
+                if (!v.is_string()) bad(at + ".role must be a string");
+                msg.role = v.get<std::string>();
+            } else if (k == "content") {
+                if (v.is_string()) {
+                    msg.content = v.get<std::string>();
+                } else if (v.is_array()) {
+                    for (const json &part : v) {
+                        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+                            !part["text"].is_string()) {
+                            throw RequestError(400, at + ".content: only text parts ({\"type\": \"text\", \"text\": ...}) "
+                                                    "are supported by this server", "messages", "unsupported_argument");
+                        }
+                        msg.content += part["text"].get<std::string>();
+                    }
+                } else if (!v.is_null()) {
+                    bad(at + ".content must be a string or a list of text parts, not " + type_of(v));
+                }
+            } else if (k == "name") {
+                if (!v.is_string()) bad(at + ".name must be a string");
+            } else {
+                throw RequestError(400, at + ": '" + k + "' is not supported by this server (role, content, name)",
+                                   "messages", "unsupported_argument");
+            }
+        }
+        if (msg.role.empty()) bad(at + " has no role");
+        out.push_back(std::move(msg));
+    }
+    return out;
+}
+
+// What a completion and a chat completion share once their inputs are
+// made: the model checked, each input's options, n choices each.
+void finish_completion(Completion &c, const CompletionArgs &a, std::vector<Request> inputs, const Config &cfg,
+                       const Limits &limits, const std::string &model_name);
+
+}  // namespace
+
+Completion parse_chat_completion(const std::string &body, const Config &cfg, const Encoder &encode,
+                                 const Limits &limits, const std::string &model_name, const ChatRenderer &render) {
+    const json j = parse_object(body);
+    Completion c;
+    if (!encode) bad("this model has no tokenizer: /v1/chat/completions answers text");
+    CompletionArgs a = read_completion_args(j, cfg, limits, c, true);
+    if (!a.have_model) throw RequestError(400, "you must provide a model parameter", "model");
+    if (c.model != model_name) {
+        throw RequestError(404, "the model '" + c.model + "' does not exist (this server has '" + model_name + "')",
+                           "model", "model_not_found");
+    }
+    if (!a.messages || a.messages->is_null()) throw RequestError(400, "'messages' is required", "messages");
+    const std::vector<ChatMessage> conversation = chat_messages(*a.messages);
+    if (!render) {
+        throw RequestError(400, "this model has no chat template (tokenizer_config.json's chat_template): use "
+                                "/v1/completions", "messages", "unsupported_argument");
+    }
+    std::string prompt;
+    try {
+        prompt = render(conversation);
+    } catch (const Error &e) {
+        throw RequestError(400, e.what(), "messages");
+    }
+    Request r;
+    r.is_text = true;
+    r.text = prompt;
+    try {
+        r.ids = encode(prompt);
+    } catch (const Error &e) {
+        bad(std::string("'messages': ") + e.what());
+    }
+    if (r.ids.empty()) bad("the chat template made an empty prompt");
+    std::vector<Request> inputs;
+    inputs.push_back(std::move(r));
+    finish_completion(c, a, std::move(inputs), cfg, limits, model_name);
+    return c;
+}
+
 Completion parse_completion(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits,
                             const std::string &model_name) {
     const json j = parse_object(body);
     Completion c;
     if (!encode) bad("this model has no tokenizer: /v1/completions answers text; use POST /v1/generate with ids");
     CompletionArgs a = read_completion_args(j, cfg, limits, c);
+    if (!a.have_model) throw RequestError(400, "you must provide a model parameter", "model");
+    if (c.model != model_name) {
+        throw RequestError(404, "the model '" + c.model + "' does not exist (this server has '" + model_name + "')",
+                           "model", "model_not_found");
+    }
+    if (a.prompt == nullptr || a.prompt->is_null()) throw RequestError(400, "'prompt' is required", "prompt");
+    finish_completion(c, a, prompts(*a.prompt, cfg, encode), cfg, limits, model_name);
+    return c;
+}
+
+namespace {
+
+void finish_completion(Completion &c, const CompletionArgs &a, std::vector<Request> inputs, const Config &cfg,
+                       const Limits &limits, const std::string &model_name) {
     const int max_tokens = a.max_tokens, n = a.n;
     const double temperature = a.temperature, top_p = a.top_p;
     uint64_t seed = a.seed;
@@ -449,13 +559,11 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
         throw RequestError(404, "the model '" + c.model + "' does not exist (this server has '" + model_name + "')",
                            "model", "model_not_found");
     }
-    if (a.prompt == nullptr || a.prompt->is_null()) throw RequestError(400, "'prompt' is required", "prompt");
     if (c.include_usage && !c.stream) bad("'stream_options' is only allowed with 'stream': true");
     if (c.logprobs && c.stream) {
         throw RequestError(400, "'logprobs' with 'stream' is not supported by this server", "logprobs",
                            "unsupported_argument");
     }
-    std::vector<Request> inputs = prompts(*a.prompt, cfg, encode);
     if (inputs.size() * (size_t)n > 64) bad("'prompt' × 'n' is " + std::to_string(inputs.size() * n) + " choices; at most 64");
     if (!a.have_seed && temperature > 0) seed = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
     c.prompts = (int)inputs.size();
@@ -479,8 +587,9 @@ Completion parse_completion(const std::string &body, const Config &cfg, const En
             c.choices.push_back(std::move(r));
         }
     }
-    return c;
 }
+
+}  // namespace
 
 std::string batch_key(const GenerateOptions &o) {
     std::ostringstream k;

@@ -77,6 +77,18 @@ struct Completion {
 Completion parse_completion(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits,
                             const std::string &model_name);
 
+// A conversation → its prompt text (the model's chat template); null
+// without one.
+using ChatRenderer = std::function<std::string(const std::vector<ChatMessage> &)>;
+// OpenAI's POST /v1/chat/completions body: as a completion's, with
+// "messages" (a list of {role, content}: content a string or a list of
+// {"type": "text", "text"} parts; "name" read and ignored) instead of
+// "prompt", rendered by the chat template with the generation prompt and
+// tokenized without special tokens (the template writes them);
+// max_completion_tokens as max_tokens.
+Completion parse_chat_completion(const std::string &body, const Config &cfg, const Encoder &encode,
+                                 const Limits &limits, const std::string &model_name, const ChatRenderer &render);
+
 // Requests whose options allow one batch share this key (everything but
 // seed and max_new_tokens, which generate() takes per input).
 std::string batch_key(const GenerateOptions &o);

@@ -213,15 +213,33 @@ json completion_usage(const Jobs &jobs, int n) {
     return json{{"prompt_tokens", in}, {"completion_tokens", out}, {"total_tokens", in + out}};
 }
 
+// A chat completion's choice: the assistant's message.
+json chat_choice(size_t index, const std::string &text, const json &finish_reason, const json &logprobs = nullptr) {
+    return {{"index", index},
+            {"message", {{"role", "assistant"}, {"content", text}}},
+            {"logprobs", logprobs},
+            {"finish_reason", finish_reason}};
+}
+
 // A streamed completion (under the waiter's lock): appends a chunk per new
 // text piece and one with each choice's finish reason; once every choice is
 // done, the usage (when asked) and [DONE], and returns true. finished[i]:
-// choice i's last chunk went out.
+// choice i's last chunk went out. chat: chat.completion.chunk deltas (the
+// first of a choice says its role; started[i]: it went out).
 bool completion_events(const Jobs &jobs, int n, const json &head, bool include_usage, std::vector<char> &finished,
-                       std::string &out) {
+                       std::string &out, bool chat = false, std::vector<char> *started = nullptr) {
     auto chunk = [&](size_t i, const std::string &text, const json &reason) {
         json e = head;
-        e["choices"] = json::array({completion_choice(i, text, reason)});
+        if (chat) {
+            json delta = json::object();
+            if (!(*started)[i]) delta["role"] = "assistant";
+            (*started)[i] = 1;
+            if (!text.empty()) delta["content"] = text;
+            e["choices"] = json::array(
+                {json{{"index", i}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", reason}}});
+        } else {
+            e["choices"] = json::array({completion_choice(i, text, reason)});
+        }
         out += sse(e);
     };
     bool all = true;
@@ -728,8 +746,11 @@ struct Server::Impl {
         answer(res, 200, to_body(generate_answer(job)));
     }
 
-    // POST /v1/completions (OpenAI)
-    void completions(const httplib::Request &req, httplib::Response &res) {
+    // POST /v1/completions and /v1/chat/completions (OpenAI): the body
+    // parsed by `parse`, then the choices as jobs, answered whole or
+    // streamed; chat: the answer's chat shape (messages, deltas).
+    template <typename Parse>
+    void openai_completion(const httplib::Request &req, httplib::Response &res, bool chat, Parse &&parse) {
         auto fail_with = [&](int status, const std::string &msg, const std::string &param = "",
                              const std::string &code = "") {
             res.status = status;
@@ -739,7 +760,7 @@ struct Server::Impl {
         if (draining) return fail_with(503, "the server is shutting down");
         serve::Completion c;
         try {
-            c = serve::parse_completion(req.body, model.config(), encode, limits, opt.model_name);
+            c = parse();
         } catch (const serve::RequestError &e) {
             return fail_with(e.status, e.what(), e.param, e.code);
         }
@@ -747,13 +768,18 @@ struct Server::Impl {
         std::shared_ptr<Inflight> guard;
         const std::string busy = enqueue(jobs, guard);
         if (!busy.empty()) return fail_with(503, busy);
-        const std::string id = "cmpl-" + std::to_string(created) + "-" + std::to_string(next_id++);
-        const json head = {{"id", id}, {"object", "text_completion"}, {"created", unix_now()}, {"model", opt.model_name}};
+        const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(created) + "-" + std::to_string(next_id++);
+        json head = {{"id", id},
+                     {"object", chat ? "chat.completion.chunk" : "text_completion"},
+                     {"created", unix_now()},
+                     {"model", opt.model_name}};
         if (c.stream) {
             auto finished = std::make_shared<std::vector<char>>(jobs.size(), 0);
-            stream(req, res, jobs, guard, [jobs, n = c.n, head, finished, include = c.include_usage](std::string &out) {
-                return completion_events(jobs, n, head, include, *finished, out);
-            });
+            auto started = std::make_shared<std::vector<char>>(jobs.size(), 0);
+            stream(req, res, jobs, guard,
+                   [jobs, n = c.n, head, finished, started, chat, include = c.include_usage](std::string &out) {
+                       return completion_events(jobs, n, head, include, *finished, out, chat, started.get());
+                   });
             return;
         }
         if (!wait_all(jobs)) return;
@@ -761,13 +787,31 @@ struct Server::Impl {
             if (!j->error.empty()) return fail_with(500, j->error);
         }
         json out = head;
+        if (chat) out["object"] = "chat.completion";
         out["choices"] = json::array();
         for (size_t i = 0; i < jobs.size(); i++) {
-            out["choices"].push_back(completion_choice(i, jobs[i]->text, jobs[i]->finish_reason,
-                                                       c.logprobs ? token_logprobs(*jobs[i]) : json(nullptr)));
+            const json logprobs = c.logprobs ? token_logprobs(*jobs[i]) : json(nullptr);
+            out["choices"].push_back(chat ? chat_choice(i, jobs[i]->text, jobs[i]->finish_reason, logprobs)
+                                          : completion_choice(i, jobs[i]->text, jobs[i]->finish_reason, logprobs));
         }
         out["usage"] = completion_usage(jobs, c.n);
         answer(res, 200, to_body(out));
+    }
+
+    void completions(const httplib::Request &req, httplib::Response &res) {
+        openai_completion(req, res, false,
+                          [&] { return serve::parse_completion(req.body, model.config(), encode, limits, opt.model_name); });
+    }
+
+    // The conversation through the model's chat template, then as a completion.
+    void chat_completions(const httplib::Request &req, httplib::Response &res) {
+        serve::ChatRenderer render;
+        if (model.has_chat_template()) {
+            render = [this](const std::vector<ChatMessage> &m) { return model.chat_prompt(m, true); };
+        }
+        openai_completion(req, res, true, [&] {
+            return serve::parse_chat_completion(req.body, model.config(), encode, limits, opt.model_name, render);
+        });
     }
 
     json model_object() const {
@@ -838,7 +882,9 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
     http.Post("/v1/generate", [&s](const httplib::Request &req, httplib::Response &res) { s.generate(req, res); });
     http.Post("/v1/completions",
               [&s](const httplib::Request &req, httplib::Response &res) { s.completions(req, res); });
-    for (const char *path : {"/v1/generate", "/v1/completions"}) {
+    http.Post("/v1/chat/completions",
+              [&s](const httplib::Request &req, httplib::Response &res) { s.chat_completions(req, res); });
+    for (const char *path : {"/v1/generate", "/v1/completions", "/v1/chat/completions"}) {
         http.Get(path, [&s](const httplib::Request &, httplib::Response &res) {
             s.answer(res, 405, error_body("use POST with a JSON body"));
         });
@@ -863,7 +909,7 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
     http.set_error_handler([&s](const httplib::Request &, httplib::Response &res) {
         if (!res.body.empty()) return;
         const char *what = res.status == 413 ? "the request body is too large"
-                           : res.status == 404 ? "no such endpoint (POST /v1/generate, POST /v1/completions, "
+                           : res.status == 404 ? "no such endpoint (POST /v1/generate, POST /v1/completions, POST /v1/chat/completions, "
                                                  "GET /v1/models, GET /health, GET /metrics)"
                                                : "bad request";
         res.set_content(error_body(what), "application/json");

@@ -82,6 +82,31 @@ void check_utf8(const std::string &text) {
     if (bad >= 0) throw Error("text is not UTF-8 (byte " + std::to_string(bad) + ")");
 }
 
+// A text (checked to be UTF-8) as code points, each one's class and byte
+// offset: what the pre-tokenizers walk.
+struct CodePoints {
+    const std::string &utf8;
+    std::u32string s;
+    std::vector<size_t> at;  // code point → byte offset (n + 1 entries)
+    std::vector<Kind> kind;
+    explicit CodePoints(const std::string &text) : utf8(text) {
+        check_utf8(text);
+        s = utf8_to_u32(text);
+        const size_t n = s.size();
+        at.assign(n + 1, 0);
+        kind.resize(n);
+        for (size_t i = 0, b = 0; i < n; i++) {
+            at[i] = b;
+            const char32_t c = s[i];
+            b += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+            at[i + 1] = b;
+            kind[i] = kind_of(c);
+        }
+    }
+    // Code points [a, e) as UTF-8.
+    std::string piece(size_t a, size_t e) const { return utf8.substr(at[a], at[e] - at[a]); }
+};
+
 json::Value parse_file(const std::string &path) {
     if (!files::exists(path)) throw Error(path + ": no such file");
     return json::parse(files::read_text(path), path);
@@ -528,20 +553,12 @@ std::vector<std::string> ByteLevelBpe::pre_tokenize(const std::string &utf8) {
     //   \s+(?!\S)                   whitespace up to the end, or all but the
     //                               last one before a non-space (backtracking)
     //   \s+                         a single whitespace before a non-space
-    check_utf8(utf8);
+    const CodePoints cp(utf8);
     std::vector<std::string> out;
-    const std::u32string s = utf8_to_u32(utf8);
+    const std::u32string &s = cp.s;
+    const std::vector<Kind> &kind = cp.kind;
     const size_t n = s.size();
-    std::vector<size_t> at(n + 1, 0);  // code point → byte offset
-    std::vector<Kind> kind(n);
-    for (size_t i = 0, b = 0; i < n; i++) {
-        at[i] = b;
-        const char32_t c = s[i];
-        b += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-        at[i + 1] = b;
-        kind[i] = kind_of(c);
-    }
-    auto emit = [&](size_t a, size_t e) { out.push_back(utf8.substr(at[a], at[e] - at[a])); };
+    auto emit = [&](size_t a, size_t e) { out.push_back(cp.piece(a, e)); };
     for (size_t i = 0; i < n;) {
         const char32_t c = s[i];
         if (c == '\'' && i + 1 < n) {
@@ -589,20 +606,12 @@ std::vector<std::string> ByteLevelBpe::pre_tokenize_split(const std::string &utf
     //                                    U+0020 before, newlines after
     //   \s*[\r\n]+                       whitespace up to its last newline
     //   \s+(?!\S)|\s+                    as GPT-2's
-    check_utf8(utf8);
+    const CodePoints cp(utf8);
     std::vector<std::string> out;
-    const std::u32string s = utf8_to_u32(utf8);
+    const std::u32string &s = cp.s;
+    const std::vector<Kind> &kind = cp.kind;
     const size_t n = s.size();
-    std::vector<size_t> at(n + 1, 0);
-    std::vector<Kind> kind(n);
-    for (size_t i = 0, b = 0; i < n; i++) {
-        at[i] = b;
-        const char32_t c = s[i];
-        b += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-        at[i + 1] = b;
-        kind[i] = kind_of(c);
-    }
-    auto emit = [&](size_t a, size_t e) { out.push_back(utf8.substr(at[a], at[e] - at[a])); };
+    auto emit = [&](size_t a, size_t e) { out.push_back(cp.piece(a, e)); };
     auto newline = [&](size_t k) { return s[k] == '\r' || s[k] == '\n'; };
     // (Case-insensitive: ASCII either case, and U+017F, which folds to s.)
     auto lower = [&](size_t k) -> char32_t { return s[k] == 0x17F ? 's' : s[k] < 0x80 ? (char32_t)std::tolower((int)s[k]) : s[k]; };

@@ -47,15 +47,7 @@ Config marian(const Fields &f) {
     // MarianMTModel never generates pad (transformers sets its logit to
     // −inf while generating; OPUS-MT configs also say bad_words_ids [[pad]]).
     c.banned_ids = {c.pad_id};
-    if (const json::Value *bad = f.get("bad_words_ids", json::Value::Kind::Array)) {
-        for (auto &w : bad->array) {
-            if (!w.is_array() || w.array.size() != 1 || !w.array[0].is_number()) {
-                f.fail("bad_words_ids: only single-token entries are supported by Halformer");
-            }
-            const int id = (int)w.array[0].number;
-            if (std::find(c.banned_ids.begin(), c.banned_ids.end(), id) == c.banned_ids.end()) c.banned_ids.push_back(id);
-        }
-    }
+    add_bad_words(f, c.banned_ids);
     f.require("normalize_embedding", !f.boolean("normalize_embedding", false), "true");
     f.require("add_final_layer_norm", !f.boolean("add_final_layer_norm", false), "true");
     return c;

@@ -1,0 +1,72 @@
+// halformer chat DIR [--system TEXT] [--max-new-tokens N] [sampling options]
+//
+// A conversation through the checkpoint's chat template (tokenizer_config.json's
+// chat_template): each line on stdin is the user's turn; the reply streams to
+// stdout as its tokens are chosen, then a newline; end of input ends the
+// conversation. The whole conversation is rendered each turn (the template
+// decides what the model sees), tokenized without adding special tokens (the
+// template writes them), and generated until eos or a stop id
+// (generation_config.json's eos list included).
+#include "common.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+namespace halformer {
+
+int cmd_chat(int argc, char **argv) {
+    CLI::App app{"halformer chat: talk to a chat model through its chat template (a line of stdin a turn)",
+                 "halformer chat"};
+    std::string dir, system;
+    GenerateOptions o;
+    MachineOptions mo;
+    app.add_option("dir", dir, "model directory (a Hugging Face checkpoint with a chat_template)");
+    app.add_option("--system", system, "a system message before the conversation");
+    add_decoding_options(app, o);
+    app.get_option("--max-new-tokens")->description("tokens a reply has at most (default: 512, within the positions)");
+    add_machine_options(app, mo);
+    add_precision_option(app, mo);
+    if (!parse_command(app, argc, argv)) return 0;
+    if (dir.empty()) throw Error("chat: a model directory is required");
+    check_decoding_options(o);
+    if (o.beam > 1) throw Error("chat: replies stream token by token: --beam is not supported");
+    Model m = load_model(dir, mo);
+    if (!m.has_tokenizer()) throw Error("chat: " + dir + " has no tokenizer: chat needs text");
+    std::vector<ChatMessage> messages;
+    if (!system.empty()) messages.push_back({"system", system});
+    if (!m.has_chat_template()) m.chat_prompt(messages, true);  // (throws, naming why)
+    const bool tty = isatty(0) != 0;
+    const int P = m.config().max_positions;
+    std::string line;
+    for (;;) {
+        if (tty) std::fprintf(stderr, "> ");
+        if (!std::getline(std::cin, line)) break;
+        if (line.empty()) continue;
+        messages.push_back({"user", line});
+        const Sequence ids = m.tokenizer().encode(m.chat_prompt(messages, true));
+        if ((int)ids.size() >= P) {
+            throw Error("chat: the conversation is " + std::to_string(ids.size()) +
+                        " tokens, as many as the model's max_positions = " + std::to_string(P));
+        }
+        GenerateOptions g = o;
+        if (g.max_new_tokens == -1) g.max_new_tokens = std::min(512, P - (int)ids.size());
+        g.max_new_tokens = std::min(g.max_new_tokens, P - (int)ids.size());
+        TextStream stream(m);
+        g.on_token = [&](int, int32_t token) {
+            const std::string piece = stream.push(token);
+            std::fputs(piece.c_str(), stdout);
+            std::fflush(stdout);
+        };
+        m.generate({ids}, g);
+        std::fputs(stream.finish().c_str(), stdout);
+        std::fputs("\n", stdout);
+        std::fflush(stdout);
+        messages.push_back({"assistant", stream.text()});
+    }
+    return 0;
+}
+
+}  // namespace halformer
