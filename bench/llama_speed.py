@@ -30,6 +30,7 @@ number is wall time.
 """
 import argparse
 import datetime
+import gc
 import json
 import math
 import os
@@ -61,7 +62,7 @@ SHAPES = {
                   eos_token_id=151645),
 }
 QUICK = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, vocab_size=1000, head_dim=32,
-             num_attention_heads=4, num_key_value_heads=2)
+             num_attention_heads=4, num_key_value_heads=2, bos_token_id=998, eos_token_id=999)
 NAMES = {"llama": "Llama-3.2-1B-shaped", "qwen2": "Qwen2.5-0.5B-shaped"}
 
 
@@ -192,6 +193,7 @@ def torch_variant(m, precision):
         b.dtype = torch.bfloat16
         return b
     return torch.ao.quantization.quantize_dynamic(copy.deepcopy(m), {torch.nn.Linear}, dtype=torch.qint8)
+    # (main() quantizes the reference in place instead, when int8 comes last.)
 
 
 def run(cmd):
@@ -235,7 +237,11 @@ def main():
                                                         "halformer"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--no-torch-lowp", action="store_true", help="PyTorch in float32 only")
+    ap.add_argument("--merge", default=None, help="a results.json of an earlier run whose models this run lacks "
+                                                  "joins the report")
+    ap.add_argument("--torch-precisions", default="fp32,int8",
+                    help="PyTorch's (bf16 left out by default: PyTorch 1.13's CPU bfloat16 matmul without "
+                         "AVX512-BF16 is a slow fallback, minutes a batch-8 prefill)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     models = a.models.split(",")
@@ -271,15 +277,20 @@ def main():
                 raise SystemExit(f"{kind}: halformer logits differ from the PyTorch reference ({check:.2e})")
             r = res["models"][kind] = {"name": NAMES[kind], "check_rel_max": check, "stored_values": stored,
                                        "weights_fp32_bytes": 4 * stored, "runs": {}}
-            for B in batches:
-                prompt = torch.randint(0, cfg["vocab_size"] - 300, (B, PROMPT),
-                                       generator=torch.Generator().manual_seed(B))
-                for P in precisions:
+            # Precision by precision (PyTorch's int8 model is the reference quantized in place, last: two
+            # float32 copies of a 1B model beside Halformer's would not fit 24 GB).
+            for P in precisions:
+                if P in a.torch_precisions.split(",") and P == "int8":
+                    tm = torch.ao.quantization.quantize_dynamic(ref, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+                else:
+                    tm = torch_variant(ref, P) if P in a.torch_precisions.split(",") else None
+                if tm is not None:
+                    tm.greedy(torch.zeros(1, 8, dtype=torch.long), 2)  # warm-up
+                for B in batches:
+                    prompt = torch.randint(0, cfg["vocab_size"] - 300, (B, PROMPT),
+                                           generator=torch.Generator().manual_seed(B))
                     key = f"b{B}-{P}"
                     print(f"{kind} {key}", file=sys.stderr, flush=True)
-                    tm = None if (a.no_torch_lowp and P != "fp32") else torch_variant(ref, P)
-                    if tm is not None:
-                        tm.greedy(prompt[:, :8], 2)  # warm-up
                     rr = r["runs"][key] = {"torch_tok_s": [], "torch_step_ms": [], "torch_prefill_ms": [],
                                            "ours_tok_s": [], "ours_step_ms": [], "ours_prompt_ms": []}
                     for rnd in range(a.rounds):
@@ -303,8 +314,6 @@ def main():
 
                         for side in ((torch_side, ours_side) if rnd % 2 == 0 else (ours_side, torch_side)):
                             side()
-                    if tm is not None and tm is not ref:
-                        del tm
                     med = {k: (statistics.median(v) if v else None) for k, v in rr.items()}
                     rr["median"] = med
                     bytes_per = {"fp32": 4, "bf16": 2, "int8": 1}[P]
@@ -315,8 +324,22 @@ def main():
                           file=sys.stderr, flush=True)
                     with open(os.path.join(out, "results.json"), "w") as f:
                         json.dump(res, f, indent=1)
+                if tm is not None and tm is not ref:
+                    del tm
+                gc.collect()
+            del ref
+            gc.collect()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if a.merge:
+        with open(a.merge) as f:
+            earlier = json.load(f)
+        for kind, r in earlier["models"].items():
+            if kind not in res["models"]:
+                r["note"] = f"from an earlier run of this script (copy bandwidth {earlier['copy_gb_s']:.1f} GB/s)"
+                res["models"][kind] = r
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump(res, f, indent=1)
     report(res, out)
 
 
@@ -329,6 +352,7 @@ def report(res, out):
              f"measured in the same run, {res['copy_gb_s']:.1f} GB/s.", "",
              "| model | batch | precision | PyTorch tok/s | Halformer tok/s | ratio | Halformer step ms | "
              "PyTorch step ms | batch-1 bandwidth |", "|---|---|---|---|---|---|---|---|---|"]
+    notes = []
     for kind, r in res["models"].items():
         for key, rr in r["runs"].items():
             B, P = key.split("-")
@@ -337,12 +361,13 @@ def report(res, out):
             fmt = lambda v, f="%.2f": (f % v) if v is not None else "—"
             bw = rr.get("ours_bandwidth_fraction")
             lines.append(f"| {r['name']} | {B[1:]} | {P} | {fmt(tt)} | {fmt(ot)} | "
-                         f"{fmt(ot / tt if tt and ot else None)}× | {fmt(m['ours_step_ms'], '%.1f')} | "
-                         f"{fmt(m['torch_step_ms'], '%.1f')} | {fmt(bw * 100 if bw else None, '%.0f')}% |")
-        lines.append("")
-        lines.append(f"{r['name']}: {r['stored_values'] / 1e6:.0f} M stored values; Halformer's logits against the "
+                         f"{fmt(ot / tt if tt and ot else None)}{'×' if tt and ot else ''} | "
+                         f"{fmt(m['ours_step_ms'], '%.1f')} | {fmt(m['torch_step_ms'], '%.1f')} | "
+                         f"{fmt(bw * 100 if bw else None, '%.0f')}{'%' if bw else ''} |")
+        notes.append(f"{r['name']}: {r['stored_values'] / 1e6:.0f} M stored values; Halformer's logits against the "
                      f"PyTorch model: relative max difference {r['check_rel_max']:.1e}.")
-        lines.append("")
+    lines += [""] + notes + ["", "PyTorch's columns are empty where it was not run in that precision (see "
+                              "--torch-precisions)."]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     try:

@@ -9,6 +9,7 @@
 #include "halformer/model.h"
 
 #include "test_files.h"
+#include "../../runtime/src/description.h"
 
 #include <gtest/gtest.h>
 
@@ -313,4 +314,29 @@ TEST(HfLlama, ChatPromptOfTheCheckpoint) {
     } catch (const Error &e) {
         EXPECT_NE(std::string(e.what()).find("has no chat template"), std::string::npos) << e.what();
     }
+}
+
+// Known answers for the rotary frequencies: transformers' inv_freq as
+// tests/make_hf_fixtures.py computes it (modeling_rope_utils' default,
+// linear and llama3 rules in float32), against the description's.
+TEST(HfLlama, RopeFrequenciesAsTransformersComputesThem) {
+    for (const char *name : {"llama_gqa", "llama3_mqa", "mistral_window", "qwen2"}) {
+        SCOPED_TRACE(name);
+        const Config c = Config::from_file(fixture(name) + "/config.json");
+        const std::vector<float> got = rope_frequencies(c);
+        const json::Value g = golden(name);
+        const auto &want = g.find("rope_inv_freq")->array;
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); i++) {
+            EXPECT_NEAR(got[i], want[i].number, 2e-7 * std::fabs(want[i].number)) << "pair " << i;
+        }
+    }
+    // llama3_mqa's three bands: kept (wavelength under 64 / 4), divided by 8 (over 64), blended between.
+    const std::vector<float> f = rope_frequencies(Config::from_file(fixture("llama3_mqa") + "/config.json"));
+    EXPECT_FLOAT_EQ(f[0], 1.0f) << "wavelength 2π: kept";
+    const float base1 = 1.0f / std::pow(500000.0f, 2.0f / 16.0f);
+    EXPECT_GT(f[1], base1 / 8) << "pair 1 (wavelength 2π / " << base1 << "): blended";
+    EXPECT_LT(f[1], base1);
+    const float base7 = 1.0f / std::pow(500000.0f, 14.0f / 16.0f);
+    EXPECT_NEAR(f[7], base7 / 8, 1e-7f * base7) << "the longest wavelength: divided by the factor";
 }
