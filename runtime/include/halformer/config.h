@@ -151,6 +151,9 @@ struct Config {
     static Config from_file(const std::string &path);
     // Throws Error naming the first field out of range.
     void validate() const;
+    // Halformer's own config.json (what training checkpoints write; from_json
+    // reads it back to an equal text). For a Hugging Face family's Config a
+    // summary only: the family's fields stay in the checkpoint's config.json.
     std::string to_json() const;
 };
 

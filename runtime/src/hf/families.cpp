@@ -26,5 +26,10 @@ const Family *find_family(const std::string &model_type) {
     return nullptr;
 }
 
+void norm(Rules &r, const std::string &ours, const std::string &theirs) {
+    r[ours + "weight"] = {How::Same, {theirs + "weight"}};
+    r[ours + "bias"] = {How::Same, {theirs + "bias"}};
+}
+
 }  // namespace hf
 }  // namespace halformer

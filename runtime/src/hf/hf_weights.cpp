@@ -249,11 +249,6 @@ private:
 
 }  // namespace
 
-void norm(Rules &r, const std::string &ours, const std::string &theirs) {
-    r[ours + "weight"] = {How::Same, {theirs + "weight"}};
-    r[ours + "bias"] = {How::Same, {theirs + "bias"}};
-}
-
 std::unique_ptr<TensorSource> open_weights(const std::string &dir, Config &cfg) {
     auto files = std::make_unique<Files>(dir);
     const Family *family = find_family(cfg.family);
