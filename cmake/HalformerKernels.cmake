@@ -239,7 +239,15 @@ function(_halformer_shared_runtime prop name_var args_var)
 endfunction()
 
 function(halformer_kernel NAME)
-  cmake_parse_arguments(ARG "HAND_ONLY;NO_ARM;CPU_ONLY;NO_GPU" "GENERATOR" "PARAMS" ${ARGN})
+  cmake_parse_arguments(ARG "HAND_ONLY;NO_ARM;CPU_ONLY;NO_GPU;STRICT_FLOAT" "GENERATOR" "PARAMS" ${ARGN})
+  # STRICT_FLOAT: the x86 builds keep every float operation in the order the
+  # algorithm writes it (Halide's strict_float: no reassociation, no FMA
+  # contraction LLVM chooses per loop). Row-wise reductions then give a row
+  # the same bits in a call of any row count (tests/test_row_invariance.cpp).
+  set(x86_targets ${HALFORMER_X86_TARGETS})
+  if (ARG_STRICT_FLOAT)
+    list(TRANSFORM x86_targets APPEND -strict_float)
+  endif ()
   if (ARG_CPU_ONLY)
     set(ARG_HAND_ONLY ON)
     set(ARG_NO_ARM ON)
@@ -252,7 +260,7 @@ function(halformer_kernel NAME)
   # tuned_as: the name the tuned records (schedules/tuned/) know this kernel by.
   add_halide_library(${NAME} FROM halformer_generators
                      GENERATOR ${ARG_GENERATOR}
-                     TARGETS ${HALFORMER_X86_TARGETS}
+                     TARGETS ${x86_targets}
                      ${rt}
                      PARAMS ${ARG_PARAMS} tuned_as=${NAME}
                      ${extra})

@@ -151,13 +151,18 @@ bool fp32_packs() {
 #ifdef HALFORMER_NO_LOWP
     return false;
 #else
-    // HALFORMER_FP32_PACK=0 keeps W as stored (half the projections' memory).
-    static const bool off = [] {
-        const char *v = std::getenv("HALFORMER_FP32_PACK");
-        return v && std::string(v) == "0";
-    }();
+    // HALFORMER_FP32_PACK=0 keeps W as stored (half the projections' memory);
+    // =1 packs on every x86 CPU. Packed, a float32 projection sums each
+    // output's products in k order whatever its row count, so an answer is
+    // the same bits in a batch and alone (tests/runtime/test_batch_invariance.cpp);
+    // on AVX2 the 48-wide panels leave room for one-row blocks only, and
+    // prefill runs slower (docs/precision.md). Read at each call: a test
+    // or a host program may set it before loading a model.
+    const char *v = std::getenv("HALFORMER_FP32_PACK");
+    if (v && std::string(v) == "0") return false;
+    if (v && std::string(v) == "1") return true;
     const Isa isa = selected_isa();
-    return !off && (isa == Isa::AVX512 || isa == Isa::SapphireRapids);
+    return isa == Isa::AVX512 || isa == Isa::SapphireRapids;
 #endif
 }
 

@@ -1,0 +1,162 @@
+// Batch invariance: an input's answer (tokens, per-token log-probabilities
+// and scores, bit for bit) is the same whatever else is in its batch:
+// greedy, beam and seeded sampling, each precision, encoder-decoder and
+// decoder-only. A kernel whose sums for one row depend on how many rows the
+// call has (a one-row kernel for decode beside a blocked one for prefill,
+// a reduction split by the batch's size, the encoder's padding) fails here.
+//
+// float32 is checked with its projections packed (HALFORMER_FP32_PACK=1: the
+// default on AVX-512; on AVX2 W as stored runs one-row steps and prefill
+// blocks that sum in different orders). bf16 and int8 are always packed.
+#include "halformer/model.h"
+#include "test_files.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <random>
+
+using namespace halformer;
+
+namespace {
+
+using test_files::test_device;
+
+Config config(Architecture a) {
+    Config c;
+    c.architecture = a;
+    c.d_model = 128;
+    c.num_heads = 4;
+    c.d_ff = 256;
+    c.num_encoder_layers = a == Architecture::Decoder ? 0 : 2;
+    c.num_decoder_layers = 2;
+    c.src_vocab_size = a == Architecture::Decoder ? 0 : 300;
+    c.tgt_vocab_size = 1000;
+    c.max_positions = 64;
+    c.eos_id = 2;
+    return c;
+}
+
+// Packs float32 projections for the scope's duration (read at each call).
+struct PackFp32 {
+    std::string old;
+    bool had;
+    PackFp32() {
+        const char *v = std::getenv("HALFORMER_FP32_PACK");
+        had = v != nullptr;
+        if (had) old = v;
+        setenv("HALFORMER_FP32_PACK", "1", 1);
+    }
+    ~PackFp32() {
+        if (had) setenv("HALFORMER_FP32_PACK", old.c_str(), 1);
+        else unsetenv("HALFORMER_FP32_PACK");
+    }
+};
+
+std::vector<Sequence> inputs(uint32_t seed, int n, int vocab, int shortest = 1) {
+    std::mt19937 rng(seed);
+    std::vector<Sequence> b((size_t)n);
+    for (auto &s : b) {
+        s.resize((size_t)shortest + rng() % 19);
+        for (auto &t : s) t = 3 + (int32_t)(rng() % (uint32_t)(vocab - 3));
+    }
+    return b;
+}
+
+bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// Every input of `src` generated in one batch and alone: equal bits.
+void expect_batch_invariant(Model &m, const std::vector<Sequence> &src, GenerateOptions o) {
+    o.return_logprobs = !(o.beam > 1);
+    o.seeds.clear();
+    for (size_t b = 0; b < src.size(); b++) o.seeds.push_back(70 + b);
+    const auto batched = m.generate(src, o);
+    ASSERT_EQ(batched.size(), src.size());
+    for (size_t b = 0; b < src.size(); b++) {
+        GenerateOptions a = o;
+        a.seeds = {o.seeds[b]};
+        const auto alone = m.generate({src[b]}, a)[0];
+        ASSERT_EQ(batched[b].size(), alone.size()) << "input " << b;
+        for (size_t h = 0; h < alone.size(); h++) {
+            EXPECT_EQ(batched[b][h].tokens, alone[h].tokens) << "input " << b << " hypothesis " << h;
+            EXPECT_TRUE(same_bits(batched[b][h].log_probs, alone[h].log_probs))
+                << "input " << b << " hypothesis " << h << ": log-probabilities differ in their bits";
+            EXPECT_EQ(std::memcmp(&batched[b][h].score, &alone[h].score, sizeof(double)), 0)
+                << "input " << b << " hypothesis " << h << ": score " << batched[b][h].score << " batched, "
+                << alone[h].score << " alone";
+        }
+    }
+}
+
+// fn(model, encoder-decoder?, sources) for both architectures at each
+// precision, the float32 projections packed. The CPU's kernels only (a GPU
+// picks its kernels by row count: no promise there).
+template <typename F>
+void for_each_model(F &&fn) {
+    PackFp32 packed;
+    for (Architecture arch : {Architecture::EncoderDecoder, Architecture::Decoder}) {
+        const bool ed = arch == Architecture::EncoderDecoder;
+        Model m = Model::random(config(arch), ed ? 31 : 32, test_device());
+        const auto src = inputs(ed ? 5 : 6, 9, ed ? 300 : 1000);
+        for (Precision p : {Precision::FP32, Precision::BF16, Precision::INT8}) {
+            m.set_precision(p);
+            SCOPED_TRACE(std::string(ed ? "encoder-decoder " : "decoder-only ") + precision_name(p));
+            fn(m, ed, src);
+        }
+    }
+}
+
+struct Case {
+    const char *name;
+    int beam;
+    bool sample;
+};
+const Case kCases[] = {{"greedy", 1, false}, {"beam 3", 3, false}, {"sampled", 1, true}};
+
+TEST(BatchInvariance, EveryInputAnswersAsAloneBitForBit) {
+    if (test_device() != Device::CPU) GTEST_SKIP() << "batch invariance is the CPU kernels' property";
+    for_each_model([](Model &m, bool, const std::vector<Sequence> &src) {
+        for (const Case &k : kCases) {
+            SCOPED_TRACE(k.name);
+            GenerateOptions o;
+            o.beam = k.beam;
+            o.n_best = k.beam;
+            o.sample = k.sample;
+            o.temperature = k.sample ? 3.0f : 1.0f;  // flat: the draw feels every bit of the logits
+            o.top_k = 0;
+            o.stop_at_eos = false;
+            o.max_new_tokens = 16;
+            expect_batch_invariant(m, src, o);
+        }
+    });
+}
+
+// The forward passes under generation: the encoder's output and the
+// teacher-forced logits of each sequence, padded in a batch or alone.
+// Targets of 2 tokens or more: a one-token decoder input alone takes the
+// one-query attention kernels (T = 1), which sum in another order than the
+// many-query ones its batch takes (the generation test above covers
+// generation's own steps).
+TEST(BatchInvariance, EncoderAndLogitsAreTheSameBitsAlone) {
+    if (test_device() != Device::CPU) GTEST_SKIP() << "batch invariance is the CPU kernels' property";
+    const auto tgt = inputs(8, 9, 1000, 2);
+    for_each_model([&](Model &m, bool ed, const std::vector<Sequence> &src) {
+        if (ed) {
+            const auto enc = m.encode(src);
+            for (size_t b = 0; b < src.size(); b++) {
+                EXPECT_TRUE(same_bits(enc[b].data, m.encode({src[b]})[0].data)) << "encoder output " << b;
+            }
+        }
+        const auto lg = ed ? m.logits(src, tgt) : m.logits(src);
+        for (size_t b = 0; b < src.size(); b++) {
+            const auto alone = ed ? m.logits({src[b]}, {tgt[b]}) : m.logits({src[b]});
+            EXPECT_TRUE(same_bits(lg[b].data, alone[0].data)) << "logits " << b;
+        }
+    });
+}
+
+}  // namespace
