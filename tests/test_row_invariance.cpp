@@ -13,7 +13,10 @@
 #include "hf_layer_norm.h"
 #include "hf_layer_norm_residual.h"
 #include "hf_linear.h"
+#include "hf_linear_f32.h"
 #include "hf_linear_f32_dot.h"
+#include "hf_linear_f32_relu.h"
+#include "hf_linear_f32_residual.h"
 #include "hf_linear_f32_dot_relu.h"
 #include "hf_linear_f32_dot_residual.h"
 #include "hf_linear_relu.h"
@@ -71,7 +74,7 @@ Buffer<float> rows(const Buffer<float> &b, int r0, int r1) {
 
 // The row counts a batch takes: one decode row, a few, a register block's
 // tail, many.
-const int kRows[] = {2, 3, 5, 9, 21, 64};
+const int kRows[] = {2, 3, 4, 5, 9, 21, 64};
 
 // f(x_rows) → y_rows for any number of rows: every row of a call on M rows
 // equals the same row computed alone and within the first rows.
@@ -124,11 +127,12 @@ TEST(RowInvariance, Linear) {
     }
 }
 
-// A CPU without float32 panels of its own (AVX2: too few registers for the
-// 48-wide panel's row blocks) runs prefill on W as stored (hf_linear) and
-// one-row steps on the packed copy (hf_linear_f32_dot): both sum each
-// output's products in k order from zero, so a row's bits are the same on
-// either path, plain, with an activation and with a residual.
+// A CPU whose float32 prefill stays on W as stored (AVX2: too few registers
+// for the 48-wide panel's row blocks; Fp32Packing::Steps) runs the steps of
+// up to 4 rows on the packed copy (hf_linear_f32_dot for one row,
+// hf_linear_f32 for 2-4) and more rows on W as stored (hf_linear): all sum
+// each output's products in k order from zero, so a row's bits are the same
+// on every path, plain, with an activation and with a residual.
 TEST(RowInvariance, PackedStepsAgreeWithPrefill) {
     if (std::getenv("HALFORMER_DEVICE")) GTEST_SKIP() << "packed kernels are CPU only";
     const int K = 128, kPanel = 48;
@@ -147,6 +151,10 @@ TEST(RowInvariance, PackedStepsAgreeWithPrefill) {
                     if (variant == 0) EXPECT_EQ(hf_linear_f32_dot(x, packed, b, y), 0);
                     if (variant == 1) EXPECT_EQ(hf_linear_f32_dot_relu(x, packed, b, y), 0);
                     if (variant == 2) EXPECT_EQ(hf_linear_f32_dot_residual(x, packed, b, res, y), 0);
+                } else if (M <= 4) {
+                    if (variant == 0) EXPECT_EQ(hf_linear_f32(x, packed, b, y), 0);
+                    if (variant == 1) EXPECT_EQ(hf_linear_f32_relu(x, packed, b, y), 0);
+                    if (variant == 2) EXPECT_EQ(hf_linear_f32_residual(x, packed, b, res, y), 0);
                 } else {
                     if (variant == 0) EXPECT_EQ(call(HF_KERNEL(hf_linear), x, w, b, y), 0);
                     if (variant == 1) EXPECT_EQ(call(HF_KERNEL(hf_linear_relu), x, w, b, y), 0);

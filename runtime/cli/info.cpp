@@ -32,8 +32,12 @@ void print_build_info() {
         std::printf("device %s: %s\n", device_name(d), device_description(d).c_str());
     }
     std::printf("this CPU: %s\n", this_cpu().describe().c_str());
-    std::printf("float32 projections: %s\n", fp32_packs() ? "weights packed once into 48-column panels (hf_linear_f32*)"
-                                                         : "weights as stored (hf_linear*)");
+    const Fp32Packing packing = fp32_packing();
+    std::printf("float32 projections: %s\n",
+                packing == Fp32Packing::All     ? "weights packed once into 48-column panels (hf_linear_f32*)"
+                : packing == Fp32Packing::Steps ? "decoding steps on weights packed once into 48-column panels "
+                                                  "(hf_linear_f32*), prefill on weights as stored (hf_linear*)"
+                                                : "weights as stored (hf_linear*)");
     {
         const TunedRecord *r = tuned_record(selected_isa());
         std::printf("schedules this CPU runs: %s\n", record_note(r).c_str());

@@ -745,6 +745,7 @@ struct Session::Decoder {
         s.step_rows.clear();
         step_start = std::chrono::steady_clock::now();
         for (;;) {
+            if (o.on_step) o.on_step();
             poll_joins();
             form_group();
             // (A group whose prefill ends now decodes from the next turn.)

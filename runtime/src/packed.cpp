@@ -4,12 +4,18 @@
 // without them (the ARM one, built with HALFORMER_NO_LOWP by tests/arm)
 // refuses set_precision(BF16 / INT8) and runs float32 unpacked.
 //
-// Float32 inference packs too where the panel kernels beat the unpacked ones
-// (an AVX-512 variant: 48 columns are 3 of its 32 vector registers; AVX2's
-// 16 leave a one-row block): measured 2026-11-25, AMD EPYC, 2 threads,
-// 512 → 2048 against oneDNN: M=32 0.90 packed vs 0.55 unpacked, M=128 0.98 vs
-// 0.79, M=1 0.89 vs 0.69 (bench/results/amd-epyc-2026-11-25). A model whose
-// weights change (the trainer's) never packs float32.
+// Float32 inference packs too (Fp32Packing, halformer/build_info.h): every
+// projection where the panel kernels beat the unpacked ones (an AVX-512
+// variant: 48 columns are 3 of its 32 vector registers): measured 2026-11-25,
+// AMD EPYC, 2 threads, 512 → 2048 against oneDNN: M=32 0.90 packed vs 0.55
+// unpacked, M=128 0.98 vs 0.79, M=1 0.89 vs 0.69 (bench/results/
+// amd-epyc-2026-11-25). Elsewhere (AVX2's 16 registers leave a 48-wide panel
+// a one-row block) the decoding steps' shapes only (up to dot_rows rows),
+// with prefill on W as stored: both sum each output's products in k order
+// from zero, so a row has the same bits in a step of any row count
+// (tests/test_row_invariance.cpp, tests/runtime/test_batch_invariance.cpp),
+// which W as stored's one-row dot products (lane partial sums) would break.
+// A model whose weights change (the trainer's) never packs float32.
 #include "session.h"
 
 #include "layers/layers.h"
@@ -147,28 +153,29 @@ const char *precision_name(Precision p) {
     return "?";
 }
 
-bool fp32_packs() {
+Fp32Packing fp32_packing() {
 #ifdef HALFORMER_NO_LOWP
-    return false;
+    return Fp32Packing::None;
 #else
-    // HALFORMER_FP32_PACK=0 keeps W as stored (half the projections' memory);
-    // =1 packs on every x86 CPU. Packed, a float32 projection sums each
-    // output's products in k order whatever its row count, so an answer is
-    // the same bits in a batch and alone (tests/runtime/test_batch_invariance.cpp);
-    // on AVX2 the 48-wide panels leave room for one-row blocks only, and
-    // prefill runs slower (docs/precision.md). Read at each call: a test
-    // or a host program may set it before loading a model.
+    // Read at each call: a test or a host program may set it before it
+    // loads a model.
     const char *v = std::getenv("HALFORMER_FP32_PACK");
-    if (v && std::string(v) == "0") return false;
-    if (v && std::string(v) == "1") return true;
+    if (v && std::string(v) == "0") return Fp32Packing::None;
+    if (v && std::string(v) == "1") return Fp32Packing::All;
     const Isa isa = selected_isa();
-    return isa == Isa::AVX512 || isa == Isa::SapphireRapids;
+    return isa == Isa::AVX512 || isa == Isa::SapphireRapids ? Fp32Packing::All : Fp32Packing::Steps;
 #endif
 }
 
-bool Session::packed() const {
+bool Session::packed(int M) const {
     if (w->precision != Precision::FP32) return true;
-    return w->pack_fp32 && device() == Device::CPU && fp32_packs();
+    if (!w->pack_fp32 || device() != Device::CPU) return false;
+    switch (fp32_packing()) {
+    case Fp32Packing::None: return false;
+    case Fp32Packing::All: return true;
+    case Fp32Packing::Steps: return M <= layers::dot_rows(Device::CPU);
+    }
+    return false;
 }
 
 #ifndef HALFORMER_NO_LOWP

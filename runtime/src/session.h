@@ -100,9 +100,10 @@ public:
     // act GELUTanh or SiLU), the gated feed-forward's first projection.
     void linear_packed_gated(const char *name, const float *x, int M, int x_stride, const float *weight, int N, int K,
                            const float *bias, Act act, const float *gate, float *y, int y_stride);
-    // Whether inference projections run packed: a reduced precision, or
-    // float32 where fp32_packs() and the weights do not change.
-    bool packed() const;
+    // Whether an inference projection of M rows runs packed: a reduced
+    // precision, or float32 as fp32_packing() says where the weights do not
+    // change.
+    bool packed(int M) const;
     // One packed kernel call (packed.cpp): kind picks the variant, extra is
     // the residual or the gate.
     void run_packed(const char *name, const float *x, int M, int x_stride, const float *weight, int N, int K,

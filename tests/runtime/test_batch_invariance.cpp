@@ -5,9 +5,8 @@
 // call has (a one-row kernel for decode beside a blocked one for prefill,
 // a reduction split by the batch's size, the encoder's padding) fails here.
 //
-// float32 is checked with its projections packed (HALFORMER_FP32_PACK=1: the
-// default on AVX-512; on AVX2 W as stored runs one-row steps and prefill
-// blocks that sum in different orders). bf16 and int8 are always packed.
+// (HALFORMER_FP32_PACK=0, W as stored everywhere, gives that up: its one-row
+// steps take dot products along k, in another order than the prefill blocks.)
 #include "halformer/model.h"
 #include "test_files.h"
 
@@ -39,17 +38,19 @@ Config config(Architecture a) {
     return c;
 }
 
-// Packs float32 projections for the scope's duration (read at each call).
-struct PackFp32 {
+// HALFORMER_FP32_PACK for the scope's duration (read at each call; null:
+// unset, the CPU's default).
+struct Fp32PackEnv {
     std::string old;
     bool had;
-    PackFp32() {
+    explicit Fp32PackEnv(const char *value) {
         const char *v = std::getenv("HALFORMER_FP32_PACK");
         had = v != nullptr;
         if (had) old = v;
-        setenv("HALFORMER_FP32_PACK", "1", 1);
+        if (value) setenv("HALFORMER_FP32_PACK", value, 1);
+        else unsetenv("HALFORMER_FP32_PACK");
     }
-    ~PackFp32() {
+    ~Fp32PackEnv() {
         if (had) setenv("HALFORMER_FP32_PACK", old.c_str(), 1);
         else unsetenv("HALFORMER_FP32_PACK");
     }
@@ -93,11 +94,15 @@ void expect_batch_invariant(Model &m, const std::vector<Sequence> &src, Generate
 }
 
 // fn(model, encoder-decoder?, sources) for both architectures at each
-// precision, the float32 projections packed. The CPU's kernels only (a GPU
-// picks its kernels by row count: no promise there).
+// precision, float32 with the CPU's default packing (AVX2: the steps'
+// shapes packed, prefill on W as stored) and with every projection packed.
+// The CPU's kernels only (a GPU picks its kernels by row count: no promise
+// there).
 template <typename F>
 void for_each_model(F &&fn) {
-    PackFp32 packed;
+  for (const char *pack : {(const char *)nullptr, "1"}) {
+    Fp32PackEnv env(pack);
+    SCOPED_TRACE(pack ? "HALFORMER_FP32_PACK=1" : "the CPU's default float32 packing");
     for (Architecture arch : {Architecture::EncoderDecoder, Architecture::Decoder}) {
         const bool ed = arch == Architecture::EncoderDecoder;
         Model m = Model::random(config(arch), ed ? 31 : 32, test_device());
@@ -108,6 +113,7 @@ void for_each_model(F &&fn) {
             fn(m, ed, src);
         }
     }
+  }
 }
 
 struct Case {

@@ -13,6 +13,9 @@
 #include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <cstdlib>
 #include <fstream>
 #include <netinet/in.h>
@@ -166,6 +169,67 @@ inline double metric(const std::string &text, const std::string &name) {
     auto at = text.find("\n" + name + " ");
     if (at == std::string::npos) return -1;
     return std::atof(text.c_str() + at + name.size() + 2);
+}
+
+// Holds a server's running batches at the start of their next step until
+// opened (ServerOptions::on_step = gate.hook()). A test that needs a batch
+// still running when it sends the next request holds it here instead of
+// sleeping against the request's length, a race a faster CPU wins. A held
+// worker gives up after 60 s (a failed test must not hang the suite).
+class Gate {
+public:
+    std::function<void()> hook() {
+        return [this] {
+            std::unique_lock<std::mutex> lock(mu_);
+            held_++;
+            cv_.notify_all();
+            cv_.wait_for(lock, std::chrono::seconds(60), [&] { return open_; });
+            held_--;
+        };
+    }
+    // Returns once a worker is held (20 s at most: false if none came).
+    bool wait_held() {
+        std::unique_lock<std::mutex> lock(mu_);
+        return cv_.wait_for(lock, std::chrono::seconds(20), [&] { return held_ > 0; });
+    }
+    void open() {
+        std::lock_guard<std::mutex> lock(mu_);
+        open_ = true;
+        cv_.notify_all();
+    }
+    // Holds the next steps again (a worker already past the gate runs its
+    // current step to its end).
+    void close() {
+        std::lock_guard<std::mutex> lock(mu_);
+        open_ = false;
+    }
+    ~Gate() { open(); }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    int held_ = 0;
+    bool open_ = false;
+};
+
+// Until cond() holds, 20 s at most; returns cond().
+template <typename F>
+bool wait_until(F &&cond) {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!cond() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return cond();
+}
+
+// Waits (20 s at most) until the server's metric reaches at_least.
+inline void wait_for_metric(Server &server, const char *name, double at_least) {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (metric(server.metrics(), name) < at_least &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 20) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_GE(metric(server.metrics(), name), at_least) << name;
 }
 
 class Serve : public testing::Test {

@@ -292,8 +292,66 @@ TEST_F(Serve, BadRequestsGetAClearError) {
     EXPECT_NE(m.find("halformer_request_duration_seconds_bucket{le=\"+Inf\"} 1"), std::string::npos) << m;
 }
 
+// The request that once answered another text among 32 concurrent ones
+// than alone: seeded sampling from a flat distribution (temperature 3,
+// top-k 0), where one rounding difference in a logit moves the draw. 32
+// such requests (8 sentences, "Show hidden files" among them, 4 seeds
+// each) run in one batch: the first is held at a step by a Gate until the
+// other 31 wait in the queue, then they join it. Each answers what it
+// answers alone, token for token (tests/runtime/test_batch_invariance.cpp
+// checks the bits).
+TEST_F(Serve, SeededSamplesAnswerAsAloneInABatch) {
+    Gate gate;
+    ServerOptions so;
+    so.port = 0;
+    so.workers = 1;
+    so.batch_wait_ms = 0;
+    so.on_step = gate.hook();
+    Server server(*model, so);
+    const int port = server.start();
+    const char *texts[] = {"Show hidden files", "Open the file.", "Save the document before closing.",
+                           "The cat sat on the mat.", "Select a language for the user interface.",
+                           "An error occurred while reading the file from the disk.", "Delete the selected items?",
+                           "Print the current page."};
+    std::vector<Mixed> reqs;
+    for (int i = 0; i < 32; i++) {
+        Mixed m;
+        m.text = texts[i % 8];
+        m.body = {{"text", m.text}, {"sample", true}, {"temperature", 3.0}, {"top_k", 0}, {"max_new_tokens", 48},
+                  {"seed", 76 + i / 8}};
+        m.options.sample = true;
+        m.options.temperature = 3.0f;
+        m.options.top_k = 0;
+        m.options.max_new_tokens = 48;
+        m.options.seed = 76 + i / 8;
+        reqs.push_back(m);
+    }
+    std::vector<Result> got(reqs.size());
+    std::vector<std::thread> th;
+    auto send = [&](size_t i) {
+        th.emplace_back([&, i] {
+            httplib::Client c("127.0.0.1", port);
+            c.set_read_timeout(120, 0);
+            got[i] = post(c, reqs[i].body.dump());
+        });
+    };
+    send(0);
+    ASSERT_TRUE(gate.wait_held()) << "the first request's batch never started";
+    for (size_t i = 1; i < reqs.size(); i++) send(i);
+    wait_for_metric(server, "halformer_queue_depth", (double)reqs.size() - 1);
+    gate.open();
+    for (auto &t : th) t.join();
+    EXPECT_EQ(metric(server.metrics(), "halformer_joined_requests_total"), (double)reqs.size() - 1);
+    for (size_t i = 0; i < reqs.size(); i++) {
+        ASSERT_EQ(got[i].status, 200) << got[i].error;
+        EXPECT_TRUE(same_answer(got[i].body, alone(*model, reqs[i])))
+            << reqs[i].body.dump() << "\n got " << got[i].body.dump() << "\n alone " << alone(*model, reqs[i]).dump();
+    }
+    server.shutdown();
+}
+
 // A long request occupies the only worker; a queue of 2 takes two more and
-// answers the rest 503 at once. Every accepted request is answered.
+// answers the other six 503 at once. Every accepted request is answered.
 TEST_F(Serve, FullQueueAnswers503AndLosesNothing) {
     ServerOptions so;
     so.port = 0;
@@ -301,9 +359,12 @@ TEST_F(Serve, FullQueueAnswers503AndLosesNothing) {
     so.max_batch = 1;
     so.max_queue = 2;
     so.batch_wait_ms = 0;
+    // The long request's batch is held at a step until the queue has
+    // answered (no sleep races it on a fast CPU).
+    Gate gate;
+    so.on_step = gate.hook();
     Server server(*model, so);
     const int port = server.start();
-    // Near-uniform sampling rarely draws eos: this runs its 120 tokens.
     const json slow = {{"text", "Open the file."}, {"sample", true}, {"temperature", 50.0}, {"max_new_tokens", 120},
                        {"seed", 1}};
     std::thread first([&] {
@@ -311,7 +372,7 @@ TEST_F(Serve, FullQueueAnswers503AndLosesNothing) {
         c.set_read_timeout(60, 0);
         EXPECT_EQ(post(c, slow.dump()).status, 200);
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(gate.wait_held()) << "the long request's batch never started";
     std::atomic<int> ok{0}, busy{0}, other{0};
     std::vector<std::thread> th;
     for (int i = 0; i < 8; i++) {
@@ -324,11 +385,13 @@ TEST_F(Serve, FullQueueAnswers503AndLosesNothing) {
             else other++;
         });
     }
+    // Two wait in the queue; the other six are refused while the worker is held.
+    EXPECT_TRUE(wait_until([&] { return busy.load() + other.load() >= 6; }));
+    gate.open();
     for (auto &t : th) t.join();
     first.join();
-    EXPECT_GE(busy.load(), 1);
-    EXPECT_GE(ok.load(), 1);
-    EXPECT_EQ(ok.load() + busy.load(), 8);
+    EXPECT_EQ(busy.load(), 6);
+    EXPECT_EQ(ok.load(), 2);
     EXPECT_EQ(other.load(), 0);
 }
 

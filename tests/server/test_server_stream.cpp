@@ -456,17 +456,8 @@ static json slow_stream() {
             {"seed", 7}, {"stream", true}};
 }
 
-// Waits (20 s at most) until the server's metric reaches at_least.
-static void wait_for_metric(Server &server, const char *name, double at_least) {
-    const auto t0 = Clock::now();
-    while (metric(server.metrics(), name) < at_least &&
-           std::chrono::duration<double>(Clock::now() - t0).count() < 20) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    ASSERT_GE(metric(server.metrics(), name), at_least) << name;
-}
-
-// Continuous batching: with one worker busy on a long sampled batch, a
+// Continuous batching: with one worker busy on a long sampled batch (held
+// at a step by a Gate while the next request arrives), a
 // request that can share it joins at its next step and is answered while
 // the long one still runs (its answer equal to the request alone); without
 // joining (ServerOptions::join off) the same request waits in the queue
@@ -474,8 +465,12 @@ static void wait_for_metric(Server &server, const char *name, double at_least) {
 TEST_F(Serve, ARequestJoinsARunningBatchAtItsNextStep) {
     for (bool join : {true, false}) {
         SCOPED_TRACE(join ? "joining" : "not joining");
+        // The long batch is held at a step while the quick request arrives
+        // (no sleep races it: on a fast CPU the long one had ended first).
+        Gate gate;
         ServerOptions so = one_worker();
         so.join = join;
+        so.on_step = gate.hook();
         Server server(*model, so);
         const int port = server.start();
         Clock::time_point slow_end, quick_end;
@@ -484,9 +479,7 @@ TEST_F(Serve, ARequestJoinsARunningBatchAtItsNextStep) {
             s = stream_post(port, "/v1/generate", slow_stream().dump());
             slow_end = Clock::now();
         });
-        // Wait for its batch to run.
-        wait_for_metric(server, "halformer_batches_running", 1);
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ASSERT_TRUE(gate.wait_held()) << "the long request's batch never started";
         Mixed quick;
         quick.text = "The cat sat on the mat.";
         quick.body = {{"text", quick.text}, {"sample", true}, {"temperature", 50.0}, {"max_new_tokens", 5},
@@ -495,10 +488,19 @@ TEST_F(Serve, ARequestJoinsARunningBatchAtItsNextStep) {
         quick.options.temperature = 50.0f;
         quick.options.max_new_tokens = 5;
         quick.options.seed = 11;
-        httplib::Client cli("127.0.0.1", port);
-        cli.set_read_timeout(60, 0);
-        Result r = post(cli, quick.body.dump());
-        quick_end = Clock::now();
+        Result r;
+        std::thread quick_one([&] {
+            httplib::Client cli("127.0.0.1", port);
+            cli.set_read_timeout(60, 0);
+            r = post(cli, quick.body.dump());
+            quick_end = Clock::now();
+        });
+        wait_for_metric(server, "halformer_queue_depth", 1);
+        // Without joining it waits for the long batch, which the gate holds:
+        // 30 ms here are 30 ms of its queue time, whatever the CPU.
+        if (!join) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        gate.open();
+        quick_one.join();
         long_one.join();
         ASSERT_EQ(r.status, 200) << r.error;
         ASSERT_EQ(s.status, 200);
@@ -511,7 +513,7 @@ TEST_F(Serve, ARequestJoinsARunningBatchAtItsNextStep) {
             // It waited in the queue for the long batch (the server's own
             // account: the two clients' clocks race at the end).
             EXPECT_EQ(joined, 0);
-            EXPECT_GE(r.body["queue_ms"].get<double>(), 20.0) << r.body.dump();
+            EXPECT_GE(r.body["queue_ms"].get<double>(), 30.0) << r.body.dump();
         }
         server.shutdown();
     }
@@ -522,7 +524,10 @@ TEST_F(Serve, ARequestJoinsARunningBatchAtItsNextStep) {
 // sampling with other settings join it at its next step, and each answers
 // what it answers alone.
 TEST_F(Serve, GreedyAndSampledRequestsJoinOneBatch) {
-    Server server(*model, one_worker());
+    Gate gate;
+    ServerOptions so = one_worker();
+    so.on_step = gate.hook();
+    Server server(*model, so);
     const int port = server.start();
     std::atomic<bool> slow_done{false};
     Streamed s;
@@ -530,7 +535,6 @@ TEST_F(Serve, GreedyAndSampledRequestsJoinOneBatch) {
         s = stream_post(port, "/v1/generate", slow_stream().dump());
         slow_done = true;
     });
-    wait_for_metric(server, "halformer_batches_running", 1);
     Mixed greedy, other;
     greedy.text = "The cat sat on the mat.";
     greedy.body = {{"text", greedy.text}, {"max_new_tokens", 6}};
@@ -544,13 +548,24 @@ TEST_F(Serve, GreedyAndSampledRequestsJoinOneBatch) {
     other.options.max_new_tokens = 6;
     other.options.seed = 3;
     for (const Mixed *m : {&greedy, &other}) {
-        httplib::Client cli("127.0.0.1", port);
-        cli.set_read_timeout(60, 0);
-        Result r = post(cli, m->body.dump());
+        // The long batch is held while the request arrives, then runs with
+        // it: 6 tokens join well inside its 120 (counted in steps, not time).
+        ASSERT_TRUE(gate.wait_held());
+        Result r;
+        std::thread one([&] {
+            httplib::Client cli("127.0.0.1", port);
+            cli.set_read_timeout(60, 0);
+            r = post(cli, m->body.dump());
+        });
+        wait_for_metric(server, "halformer_queue_depth", 1);
+        gate.open();
+        one.join();
+        gate.close();
         EXPECT_FALSE(slow_done.load()) << m->body.dump() << " waited for the long batch to end";
         ASSERT_EQ(r.status, 200) << r.error;
         EXPECT_TRUE(same_answer(r.body, alone(*model, *m))) << r.body.dump();
     }
+    gate.open();
     long_one.join();
     ASSERT_EQ(s.status, 200);
     EXPECT_EQ(metric(server.metrics(), "halformer_joined_requests_total"), 2);
@@ -559,7 +574,8 @@ TEST_F(Serve, GreedyAndSampledRequestsJoinOneBatch) {
 }
 
 // First come, first served: with the only worker busy on a long sampled
-// batch, a request of another kind (beam 2) waits for it. With
+// batch (held at a step by a Gate while the others arrive), a request of
+// another kind (beam 2) waits for it. With
 // join_fair_ms 0 a later request that could join the long batch does not
 // pass it: the long batch drains, the beam request runs next, then the
 // later one (nothing joined). With join_fair_ms far above its wait, the
@@ -567,13 +583,15 @@ TEST_F(Serve, GreedyAndSampledRequestsJoinOneBatch) {
 TEST_F(Serve, JoinersDoNotPassAnOlderRequestOfAnotherKind) {
     for (double fair : {0.0, 1e5}) {
         SCOPED_TRACE("join_fair_ms " + std::to_string(fair));
+        Gate gate;
         ServerOptions so = one_worker();
         so.join_fair_ms = fair;
+        so.on_step = gate.hook();
         Server server(*model, so);
         const int port = server.start();
         Streamed s;
         std::thread long_one([&] { s = stream_post(port, "/v1/generate", slow_stream().dump()); });
-        wait_for_metric(server, "halformer_batches_running", 1);
+        ASSERT_TRUE(gate.wait_held());
         Clock::time_point beam_end, later_end;
         Result beam, later;
         std::thread other_kind([&] {
@@ -583,12 +601,17 @@ TEST_F(Serve, JoinersDoNotPassAnOlderRequestOfAnotherKind) {
             beam_end = Clock::now();
         });
         wait_for_metric(server, "halformer_queue_depth", 1);
-        httplib::Client cli("127.0.0.1", port);
-        cli.set_read_timeout(60, 0);
-        later = post(cli, json{{"text", "The cat sat on the mat."}, {"sample", true}, {"temperature", 50.0},
-                               {"max_new_tokens", 5}, {"seed", 11}}
-                              .dump());
-        later_end = Clock::now();
+        std::thread later_one([&] {
+            httplib::Client cli("127.0.0.1", port);
+            cli.set_read_timeout(60, 0);
+            later = post(cli, json{{"text", "The cat sat on the mat."}, {"sample", true}, {"temperature", 50.0},
+                                   {"max_new_tokens", 5}, {"seed", 11}}
+                                  .dump());
+            later_end = Clock::now();
+        });
+        wait_for_metric(server, "halformer_queue_depth", 2);
+        gate.open();
+        later_one.join();
         other_kind.join();
         long_one.join();
         ASSERT_EQ(s.status, 200);

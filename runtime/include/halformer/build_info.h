@@ -47,11 +47,19 @@ bool record_matches_cpu(const TunedRecord &r);
 // made where, and a warning when that was another microarchitecture.
 std::string record_note(const TunedRecord *r);
 
-// Whether float32 inference runs its projections on weights packed once
-// into 48-column panels (hf_linear_f32*) on this CPU: an AVX-512 variant runs
-// and the build has the packed kernels (x86). Elsewhere: W as stored
-// (hf_linear*).
-bool fp32_packs();
+// Which float32 inference projections run on weights packed once into
+// 48-column panels (hf_linear_f32*) on this CPU (the rest: W as stored,
+// hf_linear*):
+//   All    every one: an AVX-512 variant runs (or HALFORMER_FP32_PACK=1);
+//   Steps  those of a decoding step's shape (up to 4 rows) only, prefill on
+//          W as stored: the other x86 variants (AVX2's registers leave a
+//          48-wide panel one-row blocks). Both paths sum in k order, so a
+//          row's bits do not depend on its batch;
+//   None   none: HALFORMER_FP32_PACK=0 (no second copy of the weights; a
+//          one-row step then takes dot products along k, and a row's bits
+//          can depend on its batch), or a build without the packed kernels.
+enum class Fp32Packing { None, Steps, All };
+Fp32Packing fp32_packing();
 
 // Every record the kernels were built with (none with -DHALFORMER_TUNED=OFF).
 const std::vector<TunedRecord> &tuned_records();

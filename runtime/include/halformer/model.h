@@ -215,6 +215,11 @@ struct GenerateOptions {
     // asked (its bookkeeping would grow without end), and the call ends when
     // they are done. Null: the batch is what generate() was given.
     std::function<std::vector<JoinInput>(int room)> join;
+    // Called on the calling thread at the start of each turn of the decoding
+    // loop (before join is asked; a turn runs one step of the rows decoding
+    // and one prefill chunk of those joining). For tracing, and for tests
+    // that hold a running batch at a known step instead of racing it.
+    std::function<void()> on_step;
     int max_batch = 16;      // with join: inputs prefilling or decoding at once
     int prefill_chunk = 64;  // positions of a joining prefix per step while others decode
     // With join: the paged KV cache's blocks (16 positions of one row each,

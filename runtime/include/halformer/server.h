@@ -52,6 +52,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <functional>
 #include <string>
 
 namespace halformer {
@@ -74,6 +75,10 @@ struct ServerOptions {
     int read_timeout_s = 10;         // a request stalled this long is cut; an idle connection closed
     std::string model_name = "halformer";  // the model's id in the OpenAI API
     bool log = false;                // one line per request on stderr
+    // Called by a worker at the start of each step of its batch
+    // (GenerateOptions::on_step): tracing, and tests that hold a running
+    // batch (a gate) rather than race it with a sleep.
+    std::function<void()> on_step;
 };
 
 class Server {

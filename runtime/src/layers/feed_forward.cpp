@@ -104,7 +104,7 @@ void two_projections(Kernels &k, const Pass &p, const LayerW &L, const float *in
     const bool pre = k.desc.norm_before();
     float *hidden = io.hidden->need((size_t)M * F);
     float *y = pre ? out : io.y3;
-    if (k.packed()) {
+    if (k.packed(M)) {
         k.linear_packed("ffn", in, M, D, L.w1, F, D, L.b1, &k.desc.activation, nullptr, hidden, F);
         k.linear_packed("ffn", hidden, M, F, L.w2, D, F, L.b2, nullptr, pre ? res : nullptr, y, D);
     } else {
@@ -126,7 +126,7 @@ void gated(Kernels &k, const Pass &p, const LayerW &L, const float *in, const fl
     if (act != Act::GELUTanh && act != Act::SiLU) throw Error("internal: no gated kernel for this activation");
     float *gate = io.hidden->need((size_t)2 * M * F), *hidden = gate + (size_t)M * F;
     linear(k, p, "ffn", Mat{in, M, D, D}, L.wg, L.bg, F, gate, F);
-    if (k.packed()) {
+    if (k.packed(M)) {
         k.linear_packed_gated("ffn", in, M, D, L.w1, F, D, L.b1, act, gate, hidden, F);
     } else {
         View vin(in, {{D, 1}, {M, D}}), w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}});
@@ -165,7 +165,7 @@ void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *
     if (!p.train && k.desc.gated_ffn) return gated(k, p, L, in, res, io, io.x_out);
     if (p.train && k.desc.gated_ffn) throw Error("training: no backward kernels for the gated feed-forward (T5 is inference only)");
     if (!p.train) {
-        if (k.packed() || M <= dot_rows(k.device())) return two_projections(k, p, L, in, res, io, io.x_out);
+        if (k.packed(M) || M <= dot_rows(k.device())) return two_projections(k, p, L, in, res, io, io.x_out);
         return fused(k, L, in, res, io, io.x_out);
     }
 #ifndef HALFORMER_HAS_TRAINING

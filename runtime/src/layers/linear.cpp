@@ -34,7 +34,7 @@ namespace layers {
 void linear(Kernels &k, const Pass &p, const char *name, const Mat &x, const float *w, const float *b, int N,
             float *y, int y_stride, const float *residual, Shape shape) {
     const int M = x.rows, K = x.cols;
-    if (!p.train && k.packed()) {
+    if (!p.train && k.packed(M)) {
         return k.linear_packed(name, x.p, M, x.stride, w, N, K, b, nullptr, residual, y, y_stride);
     }
     View vx(x.p, {{K, 1}, {M, x.stride}}), vw(w, {{K, 1}, {N, K}}), vb(b, {{N, 1}}), vy(y, {{N, 1}, {M, y_stride}});

@@ -79,10 +79,12 @@ void project(Kernels &k, const HeadW &h, const float *x, int M, int row_stride, 
     if (!log_softmax) {
         return linear(k, Pass{}, "output_projection", Mat{x, M, D, row_stride}, h.w, h.b, V, out, V);
     }
-    if (k.packed() || M <= dot_rows(k.device())) {
-        // The projection (packed, or the one-pass dot for the decode shape:
-        // the fused head's panels would transpose all of W on every call),
-        // then the log-softmax.
+    // The projection (packed, or the one-pass dot for the decode shape: the
+    // fused head's panels would transpose all of W on every call), then the
+    // log-softmax. Wherever one-row steps run packed (packed(1)) every row
+    // count takes this path: the fused head's log-softmax sums in another
+    // order, and a row's scores would depend on its batch.
+    if (k.packed(1) || M <= dot_rows(k.device())) {
         float *raw = k.head_tmp.need((size_t)M * V);
         View vr(raw, {{V, 1}, {M, V}});
         linear(k, Pass{}, "output_head", Mat{x, M, D, row_stride}, h.w, h.b, V, raw, V);

@@ -503,6 +503,7 @@ struct Server::Impl {
             o.max_batch = opt.max_batch;
             o.join = [this, &batch, key = serve::batch_key(batch[0]->req.options)](int room) { return join(batch, key, room); };
         }
+        o.on_step = opt.on_step;
         o.on_finished = [&](int b, const std::vector<Hypothesis> &h) { complete(*batch[b], h); };
         o.on_token = [&](int b, int32_t id) { token(*batch[b], id); };
         o.cancelled = [&](int b) { return batch[b]->cancelled.load() || batch[b]->stop_hit.load(); };
