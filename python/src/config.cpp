@@ -24,7 +24,8 @@ void bind_enums(py::module_ &m) {
         .value("Sinusoidal", Positional::Sinusoidal)
         .value("SinusoidalConcat", Positional::SinusoidalConcat)
         .value("Learned", Positional::Learned)
-        .value("Relative", Positional::Relative);
+        .value("Relative", Positional::Relative)
+        .value("Rotary", Positional::Rotary);
     py::enum_<Act>(m, "Activation")
         .value("ReLU", Act::ReLU)
         .value("GELU", Act::GELU)
@@ -36,6 +37,16 @@ void bind_enums(py::module_ &m) {
 
 void bind_config(py::module_ &m) {
     bind_enums(m);
+    using Rope = Config::RopeScaling;
+    py::class_<Rope> rope(m, "RopeScaling", "Config.rope_scaling: how rotary frequencies are rescaled.");
+    py::enum_<Rope::Kind>(rope, "Kind").value("Default", Rope::Kind::None).value("Linear", Rope::Kind::Linear)
+        .value("Llama3", Rope::Kind::Llama3);
+    rope.def(py::init<>())
+        .def_readwrite("kind", &Rope::kind)
+        .def_readwrite("factor", &Rope::factor)
+        .def_readwrite("low_freq_factor", &Rope::low_freq_factor)
+        .def_readwrite("high_freq_factor", &Rope::high_freq_factor)
+        .def_readwrite("original_max_positions", &Rope::original_max_positions);
     py::class_<Config>(m, "Config", "A model's config.json (halformer/config.h); the default is the paper's base model.")
         .def(py::init<>())
         .def_static("from_json", &Config::from_json, py::arg("text"), py::arg("what") = "config.json",
@@ -63,7 +74,40 @@ void bind_config(py::module_ &m) {
         .def_readwrite("eos_id", &Config::eos_id)
         .def_readwrite("tokenizer", &Config::tokenizer)
         .def_readwrite("family", &Config::family)
-        .def_property_readonly("head_dim", &Config::head_dim);
+        // BERT
+        .def_readwrite("type_vocab_size", &Config::type_vocab_size)
+        .def_readwrite("embedding_norm", &Config::embedding_norm)
+        .def_readwrite("labels", &Config::labels)
+        // the checkpoint's generation settings
+        .def_readwrite("banned_ids", &Config::banned_ids)
+        .def_readwrite("forced_eos_id", &Config::forced_eos_id)
+        .def_readwrite("stop_ids", &Config::stop_ids)
+        .def_readwrite("default_beams", &Config::default_beams)
+        .def_readwrite("default_max_length", &Config::default_max_length)
+        // T5
+        .def_readwrite("d_kv", &Config::d_kv)
+        .def_readwrite("attention_scale", &Config::attention_scale)
+        .def_readwrite("rms_norm", &Config::rms_norm)
+        .def_readwrite("gated_ffn", &Config::gated_ffn)
+        .def_readwrite("biases", &Config::biases)
+        .def_readwrite("relative_buckets", &Config::relative_buckets)
+        .def_readwrite("relative_max_distance", &Config::relative_max_distance)
+        .def_readwrite("tied_head", &Config::tied_head)
+        // grouped-query attention, per-stack widths, bias flags
+        .def_readwrite("num_kv_heads", &Config::num_kv_heads)
+        .def_readwrite("decoder_num_heads", &Config::decoder_num_heads)
+        .def_readwrite("decoder_d_ff", &Config::decoder_d_ff)
+        .def_readwrite("qkv_bias", &Config::qkv_bias)
+        .def_readwrite("out_bias", &Config::out_bias)
+        .def_readwrite("ffn_bias", &Config::ffn_bias)
+        // rotary positions and the sliding window
+        .def_readwrite("rope_theta", &Config::rope_theta)
+        .def_readwrite("rope_scaling", &Config::rope_scaling)
+        .def_readwrite("sliding_window", &Config::sliding_window)
+        .def_property_readonly("head_dim", &Config::head_dim)
+        .def_property_readonly("kv_heads", &Config::kv_heads)
+        .def_property_readonly("attention_width", &Config::attention_width)
+        .def_property_readonly("kv_width", &Config::kv_width);
 }
 
 }  // namespace halformer_py

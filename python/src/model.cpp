@@ -3,6 +3,7 @@
 // Python threads at once, as it serves many C++ threads (model.h, Threads).
 #include "bindings.h"
 
+#include "halformer/chat.h"
 #include "halformer/model.h"
 
 #include <pybind11/numpy.h>
@@ -232,6 +233,18 @@ void bind_model_calls(py::class_<Model> &c) {
         .def("continue_text", text_method(&Model::continue_text, "continue_text"), py::arg("prompts"),
              py::arg("options") = py::none(), py::arg("batch_size") = 32, py::arg("raise_errors") = true,
              "Decoder-only: continues each prompt (TextResult.text is the continuation).")
+        .def_property_readonly("has_chat_template", &Model::has_chat_template)
+        .def(
+            "chat_prompt",
+            [](const Model &m, const std::vector<std::pair<std::string, std::string>> &messages,
+               bool add_generation_prompt) {
+                std::vector<halformer::ChatMessage> msgs;
+                for (const auto &[role, content] : messages) msgs.push_back({role, content});
+                return m.chat_prompt(msgs, add_generation_prompt);
+            },
+            py::arg("messages"), py::arg("add_generation_prompt") = true,
+            "The checkpoint's chat_template rendered over (role, content) pairs: the prompt continue_text "
+            "takes (halformer.Error without a template, or where the template refuses the messages).")
         .def(
             "embed",
             [](Model &m, const std::vector<std::string> &texts) {

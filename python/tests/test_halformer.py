@@ -196,6 +196,60 @@ def test_calls_from_threads_agree():
             np.testing.assert_array_equal(got, ref)
 
 
+# ---- today's checkpoints: Llama, Mistral, Qwen2 (tests/fixtures/hf) ----
+
+HF_DECODERS = ["llama_gqa", "llama3_mqa", "mistral_window", "qwen2"]
+
+
+@pytest.mark.parametrize("name", HF_DECODERS)
+def test_hf_decoders_match_pytorch(name):
+    """A transformers checkpoint through Python: its config.json read into
+    Config's fields, logits and greedy tokens against PyTorch's."""
+    m = halformer.Model.load(str(FIXTURES / "hf" / name))
+    raw = json.loads((FIXTURES / "hf" / name / "config.json").read_text())
+    g = json.loads((FIXTURES / "hf" / name / "golden.json").read_text())
+    c = m.config
+    assert c.family == raw["model_type"]
+    assert c.positional_encoding == halformer.Positional.Rotary
+    assert (c.num_heads, c.kv_heads) == (raw["num_attention_heads"],
+                                         raw.get("num_key_value_heads", raw["num_attention_heads"]))
+    assert c.kv_width == c.kv_heads * c.head_dim
+    # rope_scaling (transformers 4) or rope_parameters (5, with the theta inside)
+    scaling = raw.get("rope_parameters") or raw.get("rope_scaling") or {}
+    assert c.rope_theta == pytest.approx(raw.get("rope_theta", scaling.get("rope_theta", 10000.0)))
+    window = raw.get("sliding_window") if raw.get("use_sliding_window", True) else None
+    assert c.sliding_window == (window or 0)
+    # Qwen2: biases on Q, K, V only; Llama: attention_bias and mlp_bias; Mistral: none
+    attention_bias, mlp_bias = raw.get("attention_bias", False), raw.get("mlp_bias", False)
+    expected = (True, False, False) if name == "qwen2" else (attention_bias, attention_bias, mlp_bias)
+    assert (c.qkv_bias, c.out_bias, c.ffn_bias) == expected
+    kinds = {"linear": halformer.RopeScaling.Kind.Linear, "llama3": halformer.RopeScaling.Kind.Llama3}
+    kind = scaling.get("rope_type", scaling.get("type"))
+    assert c.rope_scaling.kind == kinds.get(kind, halformer.RopeScaling.Kind.Default)
+    if kind in kinds:
+        assert c.rope_scaling.factor == pytest.approx(scaling["factor"])
+    for case in g["logits"]:
+        out = m.logits(case["src"])
+        for b, (got, ref) in enumerate(zip(out, case["logits"])):
+            assert got.shape == (len(case["src"][b]), case["width"])
+            assert rel_error(got.ravel(), ref) <= 1e-4, f"{name} sequence {b}"
+    for case in g["greedy"]:
+        hyps = m.generate([case["src"]], max_new_tokens=case["max_new_tokens"])
+        assert hyps[0][0].tokens == case["tokens"]
+
+
+def test_chat_prompt_from_the_checkpoints_template():
+    m = halformer.Model.load(str(FIXTURES / "hf" / "qwen2"))
+    assert m.has_chat_template
+    prompt = m.chat_prompt([("system", "Be brief."), ("user", "Hi")])
+    assert prompt.endswith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"), prompt
+    assert "<|im_start|>system\nBe brief.<|im_end|>" in prompt
+    assert not m.chat_prompt([("user", "Hi")], add_generation_prompt=False).endswith("assistant\n")
+    assert not model("dec_pre_gelu").has_chat_template
+    with pytest.raises(halformer.Error):
+        model("dec_pre_gelu").chat_prompt([("user", "Hi")])
+
+
 # ---- text: the demo translator ----
 
 def test_translate_to_german():
