@@ -20,6 +20,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/hf/families/t5.cpp
   src/hf/hf_config.cpp
   src/hf/hf_weights.cpp
+  src/options.cpp
   src/packed.cpp
   src/halide_hooks.cpp
   src/json.cpp

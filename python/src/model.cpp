@@ -5,6 +5,7 @@
 
 #include "halformer/chat.h"
 #include "halformer/model.h"
+#include "halformer/options.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
@@ -73,6 +74,44 @@ GenerateOptions options_from(const std::optional<GenerateOptions> &options, cons
     return o.cast<GenerateOptions>();
 }
 
+// The scalar options from their schema (halformer/options.h): each a
+// property whose setter refuses a value out of its range (ValueError naming
+// the option) and a value of another type (TypeError).
+void bind_scalar_options(py::class_<GenerateOptions> &c) {
+    for (const halformer::OptionSpec &s : halformer::generate_option_specs()) {
+        const halformer::OptionSpec *spec = &s;
+        auto checked = [spec](double v) {
+            const std::string why = spec->check(v);
+            if (!why.empty()) throw py::value_error(std::string(spec->name) + " " + why);
+        };
+        switch (s.type) {
+        case halformer::OptionType::Int:
+            c.def_property(s.name, [spec](const GenerateOptions &o) { return o.*spec->i; },
+                           [spec, checked](GenerateOptions &o, int v) {
+                               // max_new_tokens: -1 is "as the positions allow"
+                               if (!(spec->i == &GenerateOptions::max_new_tokens && v == -1)) checked(v);
+                               o.*spec->i = v;
+                           }, s.help);
+            break;
+        case halformer::OptionType::Float:
+            c.def_property(s.name, [spec](const GenerateOptions &o) { return o.*spec->f; },
+                           [spec, checked](GenerateOptions &o, float v) {
+                               checked(v);
+                               o.*spec->f = v;
+                           }, s.help);
+            break;
+        case halformer::OptionType::Bool:
+            c.def_property(s.name, [spec](const GenerateOptions &o) { return o.*spec->b; },
+                           [spec](GenerateOptions &o, bool v) { o.*spec->b = v; }, s.help);
+            break;
+        case halformer::OptionType::Seed:
+            c.def_property(s.name, [spec](const GenerateOptions &o) { return o.*spec->u; },
+                           [spec](GenerateOptions &o, uint64_t v) { o.*spec->u = v; }, s.help);
+            break;
+        }
+    }
+}
+
 void bind_generate_options(py::module_ &m) {
     py::class_<Sampling>(m, "Sampling",
                          "One input's choice without beams (GenerateOptions.sampling_each): greedy, or drawn "
@@ -85,37 +124,20 @@ void bind_generate_options(py::module_ &m) {
         .def_readwrite("temperature", &Sampling::temperature)
         .def_readwrite("top_k", &Sampling::top_k)
         .def_readwrite("top_p", &Sampling::top_p);
-    py::class_<GenerateOptions>(m, "GenerateOptions",
+    py::class_<GenerateOptions> options(m, "GenerateOptions",
                                 "Decoding options (halformer/model.h); Model.generate and translate take the same "
-                                "names as keyword arguments.")
-        .def(py::init([](const py::kwargs &kw) { return options_from(std::nullopt, kw, "GenerateOptions"); }))
-        .def_readwrite("max_new_tokens", &GenerateOptions::max_new_tokens,
-                       "Tokens to generate at most (eos included); -1: as many as max_positions allows, up to 256.")
-        .def_readwrite("beam", &GenerateOptions::beam, "Beam size; 1: greedy (or sampling).")
-        .def_readwrite("length_penalty", &GenerateOptions::length_penalty, "α in ((5 + len) / 6)^α.")
-        .def_readwrite("n_best", &GenerateOptions::n_best, "Hypotheses returned per input (≤ beam).")
-        .def_readwrite("sample", &GenerateOptions::sample)
-        .def_readwrite("temperature", &GenerateOptions::temperature)
-        .def_readwrite("top_k", &GenerateOptions::top_k, "0: no top-k filter.")
-        .def_readwrite("top_p", &GenerateOptions::top_p, "1: no nucleus filter.")
-        .def_readwrite("seed", &GenerateOptions::seed)
+                                "names as keyword arguments.");
+    options.def(py::init([](const py::kwargs &kw) { return options_from(std::nullopt, kw, "GenerateOptions"); }))
         .def_readwrite("seeds", &GenerateOptions::seeds, "Sampling: one seed per input (empty: `seed` for all).")
         .def_readwrite("max_new_tokens_each", &GenerateOptions::max_new_tokens_each,
                        "One limit per input (empty: max_new_tokens for all).")
         .def_readwrite("sampling_each", &GenerateOptions::sampling_each,
                        "Beam 1: one Sampling per input, each greedy or drawn with its own settings (empty: "
                        "sample, temperature, top_k and top_p for all).")
-        .def_readwrite("stop_at_eos", &GenerateOptions::stop_at_eos)
         .def_readwrite("stop_ids", &GenerateOptions::stop_ids, "Ids that end a hypothesis as eos does.")
-        .def_readwrite("return_logprobs", &GenerateOptions::return_logprobs,
-                       "Fill Hypothesis.log_probs; greedy and sampled scores become their sum.")
-        .def_readwrite("repetition_penalty", &GenerateOptions::repetition_penalty,
-                       "CTRL's penalty θ for tokens already in the output or its prefix (1: off).")
-        .def_readwrite("no_repeat_ngram_size", &GenerateOptions::no_repeat_ngram_size,
-                       "n > 0: never repeat an n-gram of the output (with its prefix).")
-        .def_readwrite("min_length", &GenerateOptions::min_length, "No eos (or stop id) before this many tokens.")
         .def_readwrite("target_prefix", &GenerateOptions::target_prefix,
                        "Encoder-decoder: per input, ids the output continues (the hypotheses hold what follows).");
+    bind_scalar_options(options);
 }
 
 void bind_hypothesis(py::module_ &m) {

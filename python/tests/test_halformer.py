@@ -316,8 +316,16 @@ def test_bad_options():
         m.generate([[5]], beem=2)
     with pytest.raises(TypeError, match="beam='x'"):
         m.generate([[5]], beam="x")
-    with pytest.raises(halformer.Error, match="beam size 9 is out of range"):
+    # Each option's range from the schema (halformer/options.h), refused as it is set.
+    with pytest.raises(ValueError, match=r"beam must be in \[1, 7\]"):
         m.generate([[5]], beam=9)
+    with pytest.raises(ValueError, match=r"top_p must be in \(0, 1\]"):
+        halformer.GenerateOptions(top_p=1.5)
+    with pytest.raises(ValueError, match="temperature must be positive"):
+        m.generate([[5]], sample=True, temperature=0)
+    with pytest.raises(halformer.Error, match="n_best 3 must be in"):
+        m.generate([[5]], beam=2, n_best=3)
+    assert halformer.GenerateOptions(max_new_tokens=-1).max_new_tokens == -1
     with pytest.raises(halformer.Error, match="tpu"):
         halformer.Model.load(str(FIXTURES / "ed_post_relu"), device="tpu")
 

@@ -2,6 +2,7 @@
 #include "halformer/files.h"
 
 #include "halformer/isa.h"
+#include "halformer/options.h"
 
 #include <HalideRuntime.h>
 
@@ -131,22 +132,31 @@ Model load_model(const std::string &dir, const MachineOptions &m) {
     return model;
 }
 
+// The generation options from their schema (halformer/options.h): one
+// --name-with-dashes per option set on the command line, its help, type and
+// range from there.
 void add_decoding_options(CLI::App &app, GenerateOptions &g) {
-    app.add_option("--beam", g.beam, "beam size (1: greedy)")->check(at_least(1));
-    app.add_option("--length-penalty", g.length_penalty, "beam: alpha in ((5 + len) / 6)^alpha");
-    app.add_option("--n-best", g.n_best, "beam: hypotheses per input")->check(at_least(1));
-    app.add_option("--max-new-tokens", g.max_new_tokens, "tokens generated at most (default: 2 x source + 10)");
-    app.add_flag("--sample", g.sample, "sample instead of greedy");
-    app.add_option("--temperature", g.temperature, "sampling temperature");
-    app.add_option("--top-k", g.top_k, "sampling: keep the k most likely tokens (0: all)");
-    app.add_option("--top-p", g.top_p, "sampling: nucleus mass");
-    app.add_option("--seed", g.seed, "sampling seed");
-    app.add_option("--repetition-penalty", g.repetition_penalty,
-                   "CTRL's penalty for tokens already in the output or its prefix (1: off)");
-    app.add_option("--no-repeat-ngram-size", g.no_repeat_ngram_size, "never repeat an n-gram of this size (0: off)")
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("--min-length", g.min_length, "no eos (or stop id) before this many tokens")
-        ->check(CLI::NonNegativeNumber);
+    for (const OptionSpec &s : generate_option_specs()) {
+        if (!s.on_command_line) continue;
+        std::string flag = std::string("--") + s.name;
+        for (char &ch : flag) ch = ch == '_' ? '-' : ch;
+        const OptionSpec *spec = &s;
+        CLI::Validator in_range(
+            [spec](std::string &text) {
+                char *end = nullptr;
+                const double v = std::strtod(text.c_str(), &end);
+                if (text.empty() || *end) return "expects a number, not '" + text + "'";
+                const std::string why = spec->check(v);
+                return why.empty() ? why : why + ", not " + text;
+            },
+            "");
+        switch (s.type) {
+        case OptionType::Int: app.add_option(flag, g.*s.i, s.help)->check(in_range); break;
+        case OptionType::Float: app.add_option(flag, g.*s.f, s.help)->check(in_range); break;
+        case OptionType::Bool: app.add_flag(flag, g.*s.b, s.help); break;
+        case OptionType::Seed: app.add_option(flag, g.*s.u, s.help); break;
+        }
+    }
 }
 
 void check_decoding_options(const GenerateOptions &g) {
@@ -154,8 +164,6 @@ void check_decoding_options(const GenerateOptions &g) {
         throw Error("--n-best " + std::to_string(g.n_best) + " is more than --beam " + std::to_string(g.beam));
     }
     if (g.sample && g.beam > 1) throw Error("--sample and --beam are exclusive");
-    if (g.max_new_tokens != -1 && g.max_new_tokens < 1) throw Error("--max-new-tokens must be >= 1");
-    if (!(g.repetition_penalty > 0)) throw Error("--repetition-penalty must be positive");
 }
 
 Sequence parse_id_list(const std::string &text, const char *option) {

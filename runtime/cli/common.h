@@ -46,8 +46,10 @@ Device apply_machine_options(const MachineOptions &m);
 // Model::load on the options' device, with their precision and memory budget.
 Model load_model(const std::string &dir, const MachineOptions &m);
 
-// Every decoding option `halformer generate` has: --beam, --length-penalty,
-// --n-best, --max-new-tokens, --sample, --temperature, --top-k, --top-p, --seed.
+// Every generation option the schema puts on the command line
+// (halformer/options.h: --max-new-tokens, --beam, --length-penalty, --n-best,
+// --sample, --temperature, --top-k, --top-p, --seed, --repetition-penalty,
+// --no-repeat-ngram-size, --min-length), each checked against its range.
 void add_decoding_options(CLI::App &app, GenerateOptions &g);
 // Checks their combination (the same rules generate() enforces, with the
 // option names in the message).

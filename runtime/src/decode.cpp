@@ -24,6 +24,8 @@
 #include "session.h"
 #include "decoding/search.h"
 
+#include "halformer/options.h"
+
 #include "hf_argmax.h"
 #include "hf_sample.h"
 #include "hf_topk8.h"
@@ -35,6 +37,7 @@ HF_DEVICE_KERNELS(hf_topk8)
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <sstream>
 
 namespace halformer {
 namespace {
@@ -780,16 +783,24 @@ void check_sampling(const Sampling &x, const std::string &of) {
 // generate()'s options and inputs, before anything runs.
 void check_generate(const Config &c, const std::vector<Sequence> &src, const GenerateOptions &opt) {
     if (c.architecture == Architecture::Encoder) throw Error("generate: an encoder-only model does not generate");
-    if (opt.beam < 1 || opt.beam > kTopK - 1) {
-        throw Error("generate: beam size " + std::to_string(opt.beam) + " is out of range [1, " +
-                    std::to_string(kTopK - 1) + "]");
+    // Each scalar option against its range (halformer/options.h); -1 is
+    // max_new_tokens' "as the positions allow".
+    static_assert(kTopK - 1 == 7, "options.cpp: beam's range is the top-k kernel's width - 1");
+    for (const OptionSpec &s : generate_option_specs()) {
+        const double v = s.get(opt);
+        if (s.i == &GenerateOptions::max_new_tokens && v == -1) continue;
+        const std::string why = s.check(v);
+        if (!why.empty()) {
+            std::ostringstream text;
+            text << "generate: " << s.name << " = " << v << " " << why;
+            throw Error(text.str());
+        }
     }
-    if (opt.n_best < 1 || opt.n_best > opt.beam) {
+    if (opt.n_best > opt.beam) {
         throw Error("generate: n_best " + std::to_string(opt.n_best) + " must be in [1, beam = " +
                     std::to_string(opt.beam) + "]");
     }
     if (opt.sample && opt.beam > 1) throw Error("generate: sampling and beam search are exclusive");
-    check_sampling(sampling_of(opt), "");
     if (!opt.sampling_each.empty()) {
         if (opt.beam > 1) throw Error("generate: sampling_each is for beam 1 (greedy or sampling), not beam " +
                                       std::to_string(opt.beam));
@@ -799,7 +810,6 @@ void check_generate(const Config &c, const std::vector<Sequence> &src, const Gen
         }
         for (size_t b = 0; b < src.size(); b++) check_sampling(opt.sampling_each[b], " of input " + std::to_string(b));
     }
-    if (!std::isfinite(opt.length_penalty)) throw Error("generate: length_penalty must be finite");
     if (!opt.max_new_tokens_each.empty()) {
         if (opt.max_new_tokens_each.size() != src.size()) {
             throw Error("generate: " + std::to_string(opt.max_new_tokens_each.size()) + " max_new_tokens_each for " +
@@ -809,12 +819,6 @@ void check_generate(const Config &c, const std::vector<Sequence> &src, const Gen
             if (n < 1) throw Error("generate: max_new_tokens_each must be >= 1, not " + std::to_string(n));
         }
     }
-    if (!(opt.repetition_penalty > 0 && std::isfinite(opt.repetition_penalty))) {
-        throw Error("generate: repetition_penalty must be positive and finite, not " +
-                    std::to_string(opt.repetition_penalty));
-    }
-    if (opt.no_repeat_ngram_size < 0) throw Error("generate: no_repeat_ngram_size must be >= 0");
-    if (opt.min_length < 0) throw Error("generate: min_length must be >= 0");
     const int V = c.tgt_vocab_size;
     for (int32_t id : opt.stop_ids) {
         if (id < 0 || id >= V) {

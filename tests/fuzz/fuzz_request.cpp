@@ -6,6 +6,7 @@
 // the vocabulary, a limit in [1, the server's cap], positions within
 // max_positions, consistent options.
 #include "../../runtime/src/server/request.h"
+#include "halformer/options.h"
 
 #include <cstdint>
 #include <string>
@@ -79,5 +80,5 @@ void check(const halformer::serve::Request &r, const halformer::Config &c, const
     for (const std::string &s : r.stop) {
         if (s.empty() || s.size() > 256) __builtin_trap();
     }
-    (void)halformer::serve::batch_key(o);
+    (void)halformer::batch_key(o);
 }

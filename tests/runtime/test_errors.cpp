@@ -202,7 +202,7 @@ TEST(BadInput, TokensAndLengths) {
     expect([&] { m.logits({{3, 4}}, {Sequence(25, 3)}); }, "max_positions = 24");
     expect([&] { m.logits({{3, 4}, {5}}, {{1}}); }, "2 source sequences but 1 target");
     expect([&] { m.logits({{}}, {{1}}); }, "is empty");
-    expect([&] { m.generate({{3, 4}}, GenerateOptions{8, 9}); }, "beam size 9 is out of range");
+    expect([&] { m.generate({{3, 4}}, GenerateOptions{8, 9}); }, "generate: beam = 9 must be in [1, 7]");
     GenerateOptions o;
     o.max_new_tokens = 30;
     expect([&] { m.generate({{3, 4}}, o); }, "max_positions = 24");

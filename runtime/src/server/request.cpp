@@ -1,5 +1,7 @@
 #include "request.h"
 
+#include "halformer/options.h"
+
 #include "halformer/tokenizer.h"
 
 #include <nlohmann/json.hpp>
@@ -139,49 +141,54 @@ void text_input(const json &v, const Encoder &encode, Request &r) {
     if (r.ids.empty()) bad("'text' has no tokens");
 }
 
-// One decoding field into the options; false for a name that is none.
+// One decoding field into the options (halformer/options.h: the fields a
+// request may set, their types and ranges); false for a name that is none.
+// The server's own limit bounds max_new_tokens and min_length.
 bool decoding_field(const std::string &k, const json &v, const Limits &limits, int target_vocab, Request &r,
                     int &max_new) {
     GenerateOptions &o = r.options;
-    if (k == "beam") {
-        o.beam = integer(v, "beam", 1, 7);
-    } else if (k == "n_best") {
-        o.n_best = integer(v, "n_best", 1, 7);
-    } else if (k == "length_penalty") {
-        o.length_penalty = float32(v, "length_penalty");
-    } else if (k == "max_new_tokens") {
-        max_new = integer(v, "max_new_tokens", 1, limits.max_new_tokens);
-    } else if (k == "sample") {
-        o.sample = boolean(v, "sample");
-    } else if (k == "temperature") {
-        o.temperature = float32(v, "temperature");
-        if (!(o.temperature > 0)) bad("'temperature' must be positive");
-    } else if (k == "top_k") {
-        o.top_k = integer(v, "top_k", 0, 1 << 20);
-    } else if (k == "top_p") {
-        o.top_p = float32(v, "top_p");
-        if (!(o.top_p > 0 && o.top_p <= 1)) bad("'top_p' must be in (0, 1]");
-    } else if (k == "stop_ids") {
+    if (k == "stop_ids") {
         o.stop_ids = token_ids(v, target_vocab, "stop_ids");
         if (o.stop_ids.size() > 64) bad("'stop_ids' takes at most 64 ids");
-    } else if (k == "return_logprobs") {
-        o.return_logprobs = boolean(v, "return_logprobs");
-    } else if (k == "repetition_penalty") {
-        o.repetition_penalty = float32(v, "repetition_penalty");
-        if (!(o.repetition_penalty > 0)) bad("'repetition_penalty' must be positive");
-    } else if (k == "no_repeat_ngram_size") {
-        o.no_repeat_ngram_size = integer(v, "no_repeat_ngram_size", 0, 64);
-    } else if (k == "min_length") {
-        o.min_length = integer(v, "min_length", 0, limits.max_new_tokens);
-    } else if (k == "seed") {
+        return true;
+    }
+    const OptionSpec *spec = find_generate_option(k);
+    if (!spec || !spec->in_requests) return false;
+    const char *name = spec->name;
+    switch (spec->type) {
+    case OptionType::Int: {
+        const bool bounded = k == "max_new_tokens" || k == "min_length";
+        const int hi = bounded ? std::min<int>((int)spec->hi, limits.max_new_tokens) : (int)spec->hi;
+        const int x = integer(v, name, (int)spec->lo, hi);
+        if (k == "max_new_tokens") max_new = x;
+        else spec->set(o, x);
+        break;
+    }
+    case OptionType::Float: {
+        const float x = float32(v, name);
+        const std::string why = spec->check(x);
+        if (!why.empty()) bad(std::string("'") + name + "' " + why);
+        spec->set(o, x);
+        break;
+    }
+    case OptionType::Bool: spec->set(o, boolean(v, name)); break;
+    case OptionType::Seed:
         if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
-            bad(std::string("'seed' must be a non-negative integer, not ") + v.dump());
+            bad(std::string("'") + name + "' must be a non-negative integer, not " + v.dump());
         }
         r.seed = v.get<uint64_t>();
-    } else {
-        return false;
+        break;
     }
     return true;
+}
+
+// The fields a /v1/generate request takes, for the message naming an unknown one.
+std::string request_fields() {
+    std::string names = "ids or text, and";
+    for (const OptionSpec &s : generate_option_specs()) {
+        if (s.in_requests) names += std::string(" ") + s.name + ",";
+    }
+    return names + " stop_ids, stream, stop, target_prefix";
 }
 
 // Positions: a source takes up to max_positions; a prompt leaves room for
@@ -260,10 +267,7 @@ Request parse_request(const std::string &body, const Config &cfg, const Encoder 
             if (!ed) bad("'target_prefix' is for encoder-decoder models (a decoder-only model's prompt is its prefix)");
             r.target_prefix = token_ids(it.value(), cfg.tgt_vocab_size, "target_prefix");
         } else if (!decoding_field(k, it.value(), limits, cfg.tgt_vocab_size, r, max_new)) {
-            bad("unknown field '" + k +
-                "' (expected ids or text, and beam, n_best, length_penalty, max_new_tokens, sample, temperature, "
-                "top_k, top_p, seed, stream, stop, stop_ids, return_logprobs, target_prefix, repetition_penalty, "
-                "no_repeat_ngram_size, min_length)");
+            bad("unknown field '" + k + "' (expected " + request_fields() + ")");
         }
     }
     const GenerateOptions &o = r.options;
@@ -590,17 +594,5 @@ void finish_completion(Completion &c, const CompletionArgs &a, std::vector<Reque
 }
 
 }  // namespace
-
-std::string batch_key(const GenerateOptions &o) {
-    std::ostringstream k;
-    k << o.beam << '/' << o.n_best << '/' << o.length_penalty << '/';
-    // Without beams, greedy and sampled requests share batches: each row
-    // keeps its own settings (GenerateOptions::sampling_each).
-    if (o.beam > 1) k << o.sample << '/' << o.temperature << '/' << o.top_k << '/' << o.top_p << '/';
-    k << o.stop_at_eos << '/' << o.return_logprobs << '/' << o.repetition_penalty << '/' << o.no_repeat_ngram_size
-      << '/' << o.min_length << '/';
-    for (int32_t id : o.stop_ids) k << id << ',';
-    return k.str();
-}
 
 }  // namespace halformer::serve

@@ -89,8 +89,4 @@ using ChatRenderer = std::function<std::string(const std::vector<ChatMessage> &)
 Completion parse_chat_completion(const std::string &body, const Config &cfg, const Encoder &encode,
                                  const Limits &limits, const std::string &model_name, const ChatRenderer &render);
 
-// Requests whose options allow one batch share this key (everything but
-// seed and max_new_tokens, which generate() takes per input).
-std::string batch_key(const GenerateOptions &o);
-
 }  // namespace halformer::serve

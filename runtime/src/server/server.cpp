@@ -1,5 +1,6 @@
 // halformer::Server: cpp-httplib for HTTP, nlohmann-json for JSON, batch
 // workers over one Model (server.h).
+#include "halformer/options.h"
 #include "halformer/server.h"
 
 #include "http.h"
@@ -404,10 +405,10 @@ struct Server::Impl {
                          [&] { return stopping || (int)queue.size() >= opt.max_batch; });
             if (queue.empty()) return {};
         }
-        const std::string key = serve::batch_key(queue.front()->req.options);
+        const std::string key = batch_key(queue.front()->req.options);
         Jobs batch;
         for (auto it = queue.begin(); it != queue.end() && (int)batch.size() < opt.max_batch;) {
-            if (serve::batch_key((*it)->req.options) == key) {
+            if (batch_key((*it)->req.options) == key) {
                 batch.push_back(*it);
                 it = queue.erase(it);
             } else {
@@ -455,7 +456,7 @@ struct Server::Impl {
             const bool worker_free = running.load() < opt.workers;
             const auto now = Clock::now();
             for (auto it = queue.begin(); it != queue.end() && (int)took.size() < room;) {
-                if (serve::batch_key((*it)->req.options) == key) {
+                if (batch_key((*it)->req.options) == key) {
                     took.push_back(*it);
                     it = queue.erase(it);
                 } else if (!worker_free && ms_since((*it)->arrived, now) >= opt.join_fair_ms) {
@@ -501,7 +502,7 @@ struct Server::Impl {
         }
         if (opt.join) {
             o.max_batch = opt.max_batch;
-            o.join = [this, &batch, key = serve::batch_key(batch[0]->req.options)](int room) { return join(batch, key, room); };
+            o.join = [this, &batch, key = batch_key(batch[0]->req.options)](int room) { return join(batch, key, room); };
         }
         o.on_step = opt.on_step;
         o.on_finished = [&](int b, const std::vector<Hypothesis> &h) { complete(*batch[b], h); };
