@@ -9,6 +9,8 @@
 // (generation_config.json's eos list included).
 #include "common.h"
 
+#include "halformer/options.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,7 +28,6 @@ int cmd_chat(int argc, char **argv) {
     app.add_option("dir", dir, "model directory (a Hugging Face checkpoint with a chat_template)");
     app.add_option("--system", system, "a system message before the conversation");
     add_decoding_options(app, o);
-    app.get_option("--max-new-tokens")->description("tokens a reply has at most (default: 512, within the positions)");
     add_machine_options(app, mo);
     add_precision_option(app, mo);
     if (!parse_command(app, argc, argv)) return 0;
@@ -52,7 +53,7 @@ int cmd_chat(int argc, char **argv) {
                         " tokens, as many as the model's max_positions = " + std::to_string(P));
         }
         GenerateOptions g = o;
-        if (g.max_new_tokens == -1) g.max_new_tokens = std::min(512, P - (int)ids.size());
+        if (g.max_new_tokens == -1) g.max_new_tokens = default_new_tokens(m.config(), 0, (int)ids.size());
         g.max_new_tokens = std::min(g.max_new_tokens, P - (int)ids.size());
         TextStream stream(m);
         g.on_token = [&](int, int32_t token) {

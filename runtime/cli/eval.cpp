@@ -120,7 +120,7 @@ void add_eval_options(CLI::App &app, EvalArgs &a) {
     app.add_flag("--force", a.force, "replace --out and --json");
     add_decoding_options(app, a.g);
     app.get_option("--max-new-tokens")
-        ->description("tokens generated at most (default: 2 x the longest source in the batch + 10, up to 256)");
+        ->description("tokens generated at most (default: 2 x the source + 10, up to 256)");
     add_machine_options(app, a.machine);
     add_precision_option(app, a.machine);
 }

@@ -49,10 +49,6 @@ void checkpoint_defaults(const CLI::App &app, const Config &c, int prompt, Gener
 }
 
 int generate_ids(Model &m, const Sequence &src, GenerateOptions o) {
-    if (o.max_new_tokens == -1) {
-        const int P = m.config().architecture == Architecture::Decoder ? (int)src.size() : 1;
-        o.max_new_tokens = std::max(1, std::min(64, m.config().max_positions - P + 1));
-    }
     auto hyps = m.generate({src}, o);
     for (auto &h : hyps[0]) {
         print_ids(h.tokens);
@@ -78,9 +74,6 @@ int cmd_generate(int argc, char **argv) {
     app.add_option("--target-prefix", prefix,
                    "encoder-decoder: token ids the output must begin with, comma-separated (printed: what follows)");
     app.add_flag("--logprobs", o.return_logprobs, "--src: print each hypothesis' score and per-token log-probabilities");
-    app.get_option("--max-new-tokens")
-        ->description("tokens generated at most (default: as many as the positions allow, up to 64 with --src "
-                      "and 256 with --text)");
     add_machine_options(app, mo);
     add_precision_option(app, mo);
     if (!parse_command(app, argc, argv)) return 0;

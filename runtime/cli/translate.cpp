@@ -33,7 +33,7 @@ int cmd_translate(int argc, char **argv) {
     app.add_flag("--quiet", quiet, "no summary on stderr");
     add_decoding_options(app, g);
     app.get_option("--max-new-tokens")
-        ->description("tokens generated at most (default: 2 x the longest source in the batch + 10, up to 256)");
+        ->description("tokens generated at most (default: 2 x the source + 10, up to 256)");
     add_machine_options(app, mo);
     add_precision_option(app, mo);
     if (!parse_command(app, argc, argv)) return 0;

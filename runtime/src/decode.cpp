@@ -36,6 +36,7 @@ HF_DEVICE_KERNELS(hf_topk8)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <deque>
 #include <sstream>
 
@@ -855,11 +856,12 @@ void check_generate(const Config &c, const std::vector<Sequence> &src, const Gen
 
 namespace {
 
-// New tokens per input for prefixes of P tokens: max_new_tokens (-1: up to
-// 256), within max_positions.
-int new_token_limit(const Config &c, const GenerateOptions &opt, int P) {
+// New tokens for an input of S source tokens (decoder-only: 0) and a
+// prefix of P: max_new_tokens (-1: default_new_tokens, halformer/options.h),
+// within max_positions.
+int new_token_limit(const Config &c, const GenerateOptions &opt, int S, int P) {
     const int allowed = c.max_positions - P + 1;
-    if (opt.max_new_tokens == -1) return std::min(256, allowed);
+    if (opt.max_new_tokens == -1) return default_new_tokens(c, S, P);
     if (opt.max_new_tokens < 1) throw Error("generate: max_new_tokens must be >= 1");
     if (opt.max_new_tokens > allowed) {
         throw Error("generate: " + std::to_string(P) + " prefix tokens + " + std::to_string(opt.max_new_tokens) +
@@ -891,9 +893,10 @@ void require_generate_fits(Session &m, const GenerateOptions &opt, int64_t B, in
 // where max_new_tokens_each says so; Error where they do not fit its
 // positions.
 int prompt_limit(const Config &c, const GenerateOptions &opt, size_t b, int P) {
-    if (opt.max_new_tokens_each.empty()) return new_token_limit(c, opt, P);
+    if (opt.max_new_tokens_each.empty()) return new_token_limit(c, opt, 0, P);
     const int allowed = c.max_positions - P + 1, each = opt.max_new_tokens_each[b];
-    const int n = opt.max_new_tokens == -1 ? std::min(std::min(256, allowed), each) : std::min(opt.max_new_tokens, each);
+    const int n = opt.max_new_tokens == -1 ? std::min(default_new_tokens(c, 0, P), each)
+                                           : std::min(opt.max_new_tokens, each);
     if (opt.max_new_tokens != -1 && opt.max_new_tokens < 1) throw Error("generate: max_new_tokens must be >= 1");
     if (n > allowed) {
         throw Error("generate: prompt " + std::to_string(b) + ": " + std::to_string(P) + " tokens + " +
@@ -984,7 +987,8 @@ int Session::Decoder::limit_of(const JoinInput &j) const {
     GenerateOptions one = o;
     one.max_new_tokens = j.max_new_tokens;
     one.max_new_tokens_each.clear();
-    return new_token_limit(s.cfg, one, encdec ? 1 + (int)j.target_prefix.size() : (int)j.input.size());
+    return encdec ? new_token_limit(s.cfg, one, (int)j.input.size(), 1 + (int)j.target_prefix.size())
+                  : new_token_limit(s.cfg, one, 0, (int)j.input.size());
 }
 
 std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence> &src,
@@ -1005,11 +1009,17 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
             prefix[b].insert(prefix[b].end(), opt.target_prefix[b].begin(), opt.target_prefix[b].end());
             P = std::max(P, (int)prefix[b].size());
         }
-        const int new_tokens = new_token_limit(c, opt, P);
-        require_generate_fits(m, opt, (int64_t)src.size(), S, P, new_tokens);
+        // Each input's limit from its own source and prefix (an answer does
+        // not depend on what else is in its batch).
         GenerateOptions o = opt;
-        o.max_new_tokens_each.resize(src.size(), new_tokens);
-        for (int &n : o.max_new_tokens_each) n = std::min(n, new_tokens);
+        o.max_new_tokens_each.resize(src.size(), INT32_MAX);
+        int new_tokens = 0;
+        for (size_t b = 0; b < src.size(); b++) {
+            int &n = o.max_new_tokens_each[b];
+            n = std::min(n, new_token_limit(c, opt, (int)src[b].size(), (int)prefix[b].size()));
+            new_tokens = std::max(new_tokens, n);
+        }
+        require_generate_fits(m, opt, (int64_t)src.size(), S, P, new_tokens);
         return m.decode(src, o);
     }
     m.check_tokens(src, c.tgt_vocab_size, "prompt", 0);

@@ -1,6 +1,7 @@
 // The generation options' schema (halformer/options.h).
 #include "halformer/options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -51,7 +52,7 @@ const std::vector<OptionSpec> &generate_option_specs() {
     using S = Sharing;
     // beam + 1 candidates per beam come from an 8-wide top-k kernel.
     static const std::vector<OptionSpec> specs{
-        int_option("max_new_tokens", "tokens generated at most (eos included; default: what the positions allow, up to 256)",
+        int_option("max_new_tokens", "tokens generated at most (eos included; default: 2 x the source + 10 for an encoder-decoder, what the positions allow for a decoder; up to 256)",
                    1, 1 << 20, S::PerInput, &G::max_new_tokens),
         int_option("beam", "beam size (1: greedy or sampling)", 1, 7, S::Batch, &G::beam),
         float_option("length_penalty", "beam: alpha in ((5 + len) / 6)^alpha", -kInf, kInf, false, S::Batch,
@@ -122,6 +123,12 @@ std::string OptionSpec::check(double v) const {
     if (above && v <= hi) return "";
     if (lo_open && lo == 0 && std::isinf(hi)) return "must be positive";
     return std::string("must be in ") + (lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) + "]";
+}
+
+int default_new_tokens(const Config &c, int source_tokens, int prefix_tokens) {
+    const int allowed = std::max(0, c.max_positions - prefix_tokens + 1);
+    const int most = c.architecture == Architecture::EncoderDecoder ? std::min(2 * source_tokens + 10, 256) : 256;
+    return std::min(most, allowed);
 }
 
 std::string batch_key(const GenerateOptions &o) {

@@ -76,11 +76,7 @@ void generate_batches(Model &m, const Tokenizer &tok, Prepared &p, const Generat
     for (size_t at = 0; at < p.order.size(); at += (size_t)batch_size) {
         const size_t n = std::min(p.order.size() - at, (size_t)batch_size);
         std::vector<Sequence> src;
-        int longest = 0;
-        for (size_t k = 0; k < n; k++) {
-            src.push_back(p.ids[p.order[at + k]]);
-            longest = std::max(longest, (int)src.back().size());
-        }
+        for (size_t k = 0; k < n; k++) src.push_back(p.ids[p.order[at + k]]);
         GenerateOptions o = options;
         // Each batch its own random streams (sampling).
         o.seed = options.seed + 0x9E3779B97F4A7C15ull * (uint64_t)(at / (size_t)batch_size);
@@ -97,7 +93,7 @@ void generate_batches(Model &m, const Tokenizer &tok, Prepared &p, const Generat
         per_line(options.target_prefix, o.target_prefix, "target prefixes");
         per_line(options.seeds, o.seeds, "seeds");
         per_line(options.max_new_tokens_each, o.max_new_tokens_each, "max_new_tokens_each");
-        new_tokens(o, longest);
+        new_tokens(o, src);
         auto hyps = m.generate(src, o);
         for (size_t k = 0; k < n; k++) {
             TextResult &r = p.result[p.order[at + k]];
@@ -159,11 +155,9 @@ std::vector<TextResult> Model::translate(const std::vector<std::string> &texts, 
         throw Error("translate: max_new_tokens " + std::to_string(options.max_new_tokens) +
                     " is more than the model's max_positions " + std::to_string(c.max_positions));
     }
-    generate_batches(*this, tok, p, options, batch_size, false, [&](GenerateOptions &o, int longest) {
-        // A translation is rarely more than twice its source: do not let one
-        // runaway row keep the whole batch stepping to max_positions.
-        if (o.max_new_tokens == -1) o.max_new_tokens = std::min({2 * longest + 10, 256, c.max_positions});
-    });
+    // Without max_new_tokens each sentence gets default_new_tokens
+    // (halformer/options.h: 2 × its own source + 10), from generate().
+    generate_batches(*this, tok, p, options, batch_size, false, [](GenerateOptions &, const std::vector<Sequence> &) {});
     return p.result;
 }
 
@@ -178,8 +172,15 @@ std::vector<TextResult> Model::continue_text(const std::vector<std::string> &pro
     const Tokenizer &tok = tokenizer();
     // A prompt must leave room for at least one new token.
     Prepared p = prepare(tok, prompts, c.max_positions - 1);
-    generate_batches(*this, tok, p, options, batch_size, true, [&](GenerateOptions &o, int longest) {
-        if (o.max_new_tokens != -1) o.max_new_tokens = std::min(o.max_new_tokens, c.max_positions - longest);
+    // A limit past what a prompt's positions allow is cut to them, prompt
+    // by prompt (a prompt's answer does not depend on its batch).
+    generate_batches(*this, tok, p, options, batch_size, true, [&](GenerateOptions &o, const std::vector<Sequence> &src) {
+        if (o.max_new_tokens == -1) return;
+        if (o.max_new_tokens_each.empty()) o.max_new_tokens_each.assign(src.size(), o.max_new_tokens);
+        for (size_t b = 0; b < src.size(); b++) {
+            int &n = o.max_new_tokens_each[b];
+            n = std::min({n, o.max_new_tokens, c.max_positions - (int)src[b].size()});
+        }
     });
     return p.result;
 }

@@ -147,4 +147,38 @@ TEST(Options, GenerateRefusesValuesOutOfTheSchemasRange) {
     EXPECT_NO_THROW(m.generate({{5, 6}}, o));
 }
 
+// Without max_new_tokens each input gets default_new_tokens for its own
+// lengths, batched or alone: an encoder-decoder 2 × its source + 10, a
+// decoder-only model what its positions allow (at most 256).
+TEST(Options, TheDefaultNewTokenLimitIsEachInputsOwn) {
+    for (Architecture arch : {Architecture::EncoderDecoder, Architecture::Decoder}) {
+        const bool ed = arch == Architecture::EncoderDecoder;
+        Config c;
+        c.architecture = arch;
+        c.d_model = 32;
+        c.num_heads = 2;
+        c.d_ff = 64;
+        c.num_encoder_layers = ed ? 1 : 0;
+        c.num_decoder_layers = 1;
+        c.src_vocab_size = ed ? 40 : 0;
+        c.tgt_vocab_size = 50;
+        c.max_positions = 64;
+        c.eos_id = 2;
+        Model m = Model::random(c, 4, test_files::test_device());
+        const std::vector<Sequence> src = {{5, 6}, Sequence(20, 7), {8, 9, 10, 11}};
+        GenerateOptions o;
+        o.stop_at_eos = false;  // random weights: run to each limit
+        const auto batched = m.generate(src, o);
+        for (size_t b = 0; b < src.size(); b++) {
+            const int S = (int)src[b].size();
+            const int expected = ed ? default_new_tokens(c, S, 1) : default_new_tokens(c, 0, S);
+            EXPECT_EQ(expected, ed ? std::min(2 * S + 10, 64) : 64 - S + 1) << "input " << b;
+            EXPECT_EQ((int)batched[b][0].tokens.size(), expected) << "input " << b << " in the batch";
+            EXPECT_EQ((int)m.generate({src[b]}, o)[0][0].tokens.size(), expected) << "input " << b << " alone";
+        }
+    }
+    Config big;
+    EXPECT_EQ(default_new_tokens(big, 500, 1), 256);  // the paper's base model: at most 256
+}
+
 }  // namespace

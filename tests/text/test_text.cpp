@@ -404,13 +404,14 @@ TEST(Text, TranslateSortsBatchesAndRestoresOrder) {
     for (size_t at = 0; at < order.size(); at += batch) {
         const size_t n = std::min(order.size() - at, (size_t)batch);
         std::vector<Sequence> src;
-        int longest = 0;
+        GenerateOptions o;
+        o.max_new_tokens = m.config().max_positions;
         for (size_t k = 0; k < n; k++) {
             src.push_back(ids[order[at + k]]);
-            longest = std::max(longest, (int)src.back().size());
+            // Each line's own limit: 2 × its source + 10, at most 256 (not
+            // the batch's longest: a line answers as it would alone).
+            o.max_new_tokens_each.push_back(std::min({2 * (int)src.back().size() + 10, 256, m.config().max_positions}));
         }
-        GenerateOptions o;
-        o.max_new_tokens = std::min(2 * longest + 10, m.config().max_positions);
         auto hyps = m.generate(src, o);
         for (size_t k = 0; k < n; k++) {
             want[order[at + k]] = tok.decode(hyps[k][0].tokens);

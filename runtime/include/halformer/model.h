@@ -132,8 +132,10 @@ struct JoinInput {
 };
 
 struct GenerateOptions {
-    // Tokens to generate at most (eos included); -1: as many as max_positions
-    // allows, up to 256. More than the positions allow is an Error.
+    // Tokens to generate at most (eos included); -1: default_new_tokens
+    // (halformer/options.h), per input: an encoder-decoder's 2 × its source
+    // + 10, a decoder's as many as its positions allow, at most 256. More
+    // than the positions allow is an Error.
     int max_new_tokens = -1;
     int beam = 1;                // beam size; 1 = greedy (or sampling)
     float length_penalty = 0.6f; // α in ((5 + len) / 6)^α
@@ -335,8 +337,8 @@ public:
     // run batch_size at a time; results come back in input order. A line
     // that is empty, not UTF-8 or longer than max_positions tokens gets
     // TextResult::error naming the problem, and the others are translated.
-    // With max_new_tokens = -1 a batch may generate 2·(longest source) + 10
-    // tokens (within max_positions).
+    // With max_new_tokens = -1 each line may generate 2·(its source) + 10
+    // tokens (default_new_tokens: within max_positions, at most 256).
     std::vector<TextResult> translate(const std::vector<std::string> &texts, const GenerateOptions &options = {},
                                       int batch_size = 32);
     // Decoder-only: continues each prompt; TextResult::text is the continuation.

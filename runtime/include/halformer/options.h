@@ -16,6 +16,7 @@
 //                       in it never share a batch.
 #pragma once
 
+#include "halformer/config.h"
 #include "halformer/model.h"
 
 #include <cstdint>
@@ -63,6 +64,17 @@ struct OptionSpec {
 const std::vector<OptionSpec> &generate_option_specs();
 // The option of that name, or null.
 const OptionSpec *find_generate_option(const std::string &name);
+
+// The new-token limit where a call gives none (max_new_tokens -1), the one
+// every caller uses (generate(), translate, continue_text, `halformer serve`,
+// the command line): per input, an encoder-decoder's 2 × its source's tokens
+// + 10 (a translation is rarely more than twice its source), a decoder-only
+// model's as many as its positions allow after its prompt; both at most 256.
+// `prefix_tokens`: the decoder's input before the new tokens (the prompt; an
+// encoder-decoder's bos and target prefix). A checkpoint's own
+// generation_config.json max_length, where the command line reads it, comes
+// first. At least 1 (0 where the prefix already fills the positions).
+int default_new_tokens(const Config &c, int source_tokens, int prefix_tokens);
 
 // Equal for two option sets exactly when generate() can run their
 // requests in one batch: every Batch option (and stop_ids) equal, the

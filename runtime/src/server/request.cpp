@@ -202,10 +202,7 @@ int new_tokens(const Config &cfg, const Limits &limits, int P, int max_new) {
                                     std::to_string(max_in - (ed ? 0 : 1)));
     }
     const int allowed = ed ? cfg.max_positions : cfg.max_positions - P + 1;
-    if (max_new == -1) {
-        // A translation is rarely more than twice its source.
-        return ed ? std::min({2 * P + 10, limits.max_new_tokens, allowed}) : std::min(limits.max_new_tokens, allowed);
-    }
+    if (max_new == -1) return std::min(default_new_tokens(cfg, ed ? P : 0, ed ? 1 : P), limits.max_new_tokens);
     if (max_new > allowed) {
         throw RequestError(413, std::to_string(P) + " input tokens + " + std::to_string(max_new) +
                                     " new tokens are past the model's max_positions = " +
