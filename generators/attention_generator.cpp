@@ -71,7 +71,7 @@ public:
     GeneratorParam<int> heads_per_task{"heads_per_task", 1};
     GeneratorParam<int> score_vectors{"score_vectors", 2};
     GeneratorParam<int> value_vectors{"value_vectors", 2};
-    GeneratorParam<int> gpu_query_tile{"gpu_query_tile", 0};  // GPU: queries per block (0: 8)
+    GeneratorParam<int> gpu_query_tile{"gpu_query_tile", 0};  // GPU: queries per block (0: 32)
     // The kernel name tuned records know this build by (set by the build; see
     // schedules/tuned.h). Empty: hand values only.
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};

@@ -215,16 +215,18 @@ inline void schedule_attention_backward_gpu(AttentionBackwardStages s, int tile_
     }
     s.s3.compute_at(s.p3, xi);
     s.dp3.compute_at(s.ds3, xi);
+    // dK and dV per key tile: stored through a wrapper, each value's sum
+    // over the queries accumulated in its thread's register (scheduled on
+    // the reductions themselves, every FMA stored its sum to global scratch:
+    // tests/check_gpu_accumulators.py).
     for (Func f : {s.dk_acc, s.dv_acc}) {
-        f.compute_at(s.dkv, yo)
+        Func w = f.in();
+        w.compute_at(s.dkv, yo)
             .store_in(MemoryType::Heap)
             .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
             .reorder(xo, xi, s.j)
             .gpu_threads(xi, s.j);
-        f.update()
-            .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
-            .reorder(s.ri, xo, xi, s.j)
-            .gpu_threads(xi, s.j);
+        f.compute_at(w, xo).store_in(MemoryType::Register);
     }
 }
 

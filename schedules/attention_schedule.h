@@ -188,40 +188,73 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
         .reorder_storage(qw.args()[1], qw.args()[0]);
 }
 
-// GPU: one block per (tile of query_tile queries, head, sequence), a thread
-// grid of 32 × query_tile (x over keys or head dims, y over queries). In the
-// block, in order, with a barrier between stages:
-//   scores of the tile against all keys (each thread a strided set of keys,
-//   the d loop in registers), the per-key-block max, p = exp(s − max), the
-//   per-block sums and partial P·V (threads over d × queries), then the
-//   combination over blocks.
+// GPU: one block per (tile of query_tile queries, head, sequence), 32 × ty
+// threads: x over keys, head dims or key blocks, y over groups of `rows`
+// queries (ty = query_tile / rows; rows = 4 from 8 queries a tile up, so the
+// default tile of 32 runs 256 threads). In the block, in order, with a
+// barrier between stages: the tile's scores against all keys, the per-key-
+// block max, p = exp(s − max), the per-block sums and partial P·V, the row's
+// max and denominator over blocks, then the combination.
+// Every reduction accumulates in registers and is stored once: each stage's
+// storage is a wrapper (`Func::in()`) and the reduction itself is computed
+// per thread (MemoryType::Register). Q·Kᵀ and P·V keep `rows` queries' sums
+// a thread, so each load of K or V serves `rows` FMAs. (Scheduled on the
+// reductions themselves, as before 2026-11-27, P·V's and the combination's
+// every FMA loaded and stored global scratch or shared memory, and the tile
+// held 8 queries: 0.02× SDPA on an H100. tests/check_gpu_accumulators.py
+// now fails any CUDA kernel whose inner loop does that.)
 // The query tile (dk × query_tile floats) is staged once per block in
-// shared memory (MemoryType::GPUShared), as are the per-block statistics and
-// the tile's output accumulators; the tile's scores and p (query_tile × Tkv
-// floats each) and the partial outputs live in global scratch per block
-// (MemoryType::Heap: they outgrow shared memory at long T). K and V are read
-// from global memory, coalesced along d.
+// shared memory, with the row statistics; everything that grows with the
+// keys (the tile's scores and p, query_tile × Tkv floats each, the per-
+// block max, sum and weight, the partial outputs) lives in global scratch
+// per block (MemoryType::Heap), so no length of sequence outgrows shared
+// memory. K and V are read from global memory, V coalesced along d.
 inline void schedule_attention_gpu(AttentionStages s, int query_tile_knob) {
     using namespace Halide;
-    // At least 2 queries per block: with one, Halide 14 hoists the d-tail
+    // At least 2 thread rows a block: with one, Halide 14 hoists the d-tail
     // guard of block_out and numer over their pure and update stages and puts
     // a barrier inside that branch (divergent barrier: wrong results on PoCL
     // at head sizes below 32, undefined on a GPU). Seen 2026-11-22 in the
-    // kernel's stmt; 2, 4 and 8 have none.
-    const int tq = std::max(2, or_default(query_tile_knob, 8)), tx = 32;
-    Var io("io"), ii("ii"), xo("xo"), xi("xi");
+    // kernel's stmt with one query a block.
+    const int tq = std::max(2, or_default(query_tile_knob, 32)), tx = 32;
+    const int rows = tq >= 8 && tq % 4 == 0 ? 4 : tq >= 4 && tq % 2 == 0 ? 2 : 1;
+    const int ty = tq / rows;
+    Var io("io"), ii("ii"), xo("xo"), xi("xi"), yo("yo"), yi("yi");
     s.out.compute_root()
         .split(s.i, io, ii, tq, TailStrategy::GuardWithIf)
+        .split(ii, yo, yi, rows)
         .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
-        .reorder(xo, xi, ii, io, s.h, s.b)
+        .reorder(xo, yi, xi, yo, io, s.h, s.b)
         .gpu_blocks(io, s.h, s.b)
-        .gpu_threads(xi, ii);
-    // A Func over (x, i, ...) computed per block with threads (x % 32, i).
-    auto per_block = [&](Func f, Var x, MemoryType mem) {
+        .gpu_threads(xi, yo);
+    // A Func over (x, i, ...) computed per block for the whole tile (rows
+    // past the sequence's end read a clamped query and are never stored, so
+    // loops need no guard along i), threads (x % 32, i / rows).
+    auto per_block = [&](Func f, Var x, MemoryType mem) -> Func {
         f.compute_at(s.out, io).store_in(mem)
+            .bound_extent(s.i, tq)
             .split(x, xo, xi, tx, TailStrategy::GuardWithIf)
-            .reorder(xo, xi, s.i)
-            .gpu_threads(xi, s.i);
+            .split(s.i, yo, yi, rows)
+            .reorder(xo, yi, xi, yo)
+            .gpu_threads(xi, yo);
+        return f;
+    };
+    // A reduction each of whose values is one thread's: stored through a
+    // per-block wrapper, accumulated in that thread's register.
+    auto in_registers = [&](Func f, Var x) {
+        Func w = f.in();
+        per_block(w, x, MemoryType::Heap);
+        f.compute_at(w, xo).store_in(MemoryType::Register);
+    };
+    // The same for a per-query reduction (the row's max and denominator).
+    auto per_query = [&](Func f) {
+        Func w = f.in();
+        w.compute_at(s.out, io).store_in(MemoryType::GPUShared)
+            .bound_extent(s.i, tq)
+            .split(s.i, xo, xi, tx, TailStrategy::GuardWithIf)
+            .reorder(xo, xi)
+            .gpu_threads(xi);
+        f.compute_at(w, xo).store_in(MemoryType::Register);
     };
     Func qs = s.q.in(s.score);
     Var q0 = qs.args()[0], q1 = qs.args()[1], qo("qo"), qi("qi");
@@ -230,43 +263,30 @@ inline void schedule_attention_gpu(AttentionStages s, int query_tile_knob) {
     qs.compute_at(s.out, io)
         .store_in(MemoryType::GPUShared)
         .split(q0, xo, xi, tx, TailStrategy::GuardWithIf)
-        .split(q1, qo, qi, tq, TailStrategy::GuardWithIf)
+        .split(q1, qo, qi, ty, TailStrategy::GuardWithIf)
         .reorder(xo, qo, xi, qi)
         .gpu_threads(xi, qi);
-    per_block(s.score, s.j, MemoryType::Heap);
-    s.score.update()
-        .split(s.j, xo, xi, tx, TailStrategy::GuardWithIf)
-        .reorder(s.rd, xo, xi, s.i)
-        .gpu_threads(xi, s.i);
-    per_block(s.block_max, s.kb, MemoryType::GPUShared);
-    s.block_max.update()
-        .split(s.kb, xo, xi, tx, TailStrategy::GuardWithIf)
-        .reorder(s.rj, xo, xi, s.i)
-        .gpu_threads(xi, s.i);
+    // Q·Kᵀ: a thread per key and group of queries, `rows` sums in registers
+    // (the queries from shared memory, one address across a warp).
+    Func sw = s.score.in();
+    per_block(sw, s.j, MemoryType::Heap).reorder(yi, xo, xi, yo).unroll(yi);
+    s.score.compute_at(sw, xo).store_in(MemoryType::Register).unroll(s.i);
+    s.score.update().reorder(s.i, s.j, s.rd).unroll(s.i);
+    in_registers(s.block_max, s.kb);
     per_block(s.p, s.j, MemoryType::Heap);
-    per_block(s.block_sum, s.kb, MemoryType::GPUShared);
-    s.block_sum.update()
-        .split(s.kb, xo, xi, tx, TailStrategy::GuardWithIf)
-        .reorder(s.rj, xo, xi, s.i)
-        .gpu_threads(xi, s.i);
-    s.block_out.compute_at(s.out, io).store_in(MemoryType::Heap)
-        .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
-        .reorder(xo, s.kb, xi, s.i)
-        .gpu_threads(xi, s.i);
-    s.block_out.update()
-        .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
-        .reorder(s.rj, xo, s.kb, xi, s.i)
-        .gpu_threads(xi, s.i);
-    s.row_max.compute_at(s.out, io).gpu_threads(s.i);
-    s.row_max.update().gpu_threads(s.i);
-    per_block(s.weight, s.kb, MemoryType::GPUShared);
-    s.denom.compute_at(s.out, io).gpu_threads(s.i);
-    s.denom.update().gpu_threads(s.i);
-    per_block(s.numer, s.d, MemoryType::GPUShared);
-    s.numer.update()
-        .split(s.d, xo, xi, tx, TailStrategy::GuardWithIf)
-        .reorder(s.rb, xo, xi, s.i)
-        .gpu_threads(xi, s.i);
+    in_registers(s.block_sum, s.kb);
+    // P·V: threads over (d, query groups), each thread's key blocks in a
+    // serial loop, `rows` sums over the block's keys in registers (p the
+    // same address across a warp).
+    Func bo = s.block_out.in();
+    per_block(bo, s.d, MemoryType::Heap).reorder(yi, s.kb, xo, xi, yo).unroll(yi);
+    s.block_out.compute_at(bo, s.kb).store_in(MemoryType::Register).unroll(s.i);
+    s.block_out.update().reorder(s.i, s.d, s.kb, s.rj).unroll(s.i);
+    per_query(s.row_max);
+    per_block(s.weight, s.kb, MemoryType::Heap);
+    per_query(s.denom);
+    // The combination over blocks, per output element, in a register.
+    s.numer.compute_at(s.out, xo).store_in(MemoryType::Register);
 }
 
 }  // namespace halformer
