@@ -54,11 +54,12 @@ install(FILES ${PROJECT_BINARY_DIR}/HalformerConfig.cmake ${PROJECT_BINARY_DIR}/
 # may include schedules from its source tree; a user's kernel keeps its hand
 # values).
 set(user_inc ${PROJECT_BINARY_DIR}/generator_include)
-foreach (inc IN ITEMS halformer_tuned_schedules halformer_tuned_schedule_rows halformer_tuned_records)
+foreach (inc IN ITEMS halformer_tuned_schedules halformer_tuned_schedule_rows halformer_tuned_records
+                    halformer_tuned_record_list)
   file(WRITE ${user_inc}/${inc}.inc "// Installed with Halformer: no tuned records for a user's kernels.\n")
 endforeach ()
 install(FILES ${PROJECT_SOURCE_DIR}/generators/common.h ${PROJECT_SOURCE_DIR}/schedules/schedule_common.h
               ${PROJECT_SOURCE_DIR}/schedules/tuned.h
               ${user_inc}/halformer_tuned_schedules.inc ${user_inc}/halformer_tuned_schedule_rows.inc
-              ${user_inc}/halformer_tuned_records.inc
+              ${user_inc}/halformer_tuned_records.inc ${user_inc}/halformer_tuned_record_list.inc
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/halformer/generator)

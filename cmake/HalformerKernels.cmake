@@ -244,7 +244,19 @@ function(halformer_kernel NAME)
   # algorithm writes it (Halide's strict_float: no reassociation, no FMA
   # contraction LLVM chooses per loop). Row-wise reductions then give a row
   # the same bits in a call of any row count (tests/test_row_invariance.cpp).
-  set(x86_targets ${HALFORMER_X86_TARGETS})
+  # Each x86 variant, preceded by one variant per tuned record of its target
+  # that tunes this kernel (cmake/HalformerTuned.cmake: the record's marker
+  # feature; the wrapper tries them first, the runtime takes one only on
+  # the record's CPU).
+  set(x86_targets "")
+  foreach (t IN LISTS HALFORMER_X86_TARGETS)
+    _halformer_isa_of(${t} isa)
+    get_property(markers GLOBAL PROPERTY HALFORMER_TUNED_MARKERS_${NAME}_${isa})
+    foreach (m IN LISTS markers)
+      list(APPEND x86_targets ${t}-${m})
+    endforeach ()
+    list(APPEND x86_targets ${t})
+  endforeach ()
   if (ARG_STRICT_FLOAT)
     list(TRANSFORM x86_targets APPEND -strict_float)
   endif ()

@@ -1,21 +1,30 @@
 // Tuned records: schedule parameters that `halformer tune` found for one
-// target, applied by the AOT build in place of the hand values.
+// target on one microarchitecture, applied by the AOT build beside the hand
+// values.
 //
-// The records are machine-written JSON (schedules/tuned/<target>/record.json).
+// The records are machine-written JSON (schedules/tuned/<record>/record.json).
 // At configure time CMake turns each record's "kernels" table into rows of
 // the generated halformer_tuned_records.inc (cmake/HalformerTuned.cmake):
 //
 //   {"sapphirerapids", "hf_linear", "rows_m=8,vectors_n=2"},
 //
+// and lists every record's target, marker and CPU in
+// halformer_tuned_record_list.inc. An x86 record's kernels get one more
+// variant, whose target carries the record's marker feature (a feature x86
+// code generation ignores: tuned_marker_features() below); the runtime runs
+// that variant only on the record's CPU, the plain one elsewhere. GPU and ARM
+// records (none yet) apply to their target's only build.
+//
 // A record may also carry, per kernel, an autoscheduled schedule that won
-// (schedules/tuned/<target>/<kernel>.schedule.h, machine-written C++); the
+// (schedules/tuned/<record>/<kernel>.schedule.h, machine-written C++); the
 // build includes those below and Tuned::apply_schedule() applies one in
 // place of the hand schedule.
 //
 // A generator's schedule() looks its kernel up with Tuned(tuned_as, target):
 // the kernel name comes from the generator parameter `tuned_as`, which the
-// build sets on hand-scheduled kernels only. A target or kernel without a
-// record keeps the hand values.
+// build sets on hand-scheduled kernels only. A target without a record (an
+// x86 target without a marker) or a kernel the record does not name keeps
+// the hand values.
 #pragma once
 
 #include "Halide.h"
@@ -25,18 +34,48 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace halformer {
 
 struct TunedRow {
-    const char *target;  // tuned_target_name() of the record's target
+    const char *record;  // the record's name (its directory), e.g. "avx2"
     const char *kernel;  // kernel (function) name, e.g. "hf_linear"
     const char *params;  // "name=value,name=value"
 };
 
+// A record: its name, its target (tuned_target_name()), its marker among
+// that target's records (-1: none, GPU or ARM) and its CPU (CpuInfo::key()).
+struct TunedRecordRow {
+    const char *record;
+    const char *target;
+    int marker;
+    const char *cpu;
+};
+
+inline const TunedRecordRow *tuned_record_rows(int *count) {
+    static const TunedRecordRow rows[] = {
+#include "halformer_tuned_record_list.inc"
+        {nullptr, nullptr, -1, nullptr}};
+    *count = (int)(sizeof(rows) / sizeof(rows[0])) - 1;
+    return rows;
+}
+
+// The marker features, in the order cmake/HalformerTuned.cmake assigns them
+// (HALFORMER_TUNED_MARKERS): features of other architectures or of OpenCL,
+// which x86 code generation never reads.
+inline const std::vector<std::pair<Halide::Target::Feature, const char *>> &tuned_marker_features() {
+    using T = Halide::Target;
+    static const std::vector<std::pair<T::Feature, const char *>> markers = {
+        {T::ARMDotProd, "arm_dot_prod"}, {T::ARMFp16, "arm_fp16"}, {T::ARMv81a, "armv81a"},
+        {T::CLDoubles, "cl_doubles"},    {T::CLHalf, "cl_half"},   {T::CLAtomics64, "cl_atomics64"}};
+    return markers;
+}
+
 using TunedScheduleFn = void (*)(Halide::Pipeline, Halide::Target);
 struct TunedScheduleRow {
-    const char *target;
+    const char *record;
     const char *kernel;
     TunedScheduleFn apply;
 };
@@ -75,6 +114,34 @@ inline std::string tuned_target_name(const Halide::Target &t) {
     return "other";
 }
 
+// An x86 target's marker (-1: none).
+inline int tuned_marker(const Halide::Target &t) {
+    if (t.arch != Halide::Target::X86) return -1;
+    const auto &m = tuned_marker_features();
+    for (size_t i = 0; i < m.size(); i++)
+        if (t.has_feature(m[i].first)) return (int)i;
+    return -1;
+}
+
+// The record a compile target applies ("" for none): an x86 target's by its
+// marker, a GPU or ARM target's by its name.
+inline std::string tuned_record_for(const Halide::Target &t) {
+    const std::string target = tuned_target_name(t);
+    const int marker = tuned_marker(t);
+    int n = 0;
+    const TunedRecordRow *rows = tuned_record_rows(&n);
+    for (int i = 0; i < n; i++)
+        if (target == rows[i].target && marker == rows[i].marker) return rows[i].record;
+    return "";
+}
+
+// A record's compile target: `plain` (the variant's target) with the
+// record's marker.
+inline Halide::Target tuned_target_of(const TunedRecordRow &r, Halide::Target plain) {
+    if (r.marker >= 0) plain = plain.with_feature(tuned_marker_features()[(size_t)r.marker].first);
+    return plain;
+}
+
 // "a=1,b=2" → {a: 1, b: 2}
 inline std::map<std::string, int> parse_tuned_params(const std::string &text) {
     std::map<std::string, int> out;
@@ -94,14 +161,15 @@ class Tuned {
 public:
     Tuned(const std::string &kernel, const Halide::Target &t) {
         if (kernel.empty()) return;
-        const std::string target = tuned_target_name(t);
+        const std::string record = tuned_record_for(t);
+        if (record.empty()) return;
         int n = 0;
         const TunedScheduleRow *sched = tuned_schedule_rows(&n);
         for (int i = 0; i < n; i++)
-            if (target == sched[i].target && kernel == sched[i].kernel) schedule_ = sched[i].apply;
+            if (record == sched[i].record && kernel == sched[i].kernel) schedule_ = sched[i].apply;
         const TunedRow *rows = tuned_rows(&n);
         for (int i = 0; i < n; i++) {
-            if (target == rows[i].target && kernel == rows[i].kernel) {
+            if (record == rows[i].record && kernel == rows[i].kernel) {
                 values_ = parse_tuned_params(rows[i].params);
                 found_ = true;
             }

@@ -58,13 +58,14 @@ expect_error "unknown argument" "$hf" tune --frobnicate
 "$hf" info > "$tmp/info"
 for r in "$src"/schedules/tuned/*/record.json; do
     [ -e "$r" ] || continue
-    t=$(basename "$(dirname "$r")")
-    grep -q "schedules, $t: tuned record schedules/tuned/$t/record.json" "$tmp/info" \
-        || fail "info does not show the $t record"
+    name=$(basename "$(dirname "$r")")
+    t=$(grep -o '"target": "[a-z0-9_]*"' "$r" | head -1 | cut -d'"' -f4)
+    grep -q "schedules, $t: tuned record schedules/tuned/$name/record.json" "$tmp/info" \
+        || fail "info does not show the $name record"
     # every kernel the record tunes is in the generated table the generators read
     for k in $(sed -n '/"kernels": {/,/}$/p' "$r" | grep -o '"hf_[a-z0-9_]*"' | tr -d '"'); do
-        grep -q "{\"$t\", \"$k\"," "$generated/halformer_tuned_records.inc" || fail "$k ($t) not in the build"
-        grep -q "  $k " "$tmp/info" || fail "$k ($t) not listed by info"
+        grep -q "{\"$name\", \"$k\"," "$generated/halformer_tuned_records.inc" || fail "$k ($name) not in the build"
+        grep -q "  $k " "$tmp/info" || fail "$k ($name) not listed by info"
     done
 done
 # ... and the generators apply them: under its kernel name each builds the

@@ -42,16 +42,19 @@ void print_build_info() {
         const TunedRecord *r = tuned_record(selected_isa());
         std::printf("schedules this CPU runs: %s\n", record_note(r).c_str());
     }
+    // Every record compiled in: each is its own kernel set of its variant,
+    // run where the CPU is the record's.
     for (Isa i : all_isas()) {
-        const TunedRecord *r = tuned_record(i);
-        if (!r) {
-            std::printf("schedules, %s: hand (no tuned record for this target)\n", isa_name(i));
-            continue;
+        bool any = false;
+        for (const TunedRecord &r : tuned_records()) {
+            if (r.target != isa_name(i)) continue;
+            any = true;
+            std::printf("schedules, %s: tuned record %s (%s; %s, %s), %zu kernels tuned, the rest hand; %s:\n",
+                        isa_name(i), r.path.c_str(), r.machine.c_str(), r.cpu.c_str(), r.date.c_str(),
+                        r.kernels.size(), record_matches_cpu(r) ? "runs on this CPU" : "for another CPU");
+            for (const auto &k : r.kernels) std::printf("  %-28s %s\n", k.kernel.c_str(), k.params.c_str());
         }
-        std::printf("schedules, %s: tuned record %s (%s%s, %s), %zu kernels tuned, the rest hand:\n", isa_name(i),
-                    r->path.c_str(), r->machine.c_str(), r->cpu.empty() ? "" : ("; " + r->cpu).c_str(),
-                    r->date.c_str(), r->kernels.size());
-        for (const auto &k : r->kernels) std::printf("  %-28s %s\n", k.kernel.c_str(), k.params.c_str());
+        if (!any) std::printf("schedules, %s: hand (no tuned record for this variant)\n", isa_name(i));
     }
 }
 

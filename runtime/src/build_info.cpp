@@ -1,6 +1,9 @@
 #include "halformer/build_info.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -10,15 +13,17 @@ namespace halformer {
 namespace {
 
 struct TargetRow {
-    const char *target, *machine, *cpu, *date, *path;
+    const char *record, *target;
+    int marker;
+    const char *machine, *cpu, *date, *path;
     int kernels, schedules;
 };
 const TargetRow kTargets[] = {
 #include "halformer_tuned_targets.inc"
-    {nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0}};
+    {nullptr, nullptr, -1, nullptr, nullptr, nullptr, nullptr, 0, 0}};
 
 struct KernelRow {
-    const char *target, *kernel, *params;
+    const char *record, *kernel, *params;
 };
 const KernelRow kKernels[] = {
 #include "halformer_tuned_records.inc"
@@ -27,7 +32,7 @@ const KernelRow kKernels[] = {
 // Kernels whose record carries an autoscheduled schedule (the schedules
 // themselves are compiled into the kernels).
 struct ScheduleRow {
-    const char *target, *kernel;
+    const char *record, *kernel;
 };
 const ScheduleRow kSchedules[] = {
 #include "halformer_tuned_schedule_names.inc"
@@ -63,10 +68,37 @@ std::string CpuInfo::describe() const {
            " KiB, L2 " + std::to_string(l2_kb) + " KiB, L3 " + std::to_string(l3_kb) + " KiB";
 }
 
+namespace {
+
+// HALFORMER_CPU="<vendor> family <f> model <m>" into c (false: not that form).
+bool parse_cpu_key(const std::string &text, CpuInfo &c) {
+    char vendor[64] = {0};
+    int f = 0, m = 0, used = 0;
+    if (std::sscanf(text.c_str(), "%63s family %d model %d%n", vendor, &f, &m, &used) != 3 ||
+        used != (int)text.size()) {
+        return false;
+    }
+    c.vendor = vendor;
+    c.family = f;
+    c.model = m;
+    return true;
+}
+
+}  // namespace
+
 const CpuInfo &this_cpu() {
     static const CpuInfo cpu = [] {
         CpuInfo c;
-        std::ifstream in("/proc/cpuinfo");
+        const char *fake = std::getenv("HALFORMER_CPU");
+        if (fake && *fake) {
+            if (!parse_cpu_key(fake, c)) {
+                std::fprintf(stderr, "halformer: HALFORMER_CPU='%s' is not \"<vendor> family <n> model <n>\": "
+                                     "ignored\n", fake);
+            } else {
+                c.name = "HALFORMER_CPU";
+            }
+        }
+        std::ifstream in(c.vendor.empty() ? "/proc/cpuinfo" : "/dev/null");
         for (std::string line; std::getline(in, line);) {
             auto field = [&](const char *name) { return line.rfind(name, 0) == 0; };
             if (field("vendor_id") && c.vendor.empty()) c.vendor = cpuinfo_field(line);
@@ -90,26 +122,36 @@ const CpuInfo &this_cpu() {
 bool record_matches_cpu(const TunedRecord &r) { return !r.cpu.empty() && r.cpu == this_cpu().key(); }
 
 std::string record_note(const TunedRecord *r) {
-    if (!r) return "hand schedules (no tuned record for this variant)";
-    std::string s = "tuned record " + r->path + ", made on " + r->machine + (r->cpu.empty() ? "" : " (" + r->cpu + ")") +
-                    " " + r->date;
-    if (!record_matches_cpu(*r)) {
-        s += "; WARNING: this CPU is " + this_cpu().describe() +
-             ", another microarchitecture than the record's: its values may be far from this CPU's best "
-             "(`halformer tune` makes a record for it)";
+    if (r) {
+        return "tuned record " + r->path + ", made on " + r->machine + " (" + r->cpu + ") " + r->date +
+               ": its kernel set runs on this microarchitecture";
     }
+    std::string others;
+    for (const auto &x : tuned_records()) {
+        if (x.target != isa_name(selected_isa())) continue;
+        others += (others.empty() ? "" : ", ") + x.name + " (" + x.cpu + ")";
+    }
+    std::string s = "hand schedules (no tuned record of this variant was made on " + this_cpu().key() + ")";
+    if (!others.empty()) s += "; records of this variant for other CPUs: " + others + " (`halformer tune` makes one for this CPU)";
     return s;
 }
 
 const std::vector<TunedRecord> &tuned_records() {
     static const std::vector<TunedRecord> records = [] {
         std::vector<TunedRecord> out;
-        for (const TargetRow *t = kTargets; t->target; t++) {
-            TunedRecord r{t->target, t->machine, t->cpu, t->date, t->path, {}};
-            for (const KernelRow *k = kKernels; k->target; k++)
-                if (std::strcmp(k->target, t->target) == 0) r.kernels.push_back({k->kernel, k->params});
-            for (const ScheduleRow *k = kSchedules; k->target; k++)
-                if (std::strcmp(k->target, t->target) == 0) r.kernels.push_back({k->kernel, "autoscheduled"});
+        for (const TargetRow *t = kTargets; t->record; t++) {
+            TunedRecord r;
+            r.name = t->record;
+            r.target = t->target;
+            r.marker = t->marker;
+            r.machine = t->machine;
+            r.cpu = t->cpu;
+            r.date = t->date;
+            r.path = t->path;
+            for (const KernelRow *k = kKernels; k->record; k++)
+                if (std::strcmp(k->record, t->record) == 0) r.kernels.push_back({k->kernel, k->params});
+            for (const ScheduleRow *k = kSchedules; k->record; k++)
+                if (std::strcmp(k->record, t->record) == 0) r.kernels.push_back({k->kernel, "autoscheduled"});
             out.push_back(r);
         }
         return out;
@@ -119,8 +161,28 @@ const std::vector<TunedRecord> &tuned_records() {
 
 const TunedRecord *tuned_record(Isa isa) {
     for (const auto &r : tuned_records())
-        if (r.target == isa_name(isa)) return &r;
+        if (r.target == isa_name(isa) && record_matches_cpu(r)) return &r;
     return nullptr;
+}
+
+namespace {
+std::mutex g_choices_mu;
+std::vector<KernelSetChoice> g_choices;
+}  // namespace
+
+bool tuned_variant_runs_here(Isa isa, int marker) {
+    const TunedRecord *found = nullptr;
+    for (const auto &r : tuned_records())
+        if (r.target == isa_name(isa) && r.marker == marker) found = &r;
+    const bool taken = found && record_matches_cpu(*found);
+    std::lock_guard<std::mutex> lock(g_choices_mu);
+    g_choices.push_back({found ? found->name : "?", taken});
+    return taken;
+}
+
+std::vector<KernelSetChoice> kernel_set_choices() {
+    std::lock_guard<std::mutex> lock(g_choices_mu);
+    return g_choices;
 }
 
 }  // namespace halformer

@@ -5,11 +5,13 @@
 //  * errors: Halide's default handler prints and aborts the process; ours
 //    keeps the message (per thread) so the caller gets the kernel's nonzero
 //    return code and a message to put in an exception.
+#include "halformer/build_info.h"
 #include "halformer/isa.h"
 #include "halformer/kernel_error.h"
 
 #include <HalideRuntime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <string>
@@ -55,16 +57,39 @@ std::atomic<int> g_limit{-1};  // -1: not yet initialised
 // Each kernel's wrapper asks once, on its first call, and keeps the answer.
 std::atomic<bool> g_asked{false};
 
+// The marker features of tuned records' kernel sets, in the order
+// schedules/tuned.h and cmake/HalformerTuned.cmake give them: features x86
+// code never uses, so an x86 variant that has one is a record's.
+constexpr halide_target_feature_t kMarkers[] = {
+    halide_target_feature_arm_dot_prod, halide_target_feature_arm_fp16, halide_target_feature_armv81a,
+    halide_target_feature_cl_doubles,   halide_target_feature_cl_half,  halide_target_feature_cl_atomic64};
+
 int limited_can_use(int count, const uint64_t *features) {
     if (has(features, halide_target_feature_cuda_capability86) && cuda_capability() < 86) return 0;
     g_asked.store(true);
     const int limit = (int)isa_limit();
+    int isa = (int)Isa::SSE41;
     for (int f = 0; f < count * 64 && f < halide_target_feature_end; f++) {
-        if (has(features, (halide_target_feature_t)f) &&
-            variant_of((halide_target_feature_t)f) > limit) {
-            return 0;
+        if (!has(features, (halide_target_feature_t)f)) continue;
+        const int v = variant_of((halide_target_feature_t)f);
+        if (v > limit) return 0;
+        isa = std::max(isa, v);
+    }
+    // A tuned record's variant (x86: it has sse41 and a marker) runs only on
+    // the record's microarchitecture; the marker itself is no CPU feature.
+#if defined(__x86_64__)
+    // (Asked only where the CPU runs the variant itself.)
+    if (count >= kFeatureWords && has(features, halide_target_feature_sse41)) {
+        for (int m = 0; m < (int)(sizeof(kMarkers) / sizeof(kMarkers[0])); m++) {
+            if (!has(features, kMarkers[m])) continue;
+            uint64_t plain[kFeatureWords];
+            std::copy(features, features + kFeatureWords, plain);
+            plain[kMarkers[m] / 64] &= ~(uint64_t(1) << (kMarkers[m] % 64));
+            if (!halide_default_can_use_target_features(kFeatureWords, plain)) return 0;
+            return tuned_variant_runs_here((Isa)isa, m) ? 1 : 0;
         }
     }
+#endif
     return halide_default_can_use_target_features(count, features);
 }
 

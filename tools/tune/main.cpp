@@ -1,5 +1,6 @@
 // halformer-tune: searches each op's schedule on this machine and writes the
-// per-target record the AOT build applies (schedules/tuned/<target>/).
+// record the AOT build compiles as this CPU's kernel set of the target
+// (schedules/tuned/<record>/).
 // `halformer tune ...` runs this program; see usage() and the README.
 //
 // For each task (op × shape class, tasks.h), within a share of the budget:
@@ -23,9 +24,11 @@
 // search_hand, search_adams, confirm, records (record.json,
 // --check-records), report (report.md, tuning.png); tuner.h holds the run.
 #include "Halide.h"
+#include "halformer/build_info.h"
 #include "halformer/config.h"
 #include "halformer/error.h"
 #include "halformer/files.h"
+#include "halformer/json.h"
 #include "options.h"
 #include "records.h"
 #include "report.h"
@@ -36,6 +39,7 @@
 #include "worker.h"
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -66,6 +70,41 @@ void Tuner::curve(const Task &t, double best, double hand, const std::string &ki
     curve_out_.flush();
 }
 
+// The record this run writes, in `records` (a directory of record
+// directories): the one of this target made on this CPU if there is one
+// (replaced with --force), else one named after the target, or, where that
+// name holds another CPU's record, "<target>-<vendor>-<family>-<model>". The
+// build compiles each as its own kernel set and runs it on its CPU only.
+std::string record_name_for(const std::string &target, const std::string &records) {
+    const halformer::CpuInfo &cpu = halformer::this_cpu();
+    auto cpu_of = [&](const std::string &name) -> std::string {
+        const std::string path = records + "/" + name + "/record.json";
+        if (!files::exists(path)) return "";
+        try {
+            const auto v = halformer::json::parse(files::read_text(path), path);
+            const auto *t = v.find("target");
+            const auto *c = v.find("cpu");
+            const auto *key = c && c->is_object() ? c->find("key") : nullptr;
+            if (!t || !t->is_string() || t->string != target) return "?";
+            return key && key->is_string() ? key->string : "?";
+        } catch (const halformer::Error &) {
+            return "?";
+        }
+    };
+    std::string vendor = cpu.vendor == "AuthenticAMD" ? "amd" : cpu.vendor == "GenuineIntel" ? "intel" : "";
+    if (vendor.empty()) {
+        for (char c : cpu.vendor)
+            if (std::isalnum((unsigned char)c)) vendor += (char)std::tolower((unsigned char)c);
+    }
+    const std::string own = target + "-" + vendor + "-" + std::to_string(cpu.family) + "-" + std::to_string(cpu.model);
+    for (const std::string &name : {target, own}) {
+        const std::string c = cpu_of(name);
+        if (c == cpu.key()) return name;
+    }
+    const std::string c = cpu_of(target);
+    return c.empty() ? target : own;
+}
+
 // The output and work directories; the journal loaded (--resume) or the last
 // run's set aside; the journal and the curve opened. Returns the journal's path.
 std::string Tuner::open_work() {
@@ -74,9 +113,9 @@ std::string Tuner::open_work() {
     // any source tree, into ./tuned/<target> and a scratch work directory.
     const bool in_tree = files::exists(std::string(HALFORMER_SOURCE_DIR) + "/schedules/tuned");
     const std::string tmp = std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
-    out_dir_ = !o_.out_dir.empty() ? o_.out_dir
-               : in_tree           ? std::string(HALFORMER_SOURCE_DIR) + "/schedules/tuned/" + target_name_
-                                   : "tuned/" + target_name_;
+    const std::string records = in_tree ? std::string(HALFORMER_SOURCE_DIR) + "/schedules/tuned" : "tuned";
+    record_name_ = record_name_for(target_name_, records);
+    out_dir_ = !o_.out_dir.empty() ? o_.out_dir : records + "/" + record_name_;
     work_dir_ = !o_.work_dir.empty() ? o_.work_dir
                 : files::exists(HALFORMER_BINARY_DIR)
                     ? std::string(HALFORMER_BINARY_DIR) + "/tune/" + target_name_
@@ -130,6 +169,12 @@ void Tuner::write_outputs(const std::vector<TaskResult> &results, bool complete)
     run.commit = run_capture("git -C " + shell_quote(HALFORMER_SOURCE_DIR) + " rev-parse --short HEAD 2>/dev/null");
     run.config_json = model_config(o_.config).to_json();
     run.target_name = target_name_;
+    {
+        // --out DIR: the record is named after DIR.
+        std::string dir = out_dir_;
+        while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+        run.record_name = o_.out_dir.empty() ? record_name_ : dir.substr(dir.find_last_of('/') + 1);
+    }
     run.halide_target = target_.to_string();
     run.machine = machine_name(threads_);
     run.date = today();

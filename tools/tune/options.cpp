@@ -51,8 +51,10 @@ void add_ops(Options &o, const std::string &list) {
         "       halformer tune --check-records   (the build applies its records?)\n"
         "       halformer tune --list-kernels    (the kernels the tasks' records cover)\n"
         "Searches each op's schedule on this machine at the model's shapes and\n"
-        "writes DIR/record.json (default: schedules/tuned/<target>/ in the source\n"
-        "tree), report.md and tuning.png. Rebuild to apply the record.\n");
+        "writes DIR/record.json (default: this CPU's record of the target in the\n"
+        "source tree, schedules/tuned/<target>[-<vendor>-<family>-<model>]/),\n"
+        "report.md and tuning.png. Rebuild to apply the record: its kernel set\n"
+        "runs on CPUs of this vendor, family and model.\n");
     std::exit(2);
 }
 

@@ -48,7 +48,11 @@ std::string task_json(const TaskResult &r) {
 // An Adams2019 winner's schedule as the header the build includes.
 std::string schedule_header(const RunInfo &run, const TaskResult &r) {
     const Task &t = *r.task;
-    const std::string fn = "apply_schedule_" + t.kernel + "_" + run.target_name;
+    // (cmake/HalformerTuned.cmake names it after the record, as a C identifier.)
+    std::string record = run.record_name;
+    for (char &c : record)
+        if (!std::isalnum((unsigned char)c)) c = '_';
+    const std::string fn = "apply_schedule_" + t.kernel + "_" + record;
     std::ostringstream h;
     h << "// Machine-written by `" << run.command << "` (" << run.date << ", " << run.machine
       << "):\n// Adams2019 (" << r.adams_valid.key << ") for " << t.kernel << " at " << t.shapes.front().label
@@ -235,9 +239,9 @@ bool check_row(const halformer::TunedRow &row, const KernelInfo &k, const Halide
     if (!ok) {  // keep the loop nests for a look
         for (const char *f : {"a", "b", "c"})
             std::rename((work + "/" + f + ".stmt.normalized").c_str(),
-                        (work + "/" + row.target + "_" + row.kernel + "_" + f + ".stmt").c_str());
+                        (work + "/" + row.record + "_" + row.kernel + "_" + f + ".stmt").c_str());
     }
-    std::printf("%s %-14s %-24s %s%s\n", ok ? "ok  " : "FAIL", row.target, row.kernel, row.params,
+    std::printf("%s %-14s %-24s %s%s\n", ok ? "ok  " : "FAIL", row.record, row.kernel, row.params,
                 a != b ? "  (the build does not apply the record)" : a == c ? "  (the hand values now)" : "");
     return ok;
 }
@@ -245,17 +249,23 @@ bool check_row(const halformer::TunedRow &row, const KernelInfo &k, const Halide
 }  // namespace
 
 int check_records(const std::string &work) {
-    int n = 0, bad = 0;
+    int n = 0, nr = 0, bad = 0;
     const halformer::TunedRow *rows = halformer::tuned_rows(&n);
+    const halformer::TunedRecordRow *records = halformer::tuned_record_rows(&nr);
     auto targets = build_targets();
     std::set<std::string> seen;
     files::make_dirs(work);
     for (int i = 0; i < n; i++) {
         const KernelInfo &k = kernel_info(rows[i].kernel);
-        std::string op = std::string(rows[i].target) + "/" + k.generator;
-        if (seen.count(op) || !targets.count(rows[i].target)) continue;
+        std::string op = std::string(rows[i].record) + "/" + k.generator;
+        const halformer::TunedRecordRow *rec = nullptr;
+        for (int j = 0; j < nr; j++)
+            if (std::string(records[j].record) == rows[i].record) rec = &records[j];
+        if (seen.count(op) || !rec || !targets.count(rec->target)) continue;
         seen.insert(op);
-        bad += !check_row(rows[i], k, Halide::Target(targets.at(rows[i].target)), work);
+        // The record's kernel set: its variant's target with its marker.
+        const Halide::Target t = halformer::tuned_target_of(*rec, Halide::Target(targets.at(rec->target)));
+        bad += !check_row(rows[i], k, t, work);
     }
     std::printf("%zu record rows checked, %d failed\n", seen.size(), bad);
     return bad ? 1 : 0;

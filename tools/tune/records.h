@@ -13,7 +13,8 @@ namespace tune {
 
 // What the record and the report say about the run itself.
 struct RunInfo {
-    std::string target_name;    // the record's name: avx512, avx2, ...
+    std::string target_name;    // the record's target: avx512, avx2, ...
+    std::string record_name;    // its directory's name: avx2, avx2-intel-6-60, ...
     std::string halide_target;
     std::string machine;        // machine_name()
     std::string date;           // today()

@@ -81,7 +81,7 @@ void plot(const std::string &out_dir, const std::string &work_dir, const RunInfo
 
 std::string report_markdown(const RunInfo &run, const std::vector<TaskResult> &results) {
     std::ostringstream md;
-    md << "# Tuned record: " << run.target_name << "\n\n"
+    md << "# Tuned record: " << run.record_name << " (" << run.target_name << ")\n\n"
        << "Machine: " << run.machine << ". Date: " << run.date << ". Commit: " << run.commit << ".\n"
        << "Command: `" << run.command << "` (" << fmt_time(run.spent_s) << " of a " << fmt_time(run.budget_s)
        << " budget" << (run.complete ? "" : "; stopped early: rerun with --resume") << ").\n\n"

@@ -52,6 +52,7 @@ private:
     std::vector<Task> tasks_;
     Halide::Target target_;
     std::string target_name_;
+    std::string record_name_;  // the record's directory name (record_name_for)
     int threads_, registers_;
     Progress progress_;
     Journal journal_;
