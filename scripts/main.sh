@@ -8,6 +8,7 @@
 #   ./scripts/main.sh                    # the built-in examples
 #   ./scripts/main.sh "Save the file"    # your own text
 #   echo "Open a new window" | ./build-main/halformer translate models/en-de
+#                                        # (./build/halformer after ./scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS=0
@@ -15,17 +16,34 @@ elapsed() { echo "$SECONDS"; }
 
 ./scripts/install-deps.sh --runtime
 
-# Only this CPU's kernel variant: HALFORMER_X86_TARGETS=host is the first of
-# the four x86 variants whose features Halide's own CPU detection
-# (get_host_target, the rules the kernels' wrappers use) finds here.
-echo "main: building the runtime and inference kernels for this CPU's variant"
-mkdir -p build-main
-log=build-main/main-build.log
-cmake -S . -B build-main -DCMAKE_BUILD_TYPE=Release -DHALFORMER_TESTS=OFF -DHALFORMER_BENCH=OFF \
-  -DHALFORMER_TRAINING=OFF -DHALFORMER_GPU=OFF -DHALFORMER_ARM=OFF -DHALFORMER_AUTOSCHEDULED=OFF \
-  -DHALFORMER_X86_TARGETS=host > "$log" 2>&1 || { cat "$log"; exit 1; }
-grep -o "hand-scheduled kernels for .*" "$log" | sed 's/^/main: /' || true
-cmake --build build-main --target halformer -j"$(nproc)" >> "$log" 2>&1 || { tail -50 "$log"; exit 1; }
+# Where ./scripts/test.sh has already built everything (build/, as in CI,
+# which runs it first), the main job uses that build: its halformer target
+# is up to date and holds every variant. Otherwise (a fresh clone) it builds
+# only this CPU's kernel variant into build-main/: HALFORMER_X86_TARGETS=host
+# is the first of the four x86 variants whose features Halide's own CPU
+# detection (get_host_target, the rules the kernels' wrappers use) finds here.
+# HALFORMER_MAIN_BUILD=build-main forces the small build.
+dir=${HALFORMER_MAIN_BUILD:-}
+if [ -z "$dir" ]; then
+  if [ -f build/CMakeCache.txt ] && [ -x build/halformer ]; then dir=build; else dir=build-main; fi
+fi
+case "$dir" in
+  build|build-main) ;;
+  *) echo "main: HALFORMER_MAIN_BUILD is '$dir'; it may be build or build-main" >&2; exit 2 ;;
+esac
+mkdir -p "$dir"
+log=$dir/main-build.log
+if [ "$dir" = build-main ]; then
+  echo "main: building the runtime and inference kernels for this CPU's variant"
+  cmake -S . -B build-main -DCMAKE_BUILD_TYPE=Release -DHALFORMER_TESTS=OFF -DHALFORMER_BENCH=OFF \
+    -DHALFORMER_TRAINING=OFF -DHALFORMER_GPU=OFF -DHALFORMER_ARM=OFF -DHALFORMER_AUTOSCHEDULED=OFF \
+    -DHALFORMER_X86_TARGETS=host > "$log" 2>&1 || { cat "$log"; exit 1; }
+  grep -o "hand-scheduled kernels for .*" "$log" | sed 's/^/main: /' || true
+else
+  echo "main: using $dir/ (the test command's build), bringing its halformer target up to date"
+  : > "$log"
+fi
+cmake --build "$dir" --target halformer -j"$(nproc)" >> "$log" 2>&1 || { tail -50 "$log"; exit 1; }
 echo "main: built in $(elapsed) s (log: $log)"
 
 model=models/en-de
@@ -51,7 +69,7 @@ trap 'rm -f "$src" "$out"' EXIT
 printf '%s\n' "${inputs[@]}" > "$src"
 echo "main: translating ${#inputs[@]} lines with $model (beam 4)"
 status=0
-./build-main/halformer translate "$model" --beam 4 < "$src" > "$out" || status=$?
+"./$dir/halformer" translate "$model" --beam 4 < "$src" > "$out" || status=$?
 # Every input line has its output line, unless translate could not start.
 [ "$(wc -l < "$out")" -eq "$(wc -l < "$src")" ] || exit $(( status ? status : 1 ))
 while IFS= read -r en <&3 && IFS= read -r de <&4; do
