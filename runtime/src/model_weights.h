@@ -4,6 +4,7 @@
 // read-only, by every session of a Model.
 #pragma once
 
+#include "halformer/build_info.h"
 #include "halformer/chat.h"
 
 #include "buffers.h"
@@ -101,9 +102,10 @@ struct ModelWeights {
     const float *gen_b_decode = nullptr;
     Scratch decode_bias;
     Precision precision = Precision::FP32;
-    // Float32 projections may run packed (packed.cpp); false where the
-    // weights change in place (the trainer's model).
-    bool pack_fp32 = true;
+    // Which float32 projections run packed (packed.cpp), read once when the
+    // model is made (HALFORMER_FP32_PACK, the CPU): None where the weights
+    // change in place (the trainer's model).
+    Fp32Packing fp32_pack = fp32_packing();
     // Packed copies of the projections' weights, by (W's address, rows).
     std::shared_ptr<PackCache> packs = std::make_shared<PackCache>();
 

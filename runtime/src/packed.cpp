@@ -157,8 +157,8 @@ Fp32Packing fp32_packing() {
 #ifdef HALFORMER_NO_LOWP
     return Fp32Packing::None;
 #else
-    // Read at each call: a test or a host program may set it before it
-    // loads a model.
+    // Read when called: a model reads it once, when it is made (a test or
+    // a host program may set it before it loads one).
     const char *v = std::getenv("HALFORMER_FP32_PACK");
     if (v && std::string(v) == "0") return Fp32Packing::None;
     if (v && std::string(v) == "1") return Fp32Packing::All;
@@ -169,8 +169,8 @@ Fp32Packing fp32_packing() {
 
 bool Session::packed(int M) const {
     if (w->precision != Precision::FP32) return true;
-    if (!w->pack_fp32 || device() != Device::CPU) return false;
-    switch (fp32_packing()) {
+    if (device() != Device::CPU) return false;
+    switch (w->fp32_pack) {
     case Fp32Packing::None: return false;
     case Fp32Packing::All: return true;
     case Fp32Packing::Steps: return M <= layers::dot_rows(Device::CPU);

@@ -38,8 +38,8 @@ Config config(Architecture a) {
     return c;
 }
 
-// HALFORMER_FP32_PACK for the scope's duration (read at each call; null:
-// unset, the CPU's default).
+// HALFORMER_FP32_PACK for the scope's duration (a model reads it when it is
+// made; null: unset, the CPU's default).
 struct Fp32PackEnv {
     std::string old;
     bool had;

@@ -77,7 +77,7 @@ void Trainer::Impl::prepare(const Config &c, Device device) {
     pending->w = std::make_shared<ModelWeights>();
     pending->w->cfg = c;
     pending->w->desc = describe(c);
-    pending->w->pack_fp32 = false;  // the optimizer updates the weights in place
+    pending->w->fp32_pack = Fp32Packing::None;  // the optimizer updates the weights in place
     pending->first = std::make_unique<Session>(pending->w, std::make_shared<MemoryBudget>());
     pending->first->set_device(device);
     session = pending->first.get();
