@@ -16,6 +16,8 @@
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <set>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -214,7 +216,18 @@ void add_onednn_matmul(const std::string &name, double work, bool compute, int M
     using tag = dnnl::memory::format_tag;
     dnnl::memory::desc a_md({M, K}, adt, tag::ab), c_md({M, N}, dt::f32, tag::ab), bias_md({1, N}, dt::f32, tag::ab),
         w_any({K, N}, wdt, tag::any), w_md({K, N}, wdt, tag::ba);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_any, bias_md, c_md), engine());
+    dnnl::matmul::primitive_desc pd;
+    try {
+        pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, w_any, bias_md, c_md), engine());
+    } catch (const dnnl::error &) {
+        // (oneDNN has no such matmul on this CPU: bf16 without AVX-512.)
+        static std::set<int> said;
+        if (said.insert((int)adt).second) {
+            std::fprintf(stderr, "oneDNN has no %s matmul on this CPU: its baseline is left out\n",
+                         adt == dt::bf16 ? "bf16" : adt == dt::u8 ? "u8 x s8" : "f32");
+        }
+        return;
+    }
     auto wmem = keep(dnnl::memory(pd.weights_desc(), engine()));
     dnnl::memory wsrc(w_md, engine(), w);
     dnnl::reorder(wsrc, *wmem).execute(stream(), wsrc, *wmem);
