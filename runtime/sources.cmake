@@ -5,6 +5,8 @@ set(HALFORMER_RUNTIME_SOURCES
   src/build_info.cpp
   src/config.cpp
   src/decode.cpp
+  src/decoding/kv_blocks.cpp
+  src/decoding/sampler.cpp
   src/decoding/search.cpp
   src/description.cpp
   src/device.cpp
@@ -12,6 +14,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/fault.cpp
   src/files.cpp
   src/forward.cpp
+  src/generate.cpp
   src/hf/families.cpp
   src/hf/families/bert.cpp
   src/hf/families/gpt2.cpp
