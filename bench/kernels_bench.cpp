@@ -38,6 +38,7 @@
 #include "hf_linear_bf16.h"
 #include "hf_linear_bf16_dot.h"
 #include "hf_linear_int8.h"
+#include "hf_linear_int8_offset.h"
 #include "hf_linear_int8_dot.h"
 #include "hf_linear_f32.h"
 #include "hf_linear_f32_dot.h"
@@ -297,6 +298,9 @@ void linear_lowp(int M, int K, int N, bool int8) {
     if (rc) halformer::check_kernel(rc, "pack");
     if (int8) {
         add(s + "hand", work, compute, [=] { return hf_linear_int8(*x, *wp, *scale, *colsum, *b, *y); });
+        // The same sums in the offset form (VNNI's): what a CPU without VNNI
+        // ran before the sign form.
+        add(s + "offset", work, compute, [=] { return hf_linear_int8_offset(*x, *wp, *scale, *colsum, *b, *y); });
         if (M <= 32) {
             add(s + "hand_dot", work, compute, [=] { return hf_linear_int8_dot(*x, *wp, *scale, *colsum, *b, *y); });
         }

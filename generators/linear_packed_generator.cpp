@@ -14,9 +14,15 @@
 // it enters the product; products are summed in float32.
 // int8 (CTranslate2's scheme): each row of x is quantized on the fly with its
 // own step sx(m) = max_k |x(k, m)| / 127; the products of the int8 codes are
-// summed exactly in int32 and rescaled by sx(m)·scale(n). The activation
-// codes enter the product as unsigned bytes qx + 128 (the form of the VNNI
-// instruction), and 128·colsum(n) is subtracted back.
+// summed exactly in int32 and rescaled by sx(m)·scale(n). The products take
+// one of two forms with the same exact sums (the schedule's int8_form picks
+// one per target: schedules/linear_packed_schedule.h):
+//   offset  the codes enter as unsigned bytes qx + 128 (the form of VNNI's
+//           vpdpbusd) and 128·colsum(n) is subtracted back;
+//   sign    |qx| enters as an unsigned byte and the weight takes qx's sign,
+//           (w ^ s) - s with s = -1 where qx < 0: every product's factors
+//           stay within ±127, so a pair of products fits int16 exactly
+//           (|a·b + c·d| ≤ 2·127·127 = 32,258) for vpmaddubsw.
 #include "Halide.h"
 #include "common.h"
 #include "packing.h"
@@ -36,6 +42,7 @@ public:
     // Schedule knobs (schedules/linear_packed_schedule.h).
     GeneratorParam<int> rows_m{"rows_m", 0};
     GeneratorParam<int> task_blocks{"task_blocks", 0};
+    GeneratorParam<std::string> int8_form_knob{"int8_form", ""};  // offset | sign | "" (the target's)
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};
 
     Input<Buffer<float, 2>> x{"x"};
@@ -86,16 +93,26 @@ public:
             RDom rk(0, K, "rk");
             absmax(m) = maximum(abs(x(rk, clamp(m, 0, M - 1))));
             step(m) = int8_step(absmax(m));
-            xin(rr, mi, kk, mo) = cast<uint8_t>(cast<int16_t>(quantize_i8(xc(kx, mx), step(mx))) + 128);
+            Expr q = quantize_i8(xc(kx, mx), step(mx));
+            if (sign_form()) {
+                xin(rr, mi, kk, mo) = cast<uint8_t>(abs(q));
+                xsign(rr, mi, kk, mo) = select(q < 0, cast<int8_t>(-1), cast<int8_t>(0));
+            } else {
+                xin(rr, mi, kk, mo) = cast<uint8_t>(cast<int16_t>(q) + 128);
+            }
             break;
         }
         }
         acc(j, p, mi, mo) = cast(sum_type, 0);
-        acc(j, p, mi, mo) += cast(sum_type, xin(r.x, mi, r.y, mo)) * cast(sum_type, (*w)(r.x, j, r.y, p));
+        Expr wv = (*w)(r.x, j, r.y, p);
+        if (xsign.defined()) {
+            Expr s = xsign(r.x, mi, r.y, mo);
+            wv = (wv ^ s) - s;
+        }
+        acc(j, p, mi, mo) += cast(sum_type, xin(r.x, mi, r.y, mo)) * cast(sum_type, wv);
         Expr a = acc(n % kPanel, n / kPanel, m % rb, m / rb);
-        Expr v = format == WeightFormat::Int8
-                     ? cast<float>(a - 128 * (*colsum)(n)) * (step(m) * (*scale)(n))
-                     : a;
+        if (format == WeightFormat::Int8 && !xsign.defined()) a -= 128 * (*colsum)(n);
+        Expr v = format == WeightFormat::Int8 ? cast<float>(a) * (step(m) * (*scale)(n)) : a;
         v = activate(v + (*bias)(n), activation);
         if (gated) v *= (*gate)(n, m);
         if (residual_add) v += (*residual)(n, m);
@@ -126,7 +143,7 @@ public:
         if (leave_to_autoscheduler(auto_schedule)) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
-        schedule_linear_packed_cpu({y, acc, xin, absmax, step, n, m, j, p, mi, mo, rr, kk, r},
+        schedule_linear_packed_cpu({y, acc, xin, xsign, absmax, step, n, m, j, p, mi, mo, rr, kk, r},
                                    {row_block(), k_group(format), rec.get("task_blocks", task_blocks)},
                                    get_pipeline(), get_target());
     }
@@ -140,7 +157,11 @@ private:
         Tuned rec(tuned_as, get_target());
         return linear_packed_rows(rec.get("rows_m", rows_m), get_target(), k_group(format));
     }
-    Func acc{"acc"}, xin{"xin"}, absmax{"absmax"}, step{"step"};
+    // int8: whether the products take the sign form (see the top).
+    bool sign_form() {
+        return format == WeightFormat::Int8 && int8_form(int8_form_knob, get_target()) == Int8Form::Sign;
+    }
+    Func acc{"acc"}, xin{"xin"}, xsign{"xsign"}, absmax{"absmax"}, step{"step"};
     RDom r;
 };
 

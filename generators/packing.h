@@ -17,8 +17,8 @@
 // each panel as one stream.
 //
 // int8 adds per-output-column scales (W ≈ scale(n)·q(n, k), q ∈ [-127, 127])
-// and colsum(n) = Σ_k q(n, k), which the kernel needs because it feeds the
-// activations to vpdpbusd as unsigned bytes q_x + 128.
+// and colsum(n) = Σ_k q(n, k), which the kernel needs where it feeds the
+// activations to vpdpbusd as unsigned bytes q_x + 128 (the offset form).
 #pragma once
 
 #include "Halide.h"

@@ -5,12 +5,16 @@
 
 #include "schedule_common.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace halformer {
 
 struct LinearPackedStages {
     Halide::Func y;       // y(n, m)
     Halide::Func acc;     // acc(j, p, mi, mo): one panel's sums for one block of rows
     Halide::Func xin;     // xin(rr, mi, kk, mo): the activations in the product's type
+    Halide::Func xsign;   // int8 sign form: xsign(rr, mi, kk, mo), -1 where the code is negative (else undefined)
     Halide::Func absmax;  // int8: absmax(m), the row's largest |x| (else undefined)
     Halide::Func step;    // int8: step(m)
     Halide::Var n, m, j, p, mi, mo, rr, kk;
@@ -30,10 +34,79 @@ inline int linear_packed_rows(int knob, const Halide::Target &t, int kf) {
     return or_default(knob, kf == 2 ? fit : std::min(fit, 4));
 }
 
+// The two forms of int8 products (generators/linear_packed_generator.cpp),
+// equal in every sum. `offset` is one vpdpbusd per 4 products where the
+// target has VNNI (Halide 14: avx512_sapphirerapids). Without it Halide 14
+// lowers that 4-way sum by widening both bytes to int16 and adding the
+// vpmaddwd pairs across lanes: slower than float32 (measured 2026-11-27,
+// AVX2 AMD EPYC, 128 × 512 → 2048: 90 GOP/s against oneDNN's 304). `sign`
+// is oneDNN's AVX2 inner loop, vpmaddubsw then vpmaddwd with ones, made
+// exact (PairInt8Products below). The knob: "offset", "sign" or "" (the
+// target's).
+enum class Int8Form { Offset, Sign };
+
+inline Int8Form int8_form(const std::string &knob, const Halide::Target &t) {
+    if (knob == "offset") return Int8Form::Offset;
+    if (knob == "sign") return Int8Form::Sign;
+    if (!knob.empty()) throw std::invalid_argument("int8_form must be offset, sign or empty, not " + knob);
+    return t.has_feature(Halide::Target::AVX512_SapphireRapids) ? Int8Form::Offset : Int8Form::Sign;
+}
+
+// The sign form's 4-way int32 sums as x86 without VNNI does them best:
+//   vector_reduce(Add, i32(widening_mul(u8, i8)), 4 → 1)
+// becomes
+//   vector_reduce(Add, widening_mul(vector_reduce(SaturatingAdd, widening_mul(u8, i8), 2 → 1), 1), 2 → 1)
+// which Halide 14's x86 code generation emits as vpmaddubsw (pairs of
+// products in int16, saturating) and vpmaddwd against ones (pairs of pairs
+// in int32), added to the sums. It saturates nowhere because the unsigned
+// factor is |q| ≤ 127 and the signed one within ±127 (the sign form); the
+// pass rewrites only sums whose unsigned factor is read from `xin`, the
+// Func that holds |q|.
+class PairInt8Products : public Halide::Internal::IRMutator {
+public:
+    explicit PairInt8Products(std::string xin) : xin_(std::move(xin)) {}
+
+private:
+    using IRMutator::visit;
+    std::string xin_;
+
+    bool reads_xin(const Halide::Expr &e) const {
+        struct Finder : Halide::Internal::IRVisitor {
+            const std::string &name;
+            bool found = false;
+            explicit Finder(const std::string &n) : name(n) {}
+            using IRVisitor::visit;
+            void visit(const Halide::Internal::Load *op) override {
+                found = found || op->name == name;
+                IRVisitor::visit(op);
+            }
+        } finder(xin_);
+        e.accept(&finder);
+        return finder.found;
+    }
+
+    Halide::Expr visit(const Halide::Internal::VectorReduce *op) override {
+        using namespace Halide;
+        using namespace Halide::Internal;
+        const int lanes = op->type.lanes(), factor = op->value.type().lanes() / std::max(1, lanes);
+        const Cast *c = op->value.as<Cast>();
+        const Call *mul = c ? c->value.as<Call>() : nullptr;
+        if (op->op != VectorReduce::Add || factor != 4 || op->type.element_of() != Int(32) || !mul ||
+            !mul->is_intrinsic(Call::widening_mul) || mul->args[0].type().element_of() != UInt(8) ||
+            mul->args[1].type().element_of() != Int(8) || !reads_xin(mul->args[0])) {
+            return IRMutator::visit(op);
+        }
+        Expr pairs = VectorReduce::make(VectorReduce::SaturatingAdd, op->value.as<Cast>()->value, lanes * 2);
+        Expr ones = Broadcast::make(make_const(Int(16), 1), lanes * 2);
+        Expr quads = Call::make(Int(32, lanes * 2), Call::widening_mul, {pairs, ones}, Call::PureIntrinsic);
+        return VectorReduce::make(VectorReduce::Add, quads, lanes);
+    }
+};
+
 struct LinearPackedKnobs {
     int rows;         // register block height (the algorithm's row block)
     int kf;           // products per lane of one dot-product step (1 | 2 | 4)
-    int task_blocks;  // register blocks per parallel task (0: 8, or 2 for one-row blocks)
+    int task_blocks;  // register blocks per parallel task (0: the schedule's choice, below)
 };
 
 // Halide 14 vectorizes a row's kf activations, read once and broadcast to
@@ -66,15 +139,24 @@ inline void schedule_linear_packed_cpu(LinearPackedStages s, const LinearPackedK
     const int lanes = f32_lanes(t);
     const int rows = knobs.rows;
     Var no("no"), ni("ni"), nio("nio"), mo("ymo"), mi("ymi"), task("task"), tasks("tasks"), jo("jo"), jv("jv");
+    // Register blocks a parallel task: the knob, else 8 (one task per block:
+    // the task overhead showed; measured 2026-11-23 int8 128 × 512 → 2048
+    // 583 → 628 GOP/s). One-row blocks (the _dot kernels; every kernel
+    // where 16 vector registers hold one row) take a share of the call's
+    // blocks, from 1 (decode: few blocks, every thread busy) to 32 (measured
+    // 2026-11-27, AVX2 AMD EPYC, int8 1024 × 512 → 2048: 9.6 ms against
+    // 10.5 with 2 a task).
+    Expr blocks = ((s.y.output_buffer().dim(0).extent() + 47) / 48) *
+                  ((s.y.output_buffer().dim(1).extent() + rows - 1) / rows);
+    Expr blocks_per_task = knobs.task_blocks > 0 ? Expr(knobs.task_blocks)
+                           : rows > 1            ? Expr(8)
+                                                 : clamp(blocks / 64, 1, 32);
     s.y.compute_root()
         .split(s.n, no, ni, 48, TailStrategy::GuardWithIf)
         .split(s.m, mo, mi, rows, TailStrategy::GuardWithIf)
         .reorder(ni, mi, mo, no)
         .fuse(mo, no, task)
-        // 8 blocks a task (one task per block: the task overhead showed;
-        // measured 2026-11-23 int8 128 × 512 → 2048 583 → 628 GOP/s);
-        // one-row blocks (decode) are few: 2 a task keeps the threads even.
-        .split(task, tasks, task, or_default(knobs.task_blocks, rows == 1 ? 2 : 8), TailStrategy::GuardWithIf)
+        .split(task, tasks, task, blocks_per_task, TailStrategy::GuardWithIf)
         .parallel(tasks)
         // The panel's vectors unrolled: each reads its sums at a constant
         // index (vectorized over the whole panel, acc(n % 48) became a gather
@@ -102,19 +184,23 @@ inline void schedule_linear_packed_cpu(LinearPackedStages s, const LinearPackedK
         .unroll(jo)
         .unroll(s.mi);
     if (knobs.kf > 1) s.acc.update().vectorize(rx);
-    s.xin.compute_root()
-        .bound(s.rr, 0, knobs.kf)
-        .bound(s.mi, 0, rows)
-        .reorder(s.rr, s.mi, s.kk, s.mo)
-        .parallel(s.mo)
-        .unroll(s.rr)
-        .unroll(s.mi)
-        .vectorize(s.kk, lanes, TailStrategy::GuardWithIf);
+    for (Func f : {s.xin, s.xsign}) {
+        if (!f.defined()) continue;
+        f.compute_root()
+            .bound(s.rr, 0, knobs.kf)
+            .bound(s.mi, 0, rows)
+            .reorder(s.rr, s.mi, s.kk, s.mo)
+            .parallel(s.mo)
+            .unroll(s.rr)
+            .unroll(s.mi)
+            .vectorize(s.kk, lanes, TailStrategy::GuardWithIf);
+    }
     if (s.absmax.defined()) {
         s.absmax.compute_root().parallel(s.m, 8);
         s.step.compute_root();
     }
     pipeline.add_custom_lowering_pass(new WidenAfterBroadcast);
+    if (s.xsign.defined()) pipeline.add_custom_lowering_pass(new PairInt8Products(s.xin.name()));
 }
 
 }  // namespace halformer

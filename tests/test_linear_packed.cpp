@@ -6,6 +6,8 @@
 //     double sums: only float32 summation separates kernel and reference;
 //   * plain float32 inputs: the error bound the format allows, per element.
 // CPU only (x86; AVX512-BF16 / VNNI where the variant has them).
+#include <cstring>
+
 #include "reference.h"
 
 #include "hf_linear_bf16.h"
@@ -23,6 +25,7 @@
 #include "hf_linear_int8_dot_silu.h"
 #include "hf_linear_bf16_residual.h"
 #include "hf_linear_int8.h"
+#include "hf_linear_int8_offset.h"
 #include "hf_linear_int8_dot.h"
 #include "hf_linear_int8_dot_gelu.h"
 #include "hf_linear_int8_dot_gelu_tanh.h"
@@ -182,6 +185,7 @@ std::vector<Variant> variants() {
     br("hf_linear_bf16_residual", hf_linear_bf16_residual);
     br("hf_linear_bf16_dot_residual", hf_linear_bf16_dot_residual);
     i("hf_linear_int8", "none", hf_linear_int8);
+    i("hf_linear_int8_offset", "none", hf_linear_int8_offset);
     i("hf_linear_int8_relu", "relu", hf_linear_int8_relu);
     i("hf_linear_int8_gelu", "gelu", hf_linear_int8_gelu);
     i("hf_linear_int8_gelu_tanh", "gelu_tanh", hf_linear_int8_gelu_tanh);
@@ -385,6 +389,58 @@ TEST(LinearPacked, HostileValues) {
             const double want = v.gated ? ref::activate(b(n), v.act) * res(n, 3)
                                         : ref::activate(b(n), v.act) + (v.residual ? res(n, 3) : 0.0);
             EXPECT_NEAR(y(n, 3), want, 1e-6 * (1 + std::fabs(want))) << v.name << " n=" << n;
+        }
+    }
+}
+
+// int8's two forms of products (schedules/linear_packed_schedule.h) give
+// the same exact sums: the target's form (hf_linear_int8: the sign form
+// without VNNI) equals the offset form (hf_linear_int8_offset) bit for bit,
+// on random inputs and on the extreme codes, where every product is
+// ±127·127 and a pair of them ±32,258: the largest int16 pair the sign
+// form's vpmaddubsw adds (the offset form's unsigned q + 128 would saturate
+// there at 2·255·127).
+TEST(LinearPacked, Int8FormsAgreeBitForBit) {
+    SKIP_ON_DEVICE();
+    auto same = [](const Buffer<float> &a, const Buffer<float> &b, const std::string &what) {
+        int bad = 0;
+        for (int m = 0; m < a.dim(1).extent(); m++) {
+            for (int n = 0; n < a.dim(0).extent(); n++) {
+                if (std::memcmp(&a(n, m), &b(n, m), sizeof(float)) != 0 && bad++ < 3) {
+                    ADD_FAILURE() << what << ": y(" << n << ", " << m << ") " << a(n, m) << " against the offset form's "
+                                  << b(n, m);
+                }
+            }
+        }
+    };
+    struct S { int M, K, N; };
+    uint32_t seed = 700;
+    for (S s : std::vector<S>{{1, 64, 48}, {3, 37, 100}, {9, 1025, 50}, {130, 512, 96}}) {
+        Buffer<float> x = ref::random_buffer({s.K, s.M}, seed++, -3, 3), w = ref::random_buffer({s.K, s.N}, seed++, -1, 1);
+        Buffer<float> b = ref::random_buffer({s.N}, seed++), y(s.N, s.M), y_offset(s.N, s.M);
+        Packed p = pack(w, Fmt::Int8);
+        ASSERT_EQ(hf_linear_int8(x, p.w, p.scale, p.colsum, b, y), 0);
+        ASSERT_EQ(hf_linear_int8_offset(x, p.w, p.scale, p.colsum, b, y_offset), 0);
+        same(y, y_offset, "random M=" + std::to_string(s.M) + " K=" + std::to_string(s.K));
+    }
+    // Extreme codes: row m's signs agree with every weight's (m even) or
+    // oppose them (m odd), all magnitudes equal, so every code is ±127.
+    const int M = 4, K = 300, N = 96;
+    Buffer<float> x(K, M), w(K, N), b(N), y(N, M), y_offset(N, M);
+    for (int k = 0; k < K; k++) {
+        const float sgn = (k * 7 % 3) == 0 ? -1.0f : 1.0f;
+        for (int n = 0; n < N; n++) w(k, n) = sgn * 0.5f;
+        for (int m = 0; m < M; m++) x(k, m) = (m % 2 ? -sgn : sgn) * 2.0f;
+    }
+    b.fill(0.0f);
+    Packed p = pack(w, Fmt::Int8);
+    ASSERT_EQ(hf_linear_int8(x, p.w, p.scale, p.colsum, b, y), 0);
+    ASSERT_EQ(hf_linear_int8_offset(x, p.w, p.scale, p.colsum, b, y_offset), 0);
+    same(y, y_offset, "extreme codes");
+    for (int m = 0; m < M; m++) {
+        for (int n = 0; n < N; n++) {
+            // K products of ±127·127, rescaled by (2/127)·(0.5/127): ±K.
+            ASSERT_NEAR(y(n, m), m % 2 ? -K : K, 1e-3 * K) << "y(" << n << ", " << m << ")";
         }
     }
 }

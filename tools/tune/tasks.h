@@ -160,7 +160,7 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
         };
         // (past 8 rows the block spills on AVX-512: packed_fits)
         const std::vector<int> rows_m{0, 1, 2, 3, 4, 5, 6, 7, 8};
-        const std::vector<int> task_blocks{0, 1, 2, 4, 8, 16};
+        const std::vector<int> task_blocks{0, 1, 2, 4, 8, 16, 32};
         Task pre{std::string("linear_") + fmt, "prefill", base, variants(base),
                  {{"rows_m", rows_m}, {"task_blocks", task_blocks}},
                  {linear_shape(P, d, 3 * d), linear_shape(P, d, d), linear_shape(P, d, F), linear_shape(P, F, d),
