@@ -43,7 +43,14 @@ set(HALFORMER_RUNTIME_SOURCES
   src/session.cpp
   src/text.cpp
   src/text/byte_level_bpe.cpp
+  src/text/byte_level_bpe_load.cpp
+  src/text/byte_level_bpe_pre_tokenize.cpp
   src/text/chat_template.cpp
+  src/text/chat_template/eval.cpp
+  src/text/chat_template/eval_filters.cpp
+  src/text/chat_template/lex.cpp
+  src/text/chat_template/parse.cpp
+  src/text/chat_template/value.cpp
   src/text/hf_tokenizers.cpp
   src/text/unicode.cpp
   src/text/wordpiece.cpp

@@ -1,0 +1,359 @@
+// The evaluator: statements (if, for with loop.*, set), and expressions:
+// names, attributes, items, slices, calls of range(), namespace() and
+// raise_exception(), and the operators.
+#include "eval.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace halformer::jinja {
+
+Value Eval::lookup(const std::string &name) const {
+    for (auto f = frames_.rbegin(); f != frames_.rend(); ++f) {
+        auto it = f->find(name);
+        if (it != f->end()) return it->second;
+    }
+    return Value{};
+}
+
+void Eval::exec(const Stmt &s) {
+    at_ = s.at;
+    switch (s.kind) {
+    case Stmt::Text: out_ += s.text; break;
+    case Stmt::Output: {
+        const Value v = eval(*s.expr);
+        out_ += to_str(v);
+        break;
+    }
+    case Stmt::If:
+        for (auto &[cond, body] : s.branches) {
+            if (!cond || truthy(eval(*cond))) {
+                run(body);
+                break;
+            }
+        }
+        break;
+    case Stmt::Set: {
+        Value v = eval(*s.expr);
+        if (s.targets.size() == 2) {
+            Value ns = lookup(s.targets[0]);
+            if (ns.kind != Value::Dict || !ns.is_namespace) {
+                fail(s.at, "cannot set an attribute of " + s.targets[0] + " (" + kind_name(ns) + "): only of a namespace()");
+            }
+            ns.put(s.targets[1], std::move(v));
+        } else {
+            frames_.back()[s.targets[0]] = std::move(v);
+        }
+        break;
+    }
+    case Stmt::For: loop(s); break;
+    case Stmt::Break: throw Break{};
+    case Stmt::Continue: throw Continue{};
+    }
+}
+
+void Eval::loop(const Stmt &s) {
+    const Value seq = eval(*s.expr);
+    Array items;
+    if (seq.kind == Value::List) items = *seq.list;
+    else if (seq.kind == Value::Dict && !seq.is_namespace) for (auto &kv : *seq.dict) items.push_back(Value::str(kv.first));
+    else if (seq.kind == Value::String) for (const std::string &c : utf8_chars(seq.s)) items.push_back(Value::str(c));
+    else if (seq.kind != Value::Undefined) fail(s.at, std::string("cannot loop over ") + kind_name(seq));
+    // The filter ("for x in xs if c") picks the items first: loop.* counts those.
+    Array picked;
+    for (const Value &item : items) {
+        if (!s.filter) {
+            picked.push_back(item);
+            continue;
+        }
+        frames_.emplace_back();
+        bind(s, item);
+        const bool keep = truthy(eval(*s.filter));
+        frames_.pop_back();
+        if (keep) picked.push_back(item);
+    }
+    const int64_t n = (int64_t)picked.size();
+    for (int64_t k = 0; k < n; k++) {
+        frames_.emplace_back();
+        bind(s, picked[(size_t)k]);
+        Value info = Value::object();
+        info.put("index0", Value::integer(k));
+        info.put("index", Value::integer(k + 1));
+        info.put("revindex0", Value::integer(n - 1 - k));
+        info.put("revindex", Value::integer(n - k));
+        info.put("first", Value::boolean(k == 0));
+        info.put("last", Value::boolean(k == n - 1));
+        info.put("length", Value::integer(n));
+        info.put("previtem", k > 0 ? picked[(size_t)k - 1] : Value{});
+        info.put("nextitem", k + 1 < n ? picked[(size_t)k + 1] : Value{});
+        frames_.back()["loop"] = info;
+        bool stop = false;
+        try {
+            run(s.body);
+        } catch (const Break &) {
+            stop = true;
+        } catch (const Continue &) {
+        }
+        frames_.pop_back();
+        if (stop) break;
+    }
+    if (n == 0) run(s.else_body);
+}
+
+void Eval::bind(const Stmt &s, const Value &item) {
+    if (s.targets.size() == 1) {
+        frames_.back()[s.targets[0]] = item;
+        return;
+    }
+    if (item.kind != Value::List || item.list->size() != s.targets.size()) {
+        fail(s.at, "cannot unpack " + repr(item) + " into " + std::to_string(s.targets.size()) + " names");
+    }
+    for (size_t k = 0; k < s.targets.size(); k++) frames_.back()[s.targets[k]] = (*item.list)[k];
+}
+
+std::vector<std::string> Eval::utf8_chars(const std::string &s) {
+    std::vector<std::string> out;
+    for (size_t k = 0; k < s.size();) {
+        const unsigned char c = (unsigned char)s[k];
+        const size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        out.push_back(s.substr(k, n));
+        k += n;
+    }
+    return out;
+}
+
+Value Eval::eval(const Node &n) {
+    switch (n.kind) {
+    case Node::Lit: return n.lit;
+    case Node::Name: return lookup(n.name);
+    case Node::Attr: return attribute(eval(*n.kids[0]), n.name);
+    case Node::Item: return item(eval(*n.kids[0]), eval(*n.kids[1]));
+    case Node::Slice: return slice(n);
+    case Node::Call: return call(n);
+    case Node::Filter: return filter(n);
+    case Node::Test: {
+        const bool r = test(n);
+        return Value::boolean(n.negated ? !r : r);
+    }
+    case Node::Not: return Value::boolean(!truthy(eval(*n.kids[0])));
+    case Node::Neg: {
+        const Value v = eval(*n.kids[0]);
+        if (v.kind == Value::Int) return Value::integer(-v.i);
+        if (v.kind == Value::Float) return Value::real(-v.f);
+        fail(at_, std::string("bad operand for unary -: ") + kind_name(v));
+    }
+    case Node::And: {
+        Value a = eval(*n.kids[0]);
+        return truthy(a) ? eval(*n.kids[1]) : a;
+    }
+    case Node::Or: {
+        Value a = eval(*n.kids[0]);
+        return truthy(a) ? a : eval(*n.kids[1]);
+    }
+    case Node::Cond:
+        if (truthy(eval(*n.kids[0]))) return eval(*n.kids[1]);
+        return n.kids[2] ? eval(*n.kids[2]) : Value{};
+    case Node::ListLit: {
+        Array a;
+        for (auto &k : n.kids) a.push_back(eval(*k));
+        return Value::array(std::move(a));
+    }
+    case Node::DictLit: {
+        Value d = Value::object();
+        for (size_t k = 0; k + 1 < n.kids.size(); k += 2) {
+            const Value key = eval(*n.kids[k]);
+            if (key.kind != Value::String) fail(at_, "a dict key must be a string here");
+            d.put(key.s, eval(*n.kids[k + 1]));
+        }
+        return d;
+    }
+    case Node::Bin: return binary(n);
+    }
+    return Value{};
+}
+
+Value Eval::attribute(const Value &v, const std::string &name) {
+    if (v.kind == Value::Undefined) fail(at_, "'" + name + "' of an undefined value");
+    if (v.kind == Value::Dict) {
+        if (const Value *f = v.find(name)) return *f;
+        if (!v.is_namespace) {
+            if (name == "items" || name == "keys" || name == "values" || name == "get") return method(v, name);
+        }
+        return Value{};
+    }
+    if (v.kind == Value::String || v.kind == Value::List) return method(v, name);
+    return Value{};
+}
+
+Value Eval::item(const Value &v, const Value &key) {
+    if (v.kind == Value::Dict) {
+        if (key.kind == Value::String) {
+            const Value *f = v.find(key.s);
+            return f ? *f : Value{};
+        }
+        return Value{};
+    }
+    if (v.kind == Value::List || v.kind == Value::String) {
+        if (key.kind == Value::String) return attribute(v, key.s);
+        if (key.kind != Value::Int) fail(at_, std::string("indices must be integers, not ") + kind_name(key));
+        const std::vector<std::string> chars = v.kind == Value::String ? utf8_chars(v.s) : std::vector<std::string>{};
+        const int64_t n = v.kind == Value::List ? (int64_t)v.list->size() : (int64_t)chars.size();
+        int64_t k = key.i < 0 ? key.i + n : key.i;
+        if (k < 0 || k >= n) return Value{};  // (jinja2: an undefined value, not an error)
+        return v.kind == Value::List ? (*v.list)[(size_t)k] : Value::str(chars[(size_t)k]);
+    }
+    if (v.kind == Value::Undefined) fail(at_, "an item of an undefined value");
+    return Value{};
+}
+
+Value Eval::slice(const Node &n) {
+    const Value v = eval(*n.kids[0]);
+    auto bound = [&](const NodeP &p, bool &given) -> int64_t {
+        given = false;
+        if (!p) return 0;
+        const Value b = eval(*p);
+        if (b.kind == Value::None) return 0;
+        if (b.kind != Value::Int) fail(at_, "slice bounds must be integers");
+        given = true;
+        return b.i;
+    };
+    bool has_lo, has_hi, has_step;
+    const int64_t lo0 = bound(n.kids[1], has_lo), hi0 = bound(n.kids[2], has_hi), step0 = bound(n.kids[3], has_step);
+    const int64_t step = has_step ? step0 : 1;
+    if (step == 0) fail(at_, "slice step cannot be zero");
+    std::vector<Value> items;
+    if (v.kind == Value::List) items = *v.list;
+    else if (v.kind == Value::String) for (auto &c : utf8_chars(v.s)) items.push_back(Value::str(c));
+    else fail(at_, std::string("cannot slice ") + kind_name(v));
+    const int64_t len = (int64_t)items.size();
+    auto clampi = [&](int64_t x, bool given, int64_t dflt) {
+        if (!given) return dflt;
+        if (x < 0) x += len;
+        if (step > 0) return std::max<int64_t>(0, std::min(x, len));
+        return std::max<int64_t>(-1, std::min(x, len - 1));
+    };
+    const int64_t lo = clampi(lo0, has_lo, step > 0 ? 0 : len - 1), hi = clampi(hi0, has_hi, step > 0 ? len : -1);
+    Array out;
+    for (int64_t k = lo; step > 0 ? k < hi : k > hi; k += step) out.push_back(items[(size_t)k]);
+    if (v.kind == Value::String) {
+        std::string s;
+        for (auto &c : out) s += c.s;
+        return Value::str(s);
+    }
+    return Value::array(std::move(out));
+}
+
+Value Eval::call(const Node &n) {
+    const Node &callee = *n.kids[0];
+    std::vector<Value> args;
+    for (size_t k = 1; k < n.kids.size(); k++) args.push_back(eval(*n.kids[k]));
+    std::vector<std::pair<std::string, Value>> kwargs;
+    for (auto &[key, e] : n.kwargs) kwargs.emplace_back(key, eval(*e));
+    if (callee.kind == Node::Name) {
+        const Value f = lookup(callee.name);
+        if (f.kind == Value::Function) return (*f.fn)(args, kwargs);
+        if (callee.name == "raise_exception") {
+            throw Error("chat template: " + (args.empty() ? std::string("raise_exception()") : to_str(args[0])));
+        }
+        if (callee.name == "namespace") {
+            Value ns = Value::object();
+            ns.is_namespace = true;
+            for (auto &[k, v] : kwargs) ns.put(k, v);
+            return ns;
+        }
+        if (callee.name == "range") {
+            int64_t a = 0, b = 0, st = 1;
+            for (auto &x : args) {
+                if (x.kind != Value::Int) fail(at_, "range() takes integers");
+            }
+            if (args.size() == 1) b = args[0].i;
+            else if (args.size() >= 2) a = args[0].i, b = args[1].i;
+            if (args.size() == 3) st = args[2].i;
+            if (st == 0 || args.empty() || args.size() > 3) fail(at_, "range(): bad arguments");
+            Array out;
+            for (int64_t k = a; st > 0 ? k < b : k > b; k += st) {
+                out.push_back(Value::integer(k));
+                if (out.size() > 1000000) fail(at_, "range(): more than a million values");
+            }
+            return Value::array(std::move(out));
+        }
+        fail(at_, "'" + callee.name + "' is not a function here");
+    }
+    const Value f = eval(callee);
+    if (f.kind != Value::Function) fail(at_, std::string("a ") + kind_name(f) + " is not callable");
+    return (*f.fn)(args, kwargs);
+}
+
+Value Eval::binary(const Node &n) {
+    const std::string &op = n.name;
+    const Value a = eval(*n.kids[0]), b = eval(*n.kids[1]);
+    if (op == "==") return Value::boolean(equal(a, b));
+    if (op == "!=") return Value::boolean(!equal(a, b));
+    if (op == "~") return Value::str(to_str(a) + to_str(b));
+    if (op == "in" || op == "not in") {
+        bool r = false;
+        if (b.kind == Value::String) {
+            if (a.kind != Value::String) fail(at_, "'in <string>' requires a string on the left");
+            r = b.s.find(a.s) != std::string::npos;
+        } else if (b.kind == Value::List) {
+            for (auto &x : *b.list) r = r || equal(a, x);
+        } else if (b.kind == Value::Dict) {
+            r = a.kind == Value::String && b.find(a.s) != nullptr;
+        } else if (b.kind != Value::Undefined) {
+            fail(at_, std::string("'in' a ") + kind_name(b));
+        }
+        return Value::boolean(op == "in" ? r : !r);
+    }
+    if (op == "<" || op == ">" || op == "<=" || op == ">=") {
+        int c;
+        if (a.number() && b.number()) c = a.as_double() < b.as_double() ? -1 : a.as_double() > b.as_double() ? 1 : 0;
+        else if (a.kind == Value::String && b.kind == Value::String) c = a.s.compare(b.s) < 0 ? -1 : a.s == b.s ? 0 : 1;
+        else fail(at_, std::string("'") + op + "' between " + kind_name(a) + " and " + kind_name(b));
+        return Value::boolean(op == "<" ? c < 0 : op == ">" ? c > 0 : op == "<=" ? c <= 0 : c >= 0);
+    }
+    if (op == "+") {
+        if (a.kind == Value::String && b.kind == Value::String) return Value::str(a.s + b.s);
+        if (a.kind == Value::List && b.kind == Value::List) {
+            Array out = *a.list;
+            out.insert(out.end(), b.list->begin(), b.list->end());
+            return Value::array(std::move(out));
+        }
+    }
+    if (a.number() && b.number() && a.kind != Value::Undefined) {
+        const bool ints = a.kind != Value::Float && b.kind != Value::Float;
+        const double x = a.as_double(), y = b.as_double();
+        const int64_t p = a.kind == Value::Float ? 0 : (a.kind == Value::Int ? a.i : a.b),
+                      q = b.kind == Value::Float ? 0 : (b.kind == Value::Int ? b.i : b.b);
+        if (op == "+") return ints ? Value::integer(p + q) : Value::real(x + y);
+        if (op == "-") return ints ? Value::integer(p - q) : Value::real(x - y);
+        if (op == "*") return ints ? Value::integer(p * q) : Value::real(x * y);
+        if (op == "/") {
+            if (y == 0) fail(at_, "division by zero");
+            return Value::real(x / y);
+        }
+        if (op == "//" || op == "%") {
+            if (y == 0) fail(at_, "division by zero");
+            if (ints) {
+                int64_t d = p / q, m = p % q;
+                if (m != 0 && ((m < 0) != (q < 0))) {
+                    d -= 1;
+                    m += q;
+                }
+                return Value::integer(op == "//" ? d : m);
+            }
+            const double d = std::floor(x / y);
+            return op == "//" ? Value::real(d) : Value::real(x - d * y);
+        }
+    }
+    if (op == "*" && a.kind == Value::String && b.kind == Value::Int) {
+        if (b.i > 0 && (double)a.s.size() * (double)b.i > (double)(1u << 26)) {
+            fail(at_, "a string repeated past 64 MiB");
+        }
+        std::string out;
+        for (int64_t k = 0; k < b.i; k++) out += a.s;
+        return Value::str(out);
+    }
+    fail(at_, "unsupported operand types for " + op + ": " + kind_name(a) + " and " + kind_name(b));
+}
+
+}  // namespace halformer::jinja

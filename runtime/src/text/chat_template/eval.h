@@ -1,0 +1,60 @@
+// The chat templates' evaluator (internal to chat_template.cpp): runs the
+// parse tree's statements over the template's variables and appends the
+// output to a string. eval.cpp holds the statements, expressions and
+// operators; eval_filters.cpp the filters, tests and methods.
+#pragma once
+
+#include "parse.h"
+
+#include "halformer/error.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace halformer::jinja {
+
+struct Break {};
+struct Continue {};
+
+class Eval {
+public:
+    explicit Eval(std::string &out) : out_(out) { frames_.emplace_back(); }
+    std::vector<std::map<std::string, Value>> frames_;
+
+    void run(const Body &body) {
+        for (const StmtP &s : body) exec(*s);
+    }
+
+private:
+    [[noreturn]] void fail(const Where &at, const std::string &msg) const {
+        throw Error("chat template: " + at.str() + ": " + msg);
+    }
+    Value lookup(const std::string &name) const;
+    void exec(const Stmt &s);
+    void loop(const Stmt &s);
+    void bind(const Stmt &s, const Value &item);
+    static std::vector<std::string> utf8_chars(const std::string &s);
+    static int64_t utf8_length(const std::string &s) { return (int64_t)utf8_chars(s).size(); }
+
+    Value eval(const Node &n);
+
+    Value attribute(const Value &v, const std::string &name);
+    Value item(const Value &v, const Value &key);
+    Value slice(const Node &n);
+    Value call(const Node &n);
+    Value binary(const Node &n);
+
+    // eval_filters.cpp: the methods, filters and tests.
+    Value method(const Value &self, const std::string &name);
+    static std::string replace_all(std::string s, const std::string &from, const std::string &to);
+    static std::string recase(const std::string &s, const std::string &how);
+    Value filter(const Node &n);
+    bool test(const Node &n);
+
+    std::string &out_;
+    Where at_;
+};
+
+}  // namespace halformer::jinja
