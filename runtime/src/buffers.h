@@ -67,9 +67,20 @@ struct View {
     halide_buffer_t *get() {
         if (buf.device_interface) return &buf;
         buf.dim = dim;
-        if (t_device && t_device->on_gpu()) t_device->bind(&buf, buf.type.code == halide_type_int);
+        if (t_device && t_device->on_gpu()) t_device->bind(&buf, per_call_ || buf.type.code == halide_type_int);
         return &buf;
     }
+    // A float array of this call's own (not a weight): on a GPU bound by
+    // its bytes, as int arrays are. A weight is uploaded once per address
+    // and size; an array refilled at the same address each step would keep
+    // its first step's values.
+    View &per_call() {
+        per_call_ = true;
+        return *this;
+    }
+
+private:
+    bool per_call_ = false;
 };
 
 // The bytes a Model's sessions may hold in activations and caches

@@ -113,7 +113,7 @@ DeviceContext::IntCopy &DeviceContext::int_copy(const uint8_t *host, size_t span
     auto c = std::make_unique<IntCopy>();
     c->bytes = span;
     c->buf = bytes_buffer(nullptr, &c->dim, 0, span);
-    check(halide_device_malloc(nullptr, &c->buf, iface_), "allocating a device copy of token ids or lengths");
+    check(halide_device_malloc(nullptr, &c->buf, iface_), "allocating a device copy of a small array (token ids, lengths, factors)");
     c->buf.host = const_cast<uint8_t *>(host);
     c->buf.flags = halide_buffer_flag_host_dirty;
     const int rc = halide_copy_to_device(nullptr, &c->buf, iface_);
@@ -121,7 +121,7 @@ DeviceContext::IntCopy &DeviceContext::int_copy(const uint8_t *host, size_t span
     c->buf.flags = 0;
     if (rc) {
         halide_device_free(nullptr, &c->buf);
-        check(rc, "copying token ids or lengths to the device");
+        check(rc, "copying a small array (token ids, lengths, factors) to the device");
     }
     c->shadow.assign(host, host + span);
     c->used = ++int_tick_;
@@ -207,7 +207,7 @@ void DeviceContext::bind_int(Bound &b, halide_buffer_t *buf, size_t span) {
     buf->device_interface = iface_;
 }
 
-void DeviceContext::bind(halide_buffer_t *buf, bool is_int) {
+void DeviceContext::bind(halide_buffer_t *buf, bool by_bytes) {
     if (!on_gpu()) return;
     if (fault_now(Fault::Bind)) {
         throw Error(std::string(device_name(device_)) + ": injected failure binding a kernel argument");
@@ -242,7 +242,7 @@ void DeviceContext::bind(halide_buffer_t *buf, bool is_int) {
         buf->device_interface = iface_;
         buf->host = nullptr;
         buf->flags = 0;
-    } else if (is_int) {
+    } else if (by_bytes) {
         bind_int(b, buf, span);
     } else {
         // A weight: uploaded on first use, then reused.

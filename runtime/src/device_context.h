@@ -43,9 +43,12 @@ public:
     void untrack(const void *host);
 
     // Binds a kernel argument (buf.host = a host address, dims set) to device
-    // memory until release_bound(); is_int: a small int array, uploaded when
-    // its bytes changed (and copied back if the kernel wrote it).
-    void bind(halide_buffer_t *buf, bool is_int);
+    // memory until release_bound(). by_bytes: a small array of a call's own
+    // (token ids, lengths, block tables, a step's penalty factors), bound to
+    // a device copy found by its bytes, uploaded when they are new (and
+    // copied back if the kernel wrote it). Otherwise a range outside the
+    // tracked activations is a weight: uploaded once per address and size.
+    void bind(halide_buffer_t *buf, bool by_bytes);
     // After a kernel call: copies back fallback copies, releases crops.
     // Every binding is undone even when a copy fails (then it throws).
     void release_bound();

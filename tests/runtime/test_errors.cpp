@@ -1,4 +1,5 @@
 // Bad model files and bad inputs: each gets an Error naming the problem.
+#include "../../runtime/src/buffers.h"
 #include "../../runtime/src/device_context.h"
 #include "halformer/model.h"
 #include "halformer/safetensors.h"
@@ -303,5 +304,45 @@ TEST(Devices, IntArraysAreUploadedOnlyWhenTheyChange) {
         ids[3] = 16;
         EXPECT_EQ(bind_and_read(ids), (std::vector<int32_t>{4, 8, 15, 16, 23, 42}));
         EXPECT_EQ(dc.int_uploads(), 3u);
+    }
+}
+
+// A float array of a call's own (a decoding step's penalty factors, which
+// the sampler refills in place every step: the same address and size with
+// new values) is bound by its bytes, as int arrays are; a plain float view
+// is a weight, uploaded once per address and size. Before the factors'
+// view said so, a step could run on an earlier step's factors whenever the
+// vector's address and length repeated (DecodingControls failed now and
+// then on OpenCL under load, and once on an H100).
+TEST(Devices, PerCallFloatsFollowTheirBytes) {
+    for (Device d : {Device::CUDA, Device::OpenCL}) {
+        if (!device_problem(d).empty()) continue;
+        SCOPED_TRACE(device_name(d));
+        DeviceContext dc(d);
+        DeviceScope scope(&dc);
+        auto bind_and_read = [&](std::vector<float> &f, bool per_call) {
+            View v(f.data(), {{(int)f.size(), 1}});
+            if (per_call) v.per_call();
+            halide_buffer_t *b = v.get();
+            EXPECT_NE(b->device, 0u);
+            std::vector<float> back(f.size(), -1.0f);
+            halide_dimension_t bdim = b->dim[0];
+            halide_buffer_t read = *b;
+            read.dim = &bdim;
+            read.host = (uint8_t *)back.data();
+            read.flags = halide_buffer_flag_device_dirty;
+            EXPECT_EQ(halide_copy_to_host(nullptr, &read), 0);
+            dc.release_bound();
+            return back;
+        };
+        std::vector<float> factors = {1.8f, 0.0f, 1.8f};
+        EXPECT_EQ(bind_and_read(factors, true), factors);
+        factors = {0.0f, 1.3f, 1.3f};  // the next step's, in place
+        EXPECT_EQ(bind_and_read(factors, true), factors) << "a step ran on the step before's factors";
+        std::vector<float> weight = {1.0f, 2.0f, 3.0f};
+        EXPECT_EQ(bind_and_read(weight, false), weight);
+        weight[0] = 9.0f;
+        EXPECT_EQ(bind_and_read(weight, false), (std::vector<float>{1.0f, 2.0f, 3.0f}))
+            << "a weight is uploaded once (why a call's own floats must say per_call)";
     }
 }

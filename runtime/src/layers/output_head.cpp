@@ -54,6 +54,7 @@ void logits_adjust(Kernels &k, const float *x, int R, int V, const int32_t *rows
                    const float *factor, int n, float *out) {
     View vx(x, {{V, 1}, {R, V}}), vo(out, {{V, 1}, {R, V}});
     View vr(rows, {{n, 1}}, true), vi(ids, {{n, 1}}, true), vf(factor, {{n, 1}});
+    vf.per_call();  // a step's factors, refilled in place each step
     k.run("logits_adjust", [&] {
         return HF_PICK(k.device(), hf_logits_adjust)(vx.get(), vr.get(), vi.get(), vf.get(), vo.get());
     });
