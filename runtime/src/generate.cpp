@@ -17,13 +17,18 @@ namespace halformer {
 namespace decoding {
 
 void check_sampling(const Sampling &x, const std::string &of) {
-    if (x.sample && !(x.temperature > 0 && std::isfinite(x.temperature))) {
-        throw Error("generate: temperature" + of + " must be positive, not " + std::to_string(x.temperature));
-    }
-    if (x.top_k < 0) throw Error("generate: top_k" + of + " must be >= 0");
-    if (!(x.top_p > 0 && x.top_p <= 1)) {
-        throw Error("generate: top_p" + of + " must be in (0, 1], not " + std::to_string(x.top_p));
-    }
+    // Each field against its option's range in the schema (halformer/options.h).
+    auto check = [&](const char *name, auto v) {  // (v as given: an int prints whole)
+        const std::string why = find_generate_option(name)->check((double)v);
+        if (!why.empty()) {
+            std::ostringstream text;
+            text << "generate: " << name << of << " " << why << ", not " << v;
+            throw Error(text.str());
+        }
+    };
+    if (x.sample) check("temperature", x.temperature);
+    check("top_k", x.top_k);
+    check("top_p", x.top_p);
 }
 
 int new_token_limit(const Config &c, const GenerateOptions &opt, int S, int P) {

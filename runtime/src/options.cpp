@@ -40,6 +40,7 @@ OptionSpec request_only(OptionSpec o) {
 
 std::string number_text(double v) {
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string((long long)v);  // 1048576, not 1.04858e+06
     std::ostringstream s;
     s << v;
     return s.str();
@@ -117,12 +118,18 @@ void OptionSpec::set(GenerateOptions &o, double v) const {
 std::string OptionSpec::check(double v) const {
     if (type == OptionType::Bool) return v == 0 || v == 1 ? "" : "must be true or false";
     if (type == OptionType::Seed) return v >= 0 && std::floor(v) == v ? "" : "must be a non-negative integer";
+    const bool bounded = std::isfinite(lo) || std::isfinite(hi);
+    const std::string range = lo_open && lo == 0 && std::isinf(hi)
+                                  ? "must be positive"
+                                  : std::string("must be in ") + (lo_open ? "(" : "[") + number_text(lo) + ", " +
+                                        number_text(hi) + "]";
+    // NaN: out of a bounded range (as "top_p must be in (0, 1]" says).
+    if (std::isnan(v)) return bounded ? range : "must be finite";
     if (!std::isfinite(v)) return "must be finite";
     if (type == OptionType::Int && std::floor(v) != v) return "must be an integer";
     const bool above = lo_open ? v > lo : v >= lo;
     if (above && v <= hi) return "";
-    if (lo_open && lo == 0 && std::isinf(hi)) return "must be positive";
-    return std::string("must be in ") + (lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) + "]";
+    return range;
 }
 
 int default_new_tokens(const Config &c, int source_tokens, int prefix_tokens) {

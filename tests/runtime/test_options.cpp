@@ -64,6 +64,31 @@ TEST(Options, TheSchemaIsConsistent) {
     EXPECT_EQ(find_generate_option("top_p")->check(1.5), "must be in (0, 1]");
     EXPECT_EQ(find_generate_option("beam")->check(2.5), "must be an integer");
     EXPECT_EQ(find_generate_option("length_penalty")->check(NAN), "must be finite");
+    // NaN is out of a bounded range, and says which; infinity is never a value.
+    EXPECT_EQ(find_generate_option("top_p")->check(NAN), "must be in (0, 1]");
+    EXPECT_EQ(find_generate_option("temperature")->check(NAN), "must be positive");
+    EXPECT_EQ(find_generate_option("temperature")->check(INFINITY), "must be finite");
+}
+
+// A per-input Sampling (GenerateOptions::sampling_each) is held to the same
+// ranges as the options themselves: top_k's upper end included.
+TEST(Options, PerInputSamplingFollowsTheSchema) {
+    Model m = small_decoder();
+    GenerateOptions o;
+    o.max_new_tokens = 2;
+    const std::vector<Sequence> src = {{1, 2, 3}, {4, 5}};
+    Sampling ok;
+    ok.sample = true;
+    o.sampling_each = {ok, ok};
+    EXPECT_NO_THROW(m.generate(src, o));
+    const double top = find_generate_option("top_k")->hi;
+    o.sampling_each[1].top_k = (int)top + 1;
+    try {
+        m.generate(src, o);
+        ADD_FAILURE() << "a top_k past the schema's range was taken";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("top_k of input 1 must be in [0, 1048576], not 1048577"), std::string::npos) << e.what();
+    }
 }
 
 // Two option sets that differ in one option: the same batch key exactly

@@ -708,7 +708,7 @@ TEST(Generate, BadPerInputSamplingIsRefused) {
         asked = true;
         return j;
     };
-    refused(bad_join, 1, "top_k of a joining input must be >= 0");
+    refused(bad_join, 1, "top_k of a joining input must be in [0, 1048576], not -1");
 }
 
 // The paged cache's blocks decide who prefills when: with room for one
