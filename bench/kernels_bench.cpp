@@ -33,6 +33,7 @@
 
 #include "halformer/isa.h"
 #include "halformer/kernel_error.h"
+#include "layers/causal_chunks.h"
 
 #include "hf_attention.h"
 #include "hf_linear_bf16.h"
@@ -332,6 +333,23 @@ void attention(int T, bool causal) {
     add(s + "hand", work, true, [=] { return hand(*q, *k, *v, *len, 0, sc, *o); });
     add(s + "adams2019", work, true, [=] { return adams(*q, *k, *v, *len, 0, sc, *o); });
     add(s + "mullapudi2016", work, true, [=] { return mull(*q, *k, *v, *len, 0, sc, *o); });
+    if (!causal) return;
+    // As the runtime runs a causal prefill: a call per chunk of queries over
+    // the keys the chunk sees (runtime/src/layers/causal_chunks.h).
+    add(s + "hand_chunked", work, true, [=] {
+        auto view = [&](Buffer<float> &b, int begin, int extent) {
+            halide_dimension_t d[4] = {b.raw_buffer()->dim[0], b.raw_buffer()->dim[1], b.raw_buffer()->dim[2],
+                                       b.raw_buffer()->dim[3]};
+            d[1].extent = extent;
+            return Buffer<float>(b.data() + (size_t)begin * d[1].stride, 4, d);
+        };
+        for (const auto &c : halformer::layers::causal_query_chunks(T)) {
+            auto qc = view(*q, c.begin, c.end - c.begin), oc = view(*o, c.begin, c.end - c.begin);
+            auto kc = view(*k, 0, c.end), vc = view(*v, 0, c.end);
+            if (int rc = hand(qc, kc, vc, *len, c.begin, sc, oc)) return rc;
+        }
+        return 0;
+    });
 }
 
 // Whole multi-head self-attention as nn.MultiheadAttention computes it: the

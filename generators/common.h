@@ -54,7 +54,19 @@ inline Halide::Expr sigmoid_f32(Halide::Expr x) {
     return select(x >= 0.0f, 1.0f / (1.0f + e), e / (1.0f + e));
 }
 
+// The activation of v, evaluated in strict float (no contraction of a
+// product and a sum into an FMA): exp's polynomial and the sums around it
+// were contracted in some kernels and not in others, so SiLU's values
+// differed by an ulp between the packed kernels (decode shapes) and the
+// panel kernels (prefill), and a prompt's logits depended on how many rows
+// its call had. ReLU has nothing to contract.
+inline Halide::Expr activation_formula(Halide::Expr v, Activation act);
 inline Halide::Expr activate(Halide::Expr v, Activation act) {
+    if (act == Activation::None || act == Activation::ReLU) return activation_formula(v, act);
+    return Halide::strict_float(activation_formula(v, act));
+}
+
+inline Halide::Expr activation_formula(Halide::Expr v, Activation act) {
     using namespace Halide;
     switch (act) {
     case Activation::None:

@@ -1,6 +1,7 @@
 #include "reference.h"
 #include "kernels.h"
 
+#include <cstring>
 #include <type_traits>
 
 #include "hf_attention.h"
@@ -165,6 +166,44 @@ TEST_P(AttentionTest, StridedViewsIntoFusedQKV) {
         auto r = ref::attention(ref::to_array(q.copy()), ref::to_array(k.copy()), ref::to_array(v.copy()),
                                 std::vector<int>(B, T), 0, scale, causal);
         EXPECT_LE(ref::rel_error(o.copy(), r), ref::kTolerance) << "T=" << T << " dk=" << dk;
+    }
+}
+
+// Positions [begin, begin + extent) of dimension 1 of a (d, t, h, b)
+// buffer, numbered from 0: a chunk of queries, a prefix of keys.
+static Buffer<float> positions(Buffer<float> &b, int begin, int extent) {
+    halide_dimension_t d[4];
+    for (int i = 0; i < 4; i++) d[i] = b.raw_buffer()->dim[i];
+    d[1].extent = extent;
+    return Buffer<float>(b.data() + (size_t)begin * d[1].stride, 4, d);
+}
+
+// A causal prefill run as the runtime runs it (runtime/src/layers/
+// causal_chunks.h): a call per chunk of queries over only the keys that
+// chunk sees, q_offset moved to the chunk's first query. The rows must be
+// the bits of one call over all keys: blocks of keys past the chunk's
+// last query add exactly nothing. Chunks of any length, not only the
+// runtime's multiples of 32; key padding, grouped heads, and new queries
+// after cached ones.
+TEST(AttentionCausalChunks, AreTheSameBitsAsOneCall) {
+    const auto fn = HF_KERNEL(hf_attention_causal);
+    const Case cases[] = {{2, 4, 300, 300, 64, {300, 170}, 0, 1.f, 2}, {1, 2, 150, 300, 32, {}, 150, 1.f}};
+    uint32_t seed = 600;
+    for (const Case &c : cases) {
+        Inputs in(c, seed += 3);
+        Buffer<float> whole(c.dk, c.Tq, c.H, c.B), chunked(c.dk, c.Tq, c.H, c.B);
+        const float scale = 1.0f / std::sqrt((float)c.dk);
+        HF_CALL(fn(in.q, in.k, in.v, in.len, c.q_offset, scale, whole));
+        chunked.fill(-7.0f);
+        for (auto [begin, end] : {std::pair{0, 40}, {40, 41}, {41, 100}, {100, c.Tq}}) {
+            const int keys = c.q_offset + end;
+            Buffer<float> q = positions(in.q, begin, end - begin), o = positions(chunked, begin, end - begin);
+            Buffer<float> k = positions(in.k, 0, keys), v = positions(in.v, 0, keys);
+            HF_CALL(fn(q, k, v, in.len, c.q_offset + begin, scale, o));
+        }
+        EXPECT_EQ(std::memcmp(whole.data(), chunked.data(), whole.size_in_bytes()), 0)
+            << "Tq=" << c.Tq << " Tkv=" << c.Tkv << " q_offset=" << c.q_offset
+            << ": the chunks' rows differ in their bits from one call's";
     }
 }
 

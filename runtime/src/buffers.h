@@ -70,6 +70,14 @@ struct View {
         if (t_device && t_device->on_gpu()) t_device->bind(&buf, per_call_ || buf.type.code == halide_type_int);
         return &buf;
     }
+    // Positions [begin, begin + extent) of dimension d, numbered from 0
+    // (a chunk of queries, a prefix of keys).
+    View slice(int d, int begin, int extent) const {
+        View v = *this;
+        v.buf.host += (ptrdiff_t)begin * dim[d].stride * buf.type.bytes();
+        v.dim[d].extent = extent;
+        return v;
+    }
     // A float array of this call's own (not a weight): on a GPU bound by
     // its bytes, as int arrays are. A weight is uploaded once per address
     // and size; an array refilled at the same address each step would keep

@@ -143,13 +143,12 @@ TEST(BatchInvariance, EveryInputAnswersAsAloneBitForBit) {
 
 // The forward passes under generation: the encoder's output and the
 // teacher-forced logits of each sequence, padded in a batch or alone.
-// Targets of 2 tokens or more: a one-token decoder input alone takes the
-// one-query attention kernels (T = 1), which sum in another order than the
-// many-query ones its batch takes (the generation test above covers
-// generation's own steps).
+// Targets from one token: a one-token target alone is one query a row, and
+// its cross-attention must take the kernel its batch takes, not the
+// decoding step's (which sums a score's products in another order).
 TEST(BatchInvariance, EncoderAndLogitsAreTheSameBitsAlone) {
     if (test_device() != Device::CPU) GTEST_SKIP() << "batch invariance is the CPU kernels' property";
-    const auto tgt = inputs(8, 9, 1000, 2);
+    const auto tgt = inputs(8, 9, 1000, 1);
     for_each_model([&](Model &m, bool ed, const std::vector<Sequence> &src) {
         if (ed) {
             const auto enc = m.encode(src);
@@ -163,6 +162,52 @@ TEST(BatchInvariance, EncoderAndLogitsAreTheSameBitsAlone) {
             EXPECT_TRUE(same_bits(lg[b].data, alone[0].data)) << "logits " << b;
         }
     });
+}
+
+// A causal prefill runs its queries in chunks, each call over the keys its
+// chunk sees (runtime/src/layers/causal_chunks.h); the answer must be the
+// bits of one call over all keys. A prompt's first n positions have the
+// same logits as the n-token prompt alone: n under 64 is one call, 100 and
+// 200 chunks of 32, 300 chunks of 64. Plain attention, rotary GQA with
+// a sliding window and SiLU (Mistral's) and T5's relative-position bias.
+// n ≤ 4 takes the packed one-row projections where longer prompts take the
+// panels (AVX2's default float32 packing): SiLU's values must not depend on
+// the kernel (generators/common.h: activate).
+TEST(BatchInvariance, CausalPrefixesAreTheSameBits) {
+    if (test_device() != Device::CPU) GTEST_SKIP() << "batch invariance is the CPU kernels' property";
+    Config plain = config(Architecture::Decoder);
+    plain.max_positions = 512;
+    Config mistral = plain;
+    mistral.positional_encoding = Positional::Rotary;
+    mistral.num_kv_heads = 2;
+    mistral.rms_norm = mistral.gated_ffn = mistral.norm_first = true;
+    mistral.activation = Act::SiLU;
+    mistral.sliding_window = 40;
+    Config t5 = config(Architecture::EncoderDecoder);
+    t5.positional_encoding = Positional::Relative;
+    t5.relative_max_distance = 64;
+    t5.max_positions = 512;
+    std::mt19937 rng(44);
+    Sequence prompt(300);
+    for (auto &t : prompt) t = 3 + (int32_t)(rng() % 900);
+    const Sequence src = {5, 9, 17, 4, 80};
+    for (const Config *c : {&plain, &mistral, &t5}) {
+        const bool ed = c->has_encoder();
+        Model m = Model::random(*c, 41, test_device());
+        auto logits = [&](size_t n) {
+            const Sequence p(prompt.begin(), prompt.begin() + (long)n);
+            return (ed ? m.logits({src}, {p}) : m.logits({p}))[0].data;
+        };
+        const auto whole = logits(prompt.size());
+        const size_t W = whole.size() / prompt.size();
+        for (size_t n : {2, 3, 4, 5, 8, 9, 16, 17, 33, 63, 64, 100, 200, 299}) {
+            const auto part = logits(n);
+            ASSERT_EQ(part.size(), n * W);
+            EXPECT_EQ(std::memcmp(part.data(), whole.data(), part.size() * sizeof(float)), 0)
+                << (c == &plain ? "plain" : c == &mistral ? "rotary, GQA, sliding window" : "relative bias")
+                << ": the first " << n << " positions' logits differ in their bits from the whole prompt's";
+        }
+    }
 }
 
 }  // namespace

@@ -49,6 +49,8 @@ HF_DEVICE_KERNELS(hf_attention_causal_train)
 HF_DEVICE_KERNELS(hf_attention_train)
 #endif
 
+#include "causal_chunks.h"
+
 #include <cmath>
 
 namespace halformer {
@@ -201,60 +203,61 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
     }
     const int NB = (L + kPageRows - 1) / kPageRows;
     if (listed) {
-        // Position t of row r through its block table in the paged cache.
+        // Position t of row r through its block table in the paged cache
+        // (one decoding step: T = 1).
         if (io.rows.table_stride < NB) throw Error("internal: block tables shorter than the keys");
         vk = h.kv_listed(io.kv, L, io.rows.pool_rows, io.kv_stride);
         vv = h.kv_listed(io.kv + h.K, L, io.rows.pool_rows, io.kv_stride);
     }
+    View vtable(io.rows.block_table, {{NB, 1}, {R, io.rows.table_stride}}, true);
+    // One call, or a causal prefill's call per chunk of queries, each over
+    // the keys its queries can see (layers/causal_chunks.h): the same bits,
+    // without the key blocks every query of a chunk masks.
+    auto run = [&](auto call) {
+        if (!causal || T == 1) return k.run("attention", [&] { return call(vq, vk, vv, vo, start); });
+        for (const QueryChunk &c : causal_query_chunks(T)) {
+            View q = vq.slice(1, c.begin, c.end - c.begin), o = vo.slice(1, c.begin, c.end - c.begin);
+            View kc = vk.slice(1, 0, start + c.end), vc = vv.slice(1, 0, start + c.end);
+            k.run("attention", [&] { return call(q, kc, vc, o, start + c.begin); });
+        }
+    };
+    const bool step = T == 1;
     if (io.pos_bias) {
         if (p.train) throw Error("training: no attention kernels with a relative-position bias (T5 is inference only)");
         const int Rb = k.desc.relative_max_distance;
         View vb(io.pos_bias, {{2 * Rb + 1, 1}, {h.H, 2 * Rb + 1}});
         vb.dim[0].min = -Rb;
-        if (listed) {
-            // (The bias is by the query's position: `start` for every row.
-            // T5 decodes behind an encoder, every prefix of one length.)
-            View vtable(io.rows.block_table, {{NB, 1}, {R, io.rows.table_stride}}, true);
-            k.run("attention", [&] {
-                return HF_PICK(k.device(), hf_attention_causal_decode_paged_bias)(
-                    vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, vtable.get(), vb.get(), vo.get());
-            });
-            return;
-        }
+        // (Listed, the bias is by the query's position: `start` for every
+        // row. T5 decodes behind an encoder, every prefix of one length.)
         // The encoder's (bidirectional) always takes the prefill kernel.
-        auto fn = !causal ? HF_PICK(k.device(), hf_attention_bias)
-                          : T == 1 ? HF_PICK(k.device(), hf_attention_causal_decode_bias)
-                                   : HF_PICK(k.device(), hf_attention_causal_bias);
-        k.run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, vb.get(), vo.get()); });
-        return;
+        auto fn = listed ? nullptr
+                  : !causal ? HF_PICK(k.device(), hf_attention_bias)
+                  : step    ? HF_PICK(k.device(), hf_attention_causal_decode_bias)
+                            : HF_PICK(k.device(), hf_attention_causal_bias);
+        return run([&](View &q, View &kk, View &v, View &o, int offset) {
+            if (listed) {
+                return HF_PICK(k.device(), hf_attention_causal_decode_paged_bias)(
+                    q.get(), kk.get(), v.get(), vl.get(), offset, h.scale, vtable.get(), vb.get(), o.get());
+            }
+            return fn(q.get(), kk.get(), v.get(), vl.get(), offset, h.scale, vb.get(), o.get());
+        });
     }
     const int window = k.desc.sliding_window;
     if (window > 0 && causal) {
         // Mistral: each query sees its `window` most recent keys.
         if (p.train) throw Error("training: a sliding window has no backward kernels (inference only)");
-        if (listed) {
-            View vtable(io.rows.block_table, {{NB, 1}, {R, io.rows.table_stride}}, true);
-            k.run("attention", [&] {
+        auto fn = step ? HF_PICK(k.device(), hf_attention_causal_decode_window)
+                       : HF_PICK(k.device(), hf_attention_causal_window);
+        return run([&](View &q, View &kk, View &v, View &o, int offset) {
+            if (listed) {
                 return HF_PICK(k.device(), hf_attention_causal_decode_paged_window)(
-                    vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, vtable.get(), window, vo.get());
-            });
-            return;
-        }
-        auto fn = T == 1 ? HF_PICK(k.device(), hf_attention_causal_decode_window)
-                         : HF_PICK(k.device(), hf_attention_causal_window);
-        k.run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, window, vo.get()); });
-        return;
-    }
-    if (listed) {
-        View vtable(io.rows.block_table, {{NB, 1}, {R, io.rows.table_stride}}, true);
-        k.run("attention", [&] {
-            return HF_PICK(k.device(), hf_attention_causal_decode_paged)(vq.get(), vk.get(), vv.get(), vl.get(), start,
-                                                                         h.scale, vtable.get(), vo.get());
+                    q.get(), kk.get(), v.get(), vl.get(), offset, h.scale, vtable.get(), window, o.get());
+            }
+            return fn(q.get(), kk.get(), v.get(), vl.get(), offset, h.scale, window, o.get());
         });
-        return;
     }
-    auto fn = T == 1 ? (causal ? HF_PICK(k.device(), hf_attention_causal_decode) : HF_PICK(k.device(), hf_attention_decode))
-                     : (causal ? HF_PICK(k.device(), hf_attention_causal) : HF_PICK(k.device(), hf_attention));
+    auto fn = step ? (causal ? HF_PICK(k.device(), hf_attention_causal_decode) : HF_PICK(k.device(), hf_attention_decode))
+                   : (causal ? HF_PICK(k.device(), hf_attention_causal) : HF_PICK(k.device(), hf_attention));
     if (p.train) {
 #ifdef HALFORMER_HAS_TRAINING
         fn = causal ? HF_PICK(k.device(), hf_attention_causal_train) : HF_PICK(k.device(), hf_attention_train);
@@ -262,7 +265,13 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
         no_training();
 #endif
     }
-    k.run("attention", [&] { return fn(vq.get(), vk.get(), vv.get(), vl.get(), start, h.scale, vo.get()); });
+    run([&](View &q, View &kk, View &v, View &o, int offset) {
+        if (listed) {
+            return HF_PICK(k.device(), hf_attention_causal_decode_paged)(q.get(), kk.get(), v.get(), vl.get(), offset,
+                                                                         h.scale, vtable.get(), o.get());
+        }
+        return fn(q.get(), kk.get(), v.get(), vl.get(), offset, h.scale, o.get());
+    });
 }
 
 void memory_kv(Kernels &k, const Pass &p, const AttnW &w, const float *memory, int rows, float *out) {
@@ -281,7 +290,11 @@ void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in,
     const float *kv = p.train ? io.kv_mem : c.kv;
     View vq = h.q(io.qc, io.T, io.R, h.D), vk = h.kv(kv, c.S, c.rows, 2 * h.K), vv = h.kv(kv + h.K, c.S, c.rows, 2 * h.K);
     View vo = h.q(io.attc, io.T, io.R, h.D), vl(c.len, {{p.train ? c.rows : io.R, 1}}, true);
-    auto fn = io.T == 1 ? HF_PICK(k.device(), hf_attention_decode) : HF_PICK(k.device(), hf_attention);
+    // One query a row takes the step kernel only after a cache (decoding).
+    // Teacher-forced targets of one token take the prefill kernel, as they
+    // would beside longer targets: the two sum a score's products in other
+    // orders (BatchInvariance.EncoderAndLogitsAreTheSameBitsAlone).
+    auto fn = io.T == 1 && io.start > 0 ? HF_PICK(k.device(), hf_attention_decode) : HF_PICK(k.device(), hf_attention);
     if (p.train) {
 #ifdef HALFORMER_HAS_TRAINING
         fn = HF_PICK(k.device(), hf_attention_train);

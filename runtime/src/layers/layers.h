@@ -7,6 +7,7 @@
 //   norm.cpp            LayerNorm, LN(x + residual); backward of each
 //   linear.cpp          Y = X·Wᵀ + b (decode and prefill shapes, packed precisions); backward
 //   attention.cpp       Q|K|V projections, self (causal), cross and decode attention; backward
+//   causal_chunks.h     a causal prefill's queries in chunks, each call over the keys it sees
 //   residual.cpp        a sub-layer's output joining the residual stream (dropout, post-LN); backward
 //   feed_forward.cpp    act(X·W1ᵀ + b1)·W2ᵀ + b2 (or gated: act(X·W1ᵀ)·(X·Wgᵀ)) joined to the stream; backward
 //   output_head.cpp     the vocabulary projection (and log-softmax); the loss and its backward
