@@ -38,6 +38,20 @@ Config config(Architecture a) {
     return c;
 }
 
+// Today's decoders (Llama, Mistral, Qwen2): rotary positions, grouped-query
+// heads, RMSNorm before each sub-layer, the gated SiLU feed-forward, no
+// biases, a sliding window.
+Config llama() {
+    Config c = config(Architecture::Decoder);
+    c.positional_encoding = Positional::Rotary;
+    c.num_kv_heads = 2;
+    c.rms_norm = c.gated_ffn = c.norm_first = true;
+    c.biases = false;
+    c.activation = Act::SiLU;
+    c.sliding_window = 12;
+    return c;
+}
+
 // HALFORMER_FP32_PACK for the scope's duration (a model reads it when it is
 // made; null: unset, the CPU's default).
 struct Fp32PackEnv {
@@ -103,13 +117,14 @@ void for_each_model(F &&fn) {
   for (const char *pack : {(const char *)nullptr, "1"}) {
     Fp32PackEnv env(pack);
     SCOPED_TRACE(pack ? "HALFORMER_FP32_PACK=1" : "the CPU's default float32 packing");
-    for (Architecture arch : {Architecture::EncoderDecoder, Architecture::Decoder}) {
-        const bool ed = arch == Architecture::EncoderDecoder;
-        Model m = Model::random(config(arch), ed ? 31 : 32, test_device());
+    for (const Config &c : {config(Architecture::EncoderDecoder), config(Architecture::Decoder), llama()}) {
+        const bool ed = c.has_encoder();
+        Model m = Model::random(c, ed ? 31 : 32, test_device());
         const auto src = inputs(ed ? 5 : 6, 9, ed ? 300 : 1000);
+        const std::string kind = ed ? "encoder-decoder " : c.gated_ffn ? "Llama-style " : "decoder-only ";
         for (Precision p : {Precision::FP32, Precision::BF16, Precision::INT8}) {
             m.set_precision(p);
-            SCOPED_TRACE(std::string(ed ? "encoder-decoder " : "decoder-only ") + precision_name(p));
+            SCOPED_TRACE(kind + precision_name(p));
             fn(m, ed, src);
         }
     }
@@ -177,11 +192,8 @@ TEST(BatchInvariance, CausalPrefixesAreTheSameBits) {
     if (test_device() != Device::CPU) GTEST_SKIP() << "batch invariance is the CPU kernels' property";
     Config plain = config(Architecture::Decoder);
     plain.max_positions = 512;
-    Config mistral = plain;
-    mistral.positional_encoding = Positional::Rotary;
-    mistral.num_kv_heads = 2;
-    mistral.rms_norm = mistral.gated_ffn = mistral.norm_first = true;
-    mistral.activation = Act::SiLU;
+    Config mistral = llama();
+    mistral.max_positions = 512;
     mistral.sliding_window = 40;
     Config t5 = config(Architecture::EncoderDecoder);
     t5.positional_encoding = Positional::Relative;
