@@ -354,11 +354,22 @@ struct Session::Decoder {
             rows.cross_table = cross_table.data();
             rows.cross_stride = cross_stride;
         }
-        for (size_t l = 0; l < layers; l++) {
-            float *cache = s.self_kv[l].get();
-            s.layer(s.w->dec.layers[l], true, x, xa, T, R, start, cache, kv_len.data(), encdec ? cache : nullptr,
-                    encdec ? cross_len.data() : nullptr, cross_S_max, cross_group, rows, bias);
+        Session::StackPass pass;
+        pass.T = T;
+        pass.R = R;
+        pass.start = start;
+        pass.self_kv = [&](size_t l) { return s.self_kv[l].get(); };
+        pass.kv_len = kv_len.data();
+        if (encdec) {
+            // (The paged cache holds the sources' K|V too.)
+            pass.cross_kv = [&](size_t l) -> const float * { return s.self_kv[l].get(); };
+            pass.cross_len = cross_len.data();
+            pass.S = cross_S_max;
         }
+        pass.cross_group = cross_group;
+        pass.rows = rows;
+        pass.pos_bias = bias;
+        s.stack(s.w->dec, true, x, xa, pass);
     }
 
     // One chunk of the group's prefixes: positions chunk_at..+T of every

@@ -40,52 +40,58 @@ void Session::check_tokens(const std::vector<Sequence> &seqs, int vocab, const c
     }
 }
 
-void Session::layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
-                        float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len, int S,
-                        int cross_group, const RowMap &rows, const float *pos_bias) {
+void Session::stack(const StackW &s, bool causal, float *&x, float *&x_alt, const StackPass &pass) {
+    const int T = pass.T, R = pass.R, start = pass.start;
     const int D = cfg.d_model, A = desc.attn_width, K = desc.kv_width, M = T * R;
+    const RowMap &rows = pass.rows;
     const int CR = rows.cache_rows ? rows.cache_rows : R;
     if (CR < R) throw Error("internal: a cache of fewer rows than the batch");
-    layers::LayerIO io;
-    io.T = T;
-    io.R = R;
-    io.start = start;
-    io.x_in = x;
-    // One buffer serves every sub-layer: inference keeps no activation.
-    io.n1 = io.n2 = io.n3 = h.need((size_t)M * D);
-    io.q = io.qc = q.need((size_t)M * A);
-    io.att = io.attc = a.need((size_t)M * A);
-    io.y1 = io.y2 = io.y3 = y.need((size_t)M * D);
-    io.hidden = &ffn_hidden;
     if (desc.rotary()) {
         positions.resize((size_t)M);
         for (int t = 0; t < T; t++) {
             for (int r = 0; r < R; r++) positions[(size_t)t * R + r] = (rows.row_pos ? rows.row_pos[r] : start) + t;
         }
-        io.positions = positions.data();
-        io.rope_in = rope_in.need((size_t)M * (A + K));
     }
-    io.kv = kv;
-    io.kv_stride = 2 * K;
-    io.cache_rows = CR;
-    io.kv_len = kv_len;
-    // The stream moves between x and x_alt at each sub-layer.
-    io.x1 = x_alt;
-    io.x2 = x;
-    io.x_out = cross_mem ? x_alt : x;
-    io.cross.kv = cross_mem;
-    io.cross.len = cross_len;
-    io.cross.S = S;
-    io.cross.group = cross_group;
-    // (The paged cache's sources: one per group of rows.)
-    io.cross.rows = rows.cross_table ? R / cross_group : CR;
-    io.rows = rows;
-    io.pos_bias = pos_bias;
-    // The stack's widths: the encoder's layers are w->enc's.
-    const auto &enc = w->enc.layers;
-    io.dims = !enc.empty() && &L >= enc.data() && &L < enc.data() + enc.size() ? &desc.enc_dims : &desc.dec_dims;
-    layers::layer_forward(*this, layers::Pass{}, L, causal, io);
-    if (io.x_out == x_alt) std::swap(x, x_alt);
+    const bool cross = (bool)pass.cross_kv;
+    auto io_for = [&](size_t l) {
+        layers::LayerIO io;
+        io.T = T;
+        io.R = R;
+        io.start = start;
+        io.x_in = x;
+        // One buffer serves every sub-layer: inference keeps no activation.
+        io.n1 = io.n2 = io.n3 = h.need((size_t)M * D);
+        io.q = io.qc = q.need((size_t)M * A);
+        io.att = io.attc = a.need((size_t)M * A);
+        io.y1 = io.y2 = io.y3 = y.need((size_t)M * D);
+        io.hidden = &ffn_hidden;
+        if (desc.rotary()) {
+            io.positions = positions.data();
+            io.rope_in = rope_in.need((size_t)M * (A + K));
+        }
+        io.kv = pass.self_kv(l);
+        io.kv_stride = 2 * K;
+        io.cache_rows = CR;
+        io.kv_len = pass.kv_len;
+        // The stream moves between x and x_alt at each sub-layer.
+        io.x1 = x_alt;
+        io.x2 = x;
+        io.x_out = cross ? x_alt : x;
+        io.cross.kv = cross ? pass.cross_kv(l) : nullptr;
+        io.cross.len = pass.cross_len;
+        io.cross.S = pass.S;
+        io.cross.group = pass.cross_group;
+        // (The paged cache's sources: one per group of rows.)
+        io.cross.rows = rows.cross_table ? R / pass.cross_group : CR;
+        io.rows = rows;
+        io.pos_bias = pass.pos_bias;
+        // The stack's widths: the encoder's layers are w->enc's.
+        io.dims = &s == &w->enc ? &desc.enc_dims : &desc.dec_dims;
+        return io;
+    };
+    layers::stack_forward(*this, layers::Pass{}, s, causal, io_for, [&](size_t, const layers::LayerIO &io) {
+        if (io.x_out == x_alt) std::swap(x, x_alt);
+    });
 }
 
 const float *Session::stack_bias(const StackW &s, bool causal) {
@@ -140,7 +146,13 @@ float *Session::encoder(const std::vector<Sequence> &src, int S, std::vector<int
     float *kv = kv_tmp.need((size_t)S * R * 2 * desc.kv_width);
     layers::embed(*this, w->enc, tokens.data(), S, R, 0, x);
     const float *bias = stack_bias(w->enc, false);
-    for (auto &L : w->enc.layers) layer(L, false, x, xa, S, R, 0, kv, lens.data(), nullptr, nullptr, 0, 1, {}, bias);
+    StackPass pass;
+    pass.T = S;
+    pass.R = R;
+    pass.self_kv = [&](size_t) { return kv; };
+    pass.kv_len = lens.data();
+    pass.pos_bias = bias;
+    stack(w->enc, false, x, xa, pass);
     final_norm(w->enc.final_norm, x, S * R);
     float *out = enc_out.need(n);
     dev->copy(out, x, n * sizeof(float));
@@ -361,12 +373,18 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
     m.self_kv.resize(m.w->dec.layers.size());
     m.attach(m.self_kv);
     layers::embed(m, m.w->dec, tokens.data(), T, R, 0, x);
-    const float *bias = m.stack_bias(m.w->dec, true);
-    for (size_t l = 0; l < m.w->dec.layers.size(); l++) {
-        float *kv = m.self_kv[l].need((size_t)T * R * 2 * m.desc.kv_width);
-        m.layer(m.w->dec.layers[l], true, x, xa, T, R, 0, kv, lens.data(),
-                ed ? m.cross_kv[l].get() : nullptr, ed ? src_lens.data() : nullptr, S, 1, {}, bias);
+    Session::StackPass pass;
+    pass.T = T;
+    pass.R = R;
+    pass.self_kv = [&](size_t l) { return m.self_kv[l].need((size_t)T * R * 2 * m.desc.kv_width); };
+    pass.kv_len = lens.data();
+    if (ed) {
+        pass.cross_kv = [&](size_t l) -> const float * { return m.cross_kv[l].get(); };
+        pass.cross_len = src_lens.data();
+        pass.S = S;
     }
+    pass.pos_bias = m.stack_bias(m.w->dec, true);
+    m.stack(m.w->dec, true, x, xa, pass);
     m.final_norm(m.w->dec.final_norm, x, T * R);
     // All T·R rows in one projection (padding rows included), then per sequence.
     float *all = m.logits.need((size_t)T * R * m.w->gen_rows);

@@ -15,7 +15,7 @@
 
 namespace halformer {
 
-// Where a decoder layer's rows find their keys and values (Session::layer).
+// Where a decoder layer's rows find their keys and values (Session::stack).
 // cache_rows: rows of each time slot of a dense self-attention cache (0:
 // the batch's rows); position t of row r is at cache row t·cache_rows + r.
 // The paged cache (decode.cpp) instead: the cache is `pool_rows` rows of
@@ -127,7 +127,7 @@ public:
         return {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi, &pos_bias,
                 &kv_stage, &last_rows, &rope_in};
     }
-    // Rotary: each row's position in a layer call (m = t·R + r), built by layer().
+    // Rotary: each row's position in a layer call (m = t·R + r), built by stack().
     std::vector<int32_t> positions;
     // f(Scratch &) for each activation and each layer's caches.
     template <typename F>
@@ -165,22 +165,32 @@ public:
         check_kernel(rc, name);
     }
 
-    // Stack forward passes over time-major activations (row m = t·R + r).
-    // One layer over T new positions of R rows, starting at position `start`.
-    // kv: this layer's self-attention K|V cache (2D, cache_rows, ≥ start+T),
-    // time-major (cache_rows 0: R); the R rows write their new positions at
-    // cache rows 0..R-1. kv_len: valid keys per row; cross_mem/cross_len/S:
-    // the encoder's K|V or null.
+    // One inference pass of a stack's layers over time-major activations
+    // (row m = t·R + r): T new positions of R rows from position `start`.
+    // self_kv(l): layer l's self-attention K|V cache (2D, cache_rows, ≥
+    // start+T), time-major (cache_rows 0: R); the R rows write their new
+    // positions at cache rows 0..R-1. kv_len: valid keys per row;
+    // cross_kv(l)/cross_len/S: the encoder's K|V, or no cross_kv.
     // rows: where the rows' keys and values are (RowMap). With its paged
-    // cache (block tables), kv and cross_mem are the same cache, `start` is the
-    // position of the chunk's first query (T > 1: every row's; T = 1: the
-    // furthest row's, each row's keys ending at its kv_len), and
+    // cache (block tables), self_kv and cross_kv are the same cache, `start`
+    // is the position of the chunk's first query (T > 1: every row's; T = 1:
+    // the furthest row's, each row's keys ending at its kv_len), and
     // cross_group: rows per source (beam search: the beams of a source are
     // consecutive rows and read its K|V as that many queries of one
     // sequence; T must then be 1), cross_len one entry per source.
-    void layer(const LayerW &L, bool causal, float *&x, float *&x_alt, int T, int R, int start,
-               float *kv, const int32_t *kv_len, const float *cross_mem, const int32_t *cross_len,
-               int S, int cross_group = 1, const RowMap &rows = {}, const float *pos_bias = nullptr);
+    struct StackPass {
+        int T = 0, R = 0, start = 0;
+        std::function<float *(size_t)> self_kv;
+        const int32_t *kv_len = nullptr;
+        std::function<const float *(size_t)> cross_kv;
+        const int32_t *cross_len = nullptr;
+        int S = 0, cross_group = 1;
+        RowMap rows;
+        const float *pos_bias = nullptr;  // T5: stack_bias()
+    };
+    // The stream is in x on entry and on return (x_alt: the spare it moves
+    // through).
+    void stack(const StackW &s, bool causal, float *&x, float *&x_alt, const StackPass &pass);
     // T5: the stack's relative-position bias table (layers::position_bias)
     // in pos_bias; null for other families.
     const float *stack_bias(const StackW &s, bool causal);

@@ -258,6 +258,20 @@ void head_backward(Kernels &k, const HeadW &h, const HeadW &g, const float *x, i
 
 // --- transformer_layer.cpp
 void layer_forward(Kernels &k, const Pass &p, const LayerW &L, bool causal, LayerIO &io);
+// Every layer of a stack, in order: the one loop that inference (the
+// encoder, teacher-forced logits, prefill chunks, decoding steps:
+// Session::stack) and training's forward (train/stack_passes.cpp) run.
+// io_for(l) lays out layer l's LayerIO over the caller's memory (shared
+// scratch and the KV cache; training's saved activations), the layer runs,
+// and done(l, io) moves the stream on.
+template <typename IoFor, typename Done>
+void stack_forward(Kernels &k, const Pass &p, const StackW &w, bool causal, IoFor &&io_for, Done &&done) {
+    for (size_t l = 0; l < w.layers.size(); l++) {
+        LayerIO io = io_for(l);
+        layer_forward(k, p, w.layers[l], causal, io);
+        done(l, io);
+    }
+}
 // Scratch of the backward pass ([M, ·] gradients of the current layer).
 struct BackwardBuffers {
     float *t1, *t2, *da, *dqkv, *dz, *dqc, *dkv_mem;

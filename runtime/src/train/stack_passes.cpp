@@ -73,15 +73,16 @@ const float *Trainer::Impl::stack_forward(const StackW &w, StackActs &sa, const 
     layers::dropout(k, p, sa.embedded, nullptr, sa.embedded, s.M, D, tensor);
     const float *x = sa.embedded;
     float *ptr = base + (size_t)s.M * D;
-    for (size_t l = 0; l < w.layers.size(); l++) {
+    auto io_for = [&](size_t l) {
         LayerActs &a = sa.layers[l];
         a.carve(ptr, s, mem, cfg);
         a.x_in = x;
-        layers::LayerIO io = layer_io(a, s, memory, mem, tensor + 10 * (int)(l + 1));
-        layers::layer_forward(k, p, w.layers[l], causal, io);
-        x = a.x_out;
+        return layer_io(a, s, memory, mem, tensor + 10 * (int)(l + 1));
+    };
+    layers::stack_forward(k, p, w, causal, io_for, [&](size_t l, const layers::LayerIO &) {
+        x = sa.layers[l].x_out;
         ptr += per_layer;
-    }
+    });
     sa.pre_norm = x;
     if (w.final_norm) {
         layers::layer_norm(k, w.final_norm, x, ptr, s.M);
