@@ -48,6 +48,13 @@ n1=$(wc -l < "$tmp/w2/state.jsonl")
 grep -q "resuming: $n1 measurements" "$tmp/err3" || fail "resume did not load the state"
 [ -e "$tmp/r2/record.json" ] || fail "resume wrote no record"
 
+# The packed int8 kernels in this CPU's form of products: without VNNI the
+# sign form, whose pipeline has no colsum input (the tuner once stopped
+# there: "the pipeline has no input named colsum").
+"$hf" tune --ops linear_int8/decode --budget 15s --no-adams --out "$tmp/r3" --work "$tmp/w3" \
+    > /dev/null 2> "$tmp/err4" || { cat "$tmp/err4"; fail "tuning the int8 kernels"; }
+grep -q '"op": "linear_int8"' "$tmp/r3/record.json" || fail "no int8 task in the record"
+
 # Bad options.
 expect_error "--budget wants a positive duration" "$hf" tune --budget 0
 expect_error "no op 'nope'" "$hf" tune --ops nope

@@ -55,8 +55,9 @@ void bind_inputs(const Halide::Pipeline &pipe, OpData &d, bool estimates) {
         auto it = params.find(v.name);
         if (it == params.end()) {
             // A scalar the algorithm does not use at these settings (q_offset
-            // without the causal mask) is not in the pipeline.
-            if (!v.buf.defined()) continue;
+            // without the causal mask) is not in the pipeline, nor is an
+            // optional buffer its form does not read.
+            if (!v.buf.defined() || v.optional) continue;
             throw halformer::Error("the pipeline has no input named " + v.name);
         }
         Halide::Internal::Parameter prm = it->second;

@@ -47,8 +47,11 @@ struct InputValue {
     std::string name;
     Halide::Buffer<> buf;
     double scalar = 0;
+    // A buffer that some forms of the algorithm do not read, so that the
+    // pipeline may not have it (int8's colsum: the offset form's only).
+    bool optional = false;
     template <typename T>
-    InputValue(const char *n, const Halide::Buffer<T> &b) : name(n), buf(b) {}
+    InputValue(const char *n, const Halide::Buffer<T> &b, bool opt = false) : name(n), buf(b), optional(opt) {}
     InputValue(const char *n, double v) : name(n), scalar(v) {}
 };
 
@@ -152,7 +155,7 @@ public:
         std::vector<InputValue> in{{"x", x}, {"w", wp}};
         if (int8) {
             in.push_back({"scale", scale});
-            in.push_back({"colsum", colsum});
+            in.push_back({"colsum", colsum, true});  // (the sign form has no use for it)
         }
         in.push_back({"bias", b});
         if (has_res) in.push_back({"residual", res});
