@@ -11,6 +11,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/description.cpp
   src/device.cpp
   src/device_context.cpp
+  src/engine.cpp
   src/fault.cpp
   src/files.cpp
   src/forward.cpp

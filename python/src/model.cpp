@@ -49,31 +49,6 @@ py::list to_numpy(std::vector<Tensor> &&tensors) {
     return out;
 }
 
-// Decoding options from `options` (a GenerateOptions, or None for the
-// defaults) with keyword arguments set on a copy of it: generate(beam=4)
-// and generate(GenerateOptions(beam=4)) are the same call. The fields are
-// GenerateOptions' bound attributes, so the option names and their types
-// live in one place (bind_generate_options).
-GenerateOptions options_from(const std::optional<GenerateOptions> &options, const py::kwargs &kwargs,
-                             const std::string &caller) {
-    py::object o = py::cast(options.value_or(GenerateOptions{}));
-    for (auto item : kwargs) {
-        const std::string key = py::str(item.first);
-        if (key.empty() || key[0] == '_' || !py::hasattr(o, key.c_str())) {
-            throw py::type_error(caller + "() got an unexpected keyword argument '" + key + "'");
-        }
-        try {
-            o.attr(key.c_str()) = item.second;
-        } catch (py::error_already_set &e) {
-            if (!e.matches(PyExc_TypeError)) throw;
-            throw py::type_error(caller + "(): " + key + "=" + py::repr(item.second).cast<std::string>() +
-                                 " has the wrong type (expected a value like " +
-                                 py::repr(o.attr(key.c_str())).cast<std::string>() + ")");
-        }
-    }
-    return o.cast<GenerateOptions>();
-}
-
 // The scalar options from their schema (halformer/options.h): each a
 // property whose setter refuses a value out of its range (ValueError naming
 // the option) and a value of another type (TypeError).
@@ -283,6 +258,31 @@ void bind_model_calls(py::class_<Model> &c) {
 }
 
 }  // namespace
+
+// Decoding options from `options` (a GenerateOptions, or None for the
+// defaults) with keyword arguments set on a copy of it: generate(beam=4)
+// and generate(GenerateOptions(beam=4)) are the same call. The fields are
+// GenerateOptions' bound attributes, so the option names and their types
+// live in one place (bind_generate_options).
+GenerateOptions options_from(const std::optional<GenerateOptions> &options, const py::kwargs &kwargs,
+                             const std::string &caller) {
+    py::object o = py::cast(options.value_or(GenerateOptions{}));
+    for (auto item : kwargs) {
+        const std::string key = py::str(item.first);
+        if (key.empty() || key[0] == '_' || !py::hasattr(o, key.c_str())) {
+            throw py::type_error(caller + "() got an unexpected keyword argument '" + key + "'");
+        }
+        try {
+            o.attr(key.c_str()) = item.second;
+        } catch (py::error_already_set &e) {
+            if (!e.matches(PyExc_TypeError)) throw;
+            throw py::type_error(caller + "(): " + key + "=" + py::repr(item.second).cast<std::string>() +
+                                 " has the wrong type (expected a value like " +
+                                 py::repr(o.attr(key.c_str())).cast<std::string>() + ")");
+        }
+    }
+    return o.cast<GenerateOptions>();
+}
 
 void bind_model(py::module_ &m) {
     bind_generate_options(m);

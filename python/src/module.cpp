@@ -2,6 +2,7 @@
 // on numpy arrays. The package halformer/__init__.py re-exports it.
 #include "bindings.h"
 
+#include "halformer/engine.h"
 #include "halformer/error.h"
 #include "halformer/kernel_error.h"
 
@@ -20,6 +21,8 @@ void bind_errors(py::module_ &m) {
     error.attr("__doc__") = "A problem with a model, its files or its inputs; the message names it.";
     auto &kernel_error = py::register_exception<halformer::KernelError>(m, "KernelError", error.ptr());
     kernel_error.attr("__doc__") = "A generated kernel returned nonzero; the message is Halide's.";
+    auto &busy = py::register_exception<halformer::EngineBusy>(m, "EngineBusy", error.ptr());
+    busy.attr("__doc__") = "Engine.submit refused a request: the queue is full, or the engine stopped.";
 }
 
 }  // namespace halformer_py
@@ -30,6 +33,7 @@ PYBIND11_MODULE(_halformer, m) {
     halformer_py::bind_config(m);
     halformer_py::bind_text(m);
     halformer_py::bind_model(m);
+    halformer_py::bind_engine(m);
     auto kernels = m.def_submodule("kernels", "Single generated kernels on numpy float32 arrays");
     halformer_py::bind_kernels(kernels);
 }

@@ -158,6 +158,44 @@ def test_greedy_and_sampled_inputs_share_a_batch():
         m.generate([[5]], sampling_each=[halformer.Sampling(sample=True, temperature=0)])
 
 
+def test_engine_answers_as_generate_alone():
+    """Requests submitted to an Engine from Python threads: each answer (and
+    each streamed token) equals generate() on that request alone."""
+    m = model("ed_post_relu")
+    cases = [([4, 11, 38], {}), ([30], dict(beam=3, n_best=2)),
+             ([7, 7], dict(sample=True, temperature=1.5, top_k=20, seed=2)), ([5, 9, 12], dict(max_new_tokens=3)),
+             ([12, 13, 14, 15], dict(sample=True, top_p=0.9, seed=11))]
+    want = [m.generate([src], **kw)[0] for src, kw in cases]
+    engine = halformer.Engine(m, workers=2, max_batch=3)
+    streamed = [[] for _ in cases]
+    reqs = [None] * len(cases)
+
+    def submit(i):
+        src, kw = cases[i]
+        reqs[i] = engine.submit(src, on_token=streamed[i].append, **kw)
+
+    threads = [threading.Thread(target=submit, args=(i,)) for i in range(len(cases))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, r in enumerate(reqs):
+        got = r.result(timeout=60)
+        assert got is not None and r.done()
+        assert [h.tokens for h in got] == [h.tokens for h in want[i]], cases[i]
+        if cases[i][1].get("beam", 1) == 1:
+            assert streamed[i] == want[i][0].tokens
+    engine.stop()
+    stats = engine.stats()
+    assert stats["batched"] + stats["joined"] == len(cases) and stats["waiting"] == 0
+    with pytest.raises(halformer.EngineBusy, match="stopping"):
+        engine.submit([4])
+    with pytest.raises(ValueError, match="temperature"):
+        halformer.Engine(m).submit([4], sample=True, temperature=-1)
+    with pytest.raises(halformer.Error, match="workers"):
+        halformer.Engine(m, workers=0)
+
+
 def test_encode_and_properties():
     m = model("ed_post_relu")
     assert (m.architecture, m.d_model, m.src_vocab_size, m.tgt_vocab_size) == ("encoder-decoder", 32, 43, 40)

@@ -37,26 +37,9 @@ void Metrics::finished(double seconds, double first_token_seconds, int in_tokens
     out_tokens_ += out_tokens;
 }
 
-void Metrics::batch(size_t n) {
-    std::lock_guard<std::mutex> lock(mu_);
-    batches_++;
-    batched_ += (int64_t)n;
-}
-
 void Metrics::cancelled() {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_++;
-}
-
-void Metrics::split() {
-    std::lock_guard<std::mutex> lock(mu_);
-    splits_++;
-}
-
-void Metrics::joined(size_t n) {
-    std::lock_guard<std::mutex> lock(mu_);
-    joined_ += (int64_t)n;
-    batched_ += (int64_t)n;
 }
 
 std::string Metrics::text(const Gauges &g) const {
@@ -74,14 +57,15 @@ std::string Metrics::text(const Gauges &g) const {
         out_tokens_);
     one("halformer_cancelled_total", "counter", "Generations whose client went away before the answer.",
         cancelled_);
-    one("halformer_batches_total", "counter", "Batches run.", batches_);
+    const EngineStats &e = g.engine;
+    one("halformer_batches_total", "counter", "Batches run.", e.batches);
     one("halformer_batch_splits_total", "counter", "Batches that failed whole and ran their requests alone.",
-        splits_);
-    one("halformer_batched_requests_total", "counter", "Generations run in those batches.", batched_);
+        e.splits);
+    one("halformer_batched_requests_total", "counter", "Generations run in those batches.", e.batched + e.joined);
     one("halformer_joined_requests_total", "counter", "Generations that joined a running batch at its next step.",
-        joined_);
-    one("halformer_queue_depth", "gauge", "Generations waiting for a batch.", g.queue);
-    one("halformer_batches_running", "gauge", "Batches running now.", g.running);
+        e.joined);
+    one("halformer_queue_depth", "gauge", "Generations waiting for a batch.", e.waiting);
+    one("halformer_batches_running", "gauge", "Batches running now.", e.running);
     one("halformer_requests_in_flight", "gauge", "Accepted requests not yet answered.", g.inflight);
     one("halformer_connections_open", "gauge", "Open client connections.", g.connections);
     one("halformer_connections_idle", "gauge", "Open connections waiting for a request (no thread held).",

@@ -1,7 +1,10 @@
 // Internal: what GET /metrics of `halformer serve` counts (requests by
-// status, tokens, batches, splits, joins), the gauges it reads off the
-// server, and their Prometheus text (metrics.cpp).
+// status, tokens, cancellations), the gauges and the engine's counters
+// (batches, splits, joins) it reads off the server, and their Prometheus
+// text (metrics.cpp).
 #pragma once
+
+#include "halformer/engine.h"
 
 #include <array>
 #include <cstddef>
@@ -28,8 +31,8 @@ private:
 };
 
 struct Gauges {
-    size_t queue = 0;
-    int running = 0, inflight = 0, connections = 0, idle_connections = 0;
+    EngineStats engine;
+    int inflight = 0, connections = 0, idle_connections = 0;
     bool draining = false;
 };
 
@@ -37,17 +40,14 @@ class Metrics {
 public:
     void request(int status);
     void finished(double seconds, double first_token_seconds, int in_tokens, int out_tokens);
-    void batch(size_t n);
     void cancelled();
-    void split();
-    void joined(size_t n);
     std::string text(const Gauges &g) const;
 
 private:
     mutable std::mutex mu_;
     std::map<int, int64_t> by_status_;
     Histogram duration_, first_token_;
-    int64_t in_tokens_ = 0, out_tokens_ = 0, batches_ = 0, batched_ = 0, cancelled_ = 0, splits_ = 0, joined_ = 0;
+    int64_t in_tokens_ = 0, out_tokens_ = 0, cancelled_ = 0;
 };
 
 }  // namespace halformer::serving

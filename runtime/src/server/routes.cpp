@@ -1,7 +1,7 @@
 // Server::Impl's HTTP handlers (server_impl.h): POST /v1/generate, the
 // OpenAI API's POST /v1/completions and /v1/chat/completions, and what
-// GET /v1/models, /health and /metrics answer; a handler queues its jobs
-// for the workers (batching.cpp), then answers whole or streams.
+// GET /v1/models, /health and /metrics answer; a handler adds its jobs to
+// the engine (jobs.cpp), then answers whole or streams.
 #include "openai.h"
 #include "server_impl.h"
 
@@ -18,25 +18,31 @@ namespace halformer {
 
 Server::Impl::Inflight::~Inflight() {
     {
-        std::lock_guard<std::mutex> lock(s->qmu);
+        std::lock_guard<std::mutex> lock(s->imu);
         s->inflight--;
     }
     s->drained.notify_all();
 }
 
-// Queues the jobs (all or none); "" when queued, else the reason (503).
+// Adds the jobs to the engine (all or none); "" when queued, else the
+// reason (503).
 std::string Server::Impl::enqueue(const Jobs &jobs, std::shared_ptr<Inflight> &guard) {
     if (draining) return "the server is shutting down";
+    std::vector<EngineRequest> reqs;
+    for (auto &j : jobs) reqs.push_back(engine_request(j));
+    // (Counted first: an answer can be done before add() returns.)
     {
-        std::lock_guard<std::mutex> lock(qmu);
-        if (queue.size() + jobs.size() > (size_t)opt.max_queue) {
-            return "the queue is full (" + std::to_string(opt.max_queue) + " requests wait); retry later";
-        }
-        for (auto &j : jobs) queue.push_back(j);
+        std::lock_guard<std::mutex> lock(imu);
         inflight++;
     }
     guard = std::make_shared<Inflight>(this);
-    qcv.notify_all();
+    try {
+        const std::vector<Engine::Id> ids = engine->add(std::move(reqs));
+        for (size_t i = 0; i < jobs.size(); i++) jobs[i]->id = ids[i];
+    } catch (const EngineBusy &e) {
+        guard.reset();
+        return e.what();
+    }
     return "";
 }
 
@@ -53,19 +59,11 @@ Jobs Server::Impl::make_jobs(std::vector<serve::Request> reqs, bool text_out) {
     return jobs;
 }
 
+// The client went away: waiting jobs leave the queue now, running ones
+// their batch at its next step.
 void Server::Impl::cancel(const Jobs &jobs) {
     for (auto &j : jobs) j->cancelled = true;
-    // Still waiting: they leave the queue now.
-    std::lock_guard<std::mutex> lock(qmu);
-    for (auto &j : jobs) {
-        auto it = std::find(queue.begin(), queue.end(), j);
-        if (it != queue.end()) {
-            queue.erase(it);
-            metrics.cancelled();
-            std::lock_guard<std::mutex> jl(j->w->mu);
-            j->done = true;
-        }
-    }
+    for (auto &j : jobs) engine->abort(j->id);
 }
 
 // Waits until every job is done (true), or the client went away (false:
@@ -288,11 +286,10 @@ json Server::Impl::model_object() const {
 Gauges Server::Impl::gauges() const {
     Gauges g;
     {
-        std::lock_guard<std::mutex> lock(qmu);
-        g.queue = queue.size();
+        std::lock_guard<std::mutex> lock(imu);
         g.inflight = inflight;
     }
-    g.running = running.load();
+    g.engine = engine->stats();
     g.draining = draining;
     g.connections = http->open_connections();
     g.idle_connections = http->idle_connections();
@@ -309,8 +306,8 @@ std::string Server::Impl::health() const {
                 {"model", opt.model_name},
                 {"text", tok != nullptr},
                 {"max_positions", c.max_positions},
-                {"queue", g.queue},
-                {"batches_running", g.running},
+                {"queue", g.engine.waiting},
+                {"batches_running", g.engine.running},
                 {"connections", g.connections},
                 {"workers", opt.workers}}
         .dump();

@@ -1,8 +1,8 @@
-// halformer::Server: cpp-httplib for HTTP, nlohmann-json for JSON, batch
-// workers over one Model (server.h).
+// halformer::Server: cpp-httplib for HTTP, nlohmann-json for JSON, one
+// Engine (engine.h) over one Model (server.h).
 // This file: the helpers the server's files share, Server::Impl's
-// construction and the public functions; the workers are in batching.cpp,
-// the HTTP handlers in routes.cpp (server_impl.h).
+// construction and the public functions; a Job as the engine's request is
+// in jobs.cpp, the HTTP handlers in routes.cpp (server_impl.h).
 #include "openai.h"
 #include "server_impl.h"
 
@@ -67,8 +67,16 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
     if (!(o.join_fair_ms >= 0 && std::isfinite(o.join_fair_ms))) {
         throw Error("serve: join_fair_ms must be a finite number >= 0");
     }
-    if (model.device() == Device::CPU && model.max_sessions() < o.workers) model.set_max_sessions(o.workers);
     Impl &s = *impl_;
+    EngineOptions eo;
+    eo.workers = o.workers;
+    eo.max_batch = o.max_batch;
+    eo.max_queue = o.max_queue;
+    eo.batch_wait_ms = o.batch_wait_ms;
+    eo.join = o.join;
+    eo.join_fair_ms = o.join_fair_ms;
+    eo.on_step = o.on_step;
+    s.engine = std::make_unique<Engine>(model, eo);
     serve::HttpLimits hl;
     hl.threads = o.http_threads;
     hl.max_connections = o.max_connections;
@@ -139,7 +147,10 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
     }
 }
 
-Server::~Server() { shutdown(); }
+Server::~Server() {
+    shutdown();
+    impl_->engine->stop();  // (never started: nothing was queued)
+}
 
 int Server::start() {
     Impl &s = *impl_;
@@ -156,7 +167,6 @@ int Server::start() {
         s.bound_port = o.port;
     }
     if (s.listen_fd >= 0) ::listen(s.listen_fd, SOMAXCONN);
-    for (int i = 0; i < o.workers; i++) s.workers.emplace_back([&s] { s.work(); });
     s.listener = std::thread([&s] { s.http->listen_after_bind(); });
     s.started = true;
     // Until listen runs, stop() would not stop it.
@@ -176,18 +186,13 @@ void Server::shutdown() {
     s.draining = true;
     s.http->drain();
     {
-        std::unique_lock<std::mutex> q(s.qmu);
+        std::unique_lock<std::mutex> q(s.imu);
         s.drained.wait(q, [&] { return s.inflight == 0; });
     }
     s.http->close_all();
     s.http->stop();
     if (s.listener.joinable()) s.listener.join();
-    {
-        std::lock_guard<std::mutex> q(s.qmu);
-        s.stopping = true;
-    }
-    s.qcv.notify_all();
-    for (auto &w : s.workers) w.join();
+    s.engine->stop();
     s.stopped = true;
 }
 

@@ -1,11 +1,13 @@
 // Internal: what the files of `halformer serve` share. A Job is one accepted
-// generation, from the handler that queued it to the worker that runs it;
-// Server::Impl is the server: the request queue and the batch workers
-// (batching.cpp), the HTTP handlers (routes.cpp), its construction and the
-// public functions (server.cpp). The OpenAI API's answers are in openai.h,
-// the /metrics counters in metrics.h.
+// generation, from the handler that queued it to the engine's worker that
+// answers it; Server::Impl is the server: HTTP over one Engine (engine.h:
+// the queue, the batches, joins and retries), each Job an EngineRequest
+// whose callbacks fill it (jobs.cpp), the HTTP handlers (routes.cpp), its
+// construction and the public functions (server.cpp). The OpenAI API's
+// answers are in openai.h, the /metrics counters in metrics.h.
 #pragma once
 
+#include "halformer/engine.h"
 #include "halformer/options.h"
 #include "halformer/server.h"
 
@@ -48,11 +50,12 @@ struct Waiter {
     std::condition_variable cv;
 };
 
-// One accepted generation, from the handler that queued it to the worker
-// that runs it. The worker fills the fields under w->mu.
+// One accepted generation, from the handler that queued it to the engine's
+// worker that runs it. The worker fills the fields under w->mu.
 struct Job {
     serve::Request req;
     std::shared_ptr<Waiter> w;
+    Engine::Id id = 0;
     bool text_out = false;  // the answer has text (the model has a tokenizer and the API wants it)
     Clock::time_point arrived = Clock::now(), started, first_token;
     std::unique_ptr<TextStream> text_stream;  // worker side: text pieces (streaming, stop strings)
@@ -83,8 +86,8 @@ struct Server::Impl {
     const Tokenizer *tok = nullptr;
     serve::Encoder encode;
     std::unique_ptr<serve::HttpServer> http;
+    std::unique_ptr<Engine> engine;
     std::thread listener;
-    std::vector<std::thread> workers;
     int bound_port = 0;
     int listen_fd = -1;
     bool started = false, stopped = false;
@@ -92,13 +95,9 @@ struct Server::Impl {
     const int64_t created = unix_now();
     std::atomic<uint64_t> next_id{1};
 
-    mutable std::mutex qmu;
-    std::condition_variable qcv;
-    std::deque<std::shared_ptr<Job>> queue;
-    bool stopping = false;  // workers: exit once the queue is empty
     std::atomic<bool> draining{false};
-    std::atomic<int> running{0};
     // Accepted requests whose answer is not yet written (shutdown waits for 0).
+    mutable std::mutex imu;
     int inflight = 0;
     std::condition_variable drained;
     Metrics metrics;
@@ -109,16 +108,15 @@ struct Server::Impl {
     const Sequence *prompt_of(const Job &job) const;
     void answer(httplib::Response &res, int status, const std::string &body);
 
-    // ---- the workers ----------------------------------------------------
-    // batching.cpp
+    // ---- a Job as the engine's request -----------------------------------
+    // jobs.cpp (the callbacks run on the engine's workers)
+    EngineRequest engine_request(const std::shared_ptr<Job> &job);
+    void start(Job &j);
     void token(Job &job, int32_t id);
+    bool restart(Job &job);
+    void done(Job &job, const EngineResult &r);
     void complete(Job &job, const std::vector<Hypothesis> &hyps);
     void fail(Job &job, const std::string &error);
-    Jobs next_batch();
-    void work();
-    void start(Job &j);
-    std::vector<JoinInput> join(Jobs &batch, const std::string &key, int room);
-    void run_batch(Jobs &batch);
 
     // ---- the handlers ---------------------------------------------------
     // routes.cpp
