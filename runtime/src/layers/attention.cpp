@@ -182,46 +182,61 @@ size_t position_bias_size(const Description &d) {
     return (size_t)(2 * d.relative_max_distance + 1) * d.heads;
 }
 
-void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
-    const Heads h(k.desc, io);
+// A self-attention call's views: queries, keys and values (dense, or
+// listed through the block tables of a paged cache), outputs, lengths.
+struct SelfViews {
+    View q, k, v, o, len, table;
+    bool listed = false;  // keys through block tables (one decoding step)
+};
+
+SelfViews self_views(Kernels &k, const Pass &p, const Heads &h, bool causal, const LayerIO &io) {
     const int T = io.T, R = io.R, L = io.start + T, qs = p.train ? h.D + 2 * h.K : h.D;
-    View vq = h.q(io.q, T, R, qs), vk = h.kv(io.kv, L, io.cache_rows, io.kv_stride);
-    View vv = h.kv(io.kv + h.K, L, io.cache_rows, io.kv_stride), vo = h.q(io.att, T, R, h.D);
-    View vl(io.kv_len, {{R, 1}}, true);
-    const int start = io.start;
-    bool listed = io.rows.block_table && causal;
-    if (listed && T > 1) {
+    const int NB = (L + kPageRows - 1) / kPageRows;
+    SelfViews s{h.q(io.q, T, R, qs), h.kv(io.kv, L, io.cache_rows, io.kv_stride),
+                h.kv(io.kv + h.K, L, io.cache_rows, io.kv_stride), h.q(io.att, T, R, h.D),
+                View(io.kv_len, {{R, 1}}, true), View(io.rows.block_table, {{NB, 1}, {R, io.rows.table_stride}}, true)};
+    s.listed = io.rows.block_table && causal;
+    if (s.listed && T > 1) {
         // A prefill chunk: its rows' keys and values gathered into one dense
         // time-major block (dense_rows: position t of row r at t·R + r),
         // then the prefill kernels (they tile queries and keys; a row list
         // per key would defeat that).
         const int W = io.kv_stride;
         layers::gather_rows(k, io.kv, W, io.rows.pool_rows, io.rows.dense_rows, L * R, io.rows.dense);
-        vk = h.kv(io.rows.dense, L, R, W);
-        vv = h.kv(io.rows.dense + h.K, L, R, W);
-        listed = false;
+        s.k = h.kv(io.rows.dense, L, R, W);
+        s.v = h.kv(io.rows.dense + h.K, L, R, W);
+        s.listed = false;
     }
-    const int NB = (L + kPageRows - 1) / kPageRows;
-    if (listed) {
+    if (s.listed) {
         // Position t of row r through its block table in the paged cache
         // (one decoding step: T = 1).
         if (io.rows.table_stride < NB) throw Error("internal: block tables shorter than the keys");
-        vk = h.kv_listed(io.kv, L, io.rows.pool_rows, io.kv_stride);
-        vv = h.kv_listed(io.kv + h.K, L, io.rows.pool_rows, io.kv_stride);
+        s.k = h.kv_listed(io.kv, L, io.rows.pool_rows, io.kv_stride);
+        s.v = h.kv_listed(io.kv + h.K, L, io.rows.pool_rows, io.kv_stride);
     }
-    View vtable(io.rows.block_table, {{NB, 1}, {R, io.rows.table_stride}}, true);
-    // One call, or a causal prefill's call per chunk of queries, each over
-    // the keys its queries can see (layers/causal_chunks.h): the same bits,
-    // without the key blocks every query of a chunk masks.
-    auto run = [&](auto call) {
-        if (!causal || T == 1) return k.run("attention", [&] { return call(vq, vk, vv, vo, start); });
-        for (const QueryChunk &c : causal_query_chunks(T)) {
-            View q = vq.slice(1, c.begin, c.end - c.begin), o = vo.slice(1, c.begin, c.end - c.begin);
-            View kc = vk.slice(1, 0, start + c.end), vc = vv.slice(1, 0, start + c.end);
-            k.run("attention", [&] { return call(q, kc, vc, o, start + c.begin); });
-        }
-    };
-    const bool step = T == 1;
+    return s;
+}
+
+// One call, or a causal prefill's call per chunk of queries, each over the
+// keys its queries can see (layers/causal_chunks.h): the same bits, without
+// the key blocks every query of a chunk masks. call(q, k, v, o, q_offset).
+template <typename Call>
+void run_query_chunks(Kernels &k, bool causal, int T, int start, SelfViews &s, Call &&call) {
+    if (!causal || T == 1) return k.run("attention", [&] { return call(s.q, s.k, s.v, s.o, start); });
+    for (const QueryChunk &c : causal_query_chunks(T)) {
+        View q = s.q.slice(1, c.begin, c.end - c.begin), o = s.o.slice(1, c.begin, c.end - c.begin);
+        View kc = s.k.slice(1, 0, start + c.end), vc = s.v.slice(1, 0, start + c.end);
+        k.run("attention", [&] { return call(q, kc, vc, o, start + c.begin); });
+    }
+}
+
+void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
+    const Heads h(k.desc, io);
+    SelfViews s = self_views(k, p, h, causal, io);
+    const bool listed = s.listed;
+    View &vl = s.len, &vtable = s.table;
+    auto run = [&](auto call) { run_query_chunks(k, causal, io.T, io.start, s, call); };
+    const bool step = io.T == 1;
     if (io.pos_bias) {
         if (p.train) throw Error("training: no attention kernels with a relative-position bias (T5 is inference only)");
         const int Rb = k.desc.relative_max_distance;
