@@ -397,9 +397,10 @@ TEST(LinearPacked, HostileValues) {
 // the same exact sums: the target's form (hf_linear_int8: the sign form
 // without VNNI) equals the offset form (hf_linear_int8_offset) bit for bit,
 // on random inputs and on the extreme codes, where every product is
-// ±127·127 and a pair of them ±32,258: the largest int16 pair the sign
-// form's vpmaddubsw adds (the offset form's unsigned q + 128 would saturate
-// there at 2·255·127).
+// ±127·127 and the sign form's vpmaddubsw adds pairs of 127·(~127) =
+// -16,256 (-32,512: its largest int16 pair; the offset form's unsigned
+// q + 128 would saturate there at 2·255·127). The one-row kernel
+// (hf_linear_int8_dot) takes the same form and must agree too.
 TEST(LinearPacked, Int8FormsAgreeBitForBit) {
     SKIP_ON_DEVICE();
     auto same = [](const Buffer<float> &a, const Buffer<float> &b, const std::string &what) {
@@ -422,6 +423,10 @@ TEST(LinearPacked, Int8FormsAgreeBitForBit) {
         ASSERT_EQ(hf_linear_int8(x, p.w, p.scale, p.colsum, b, y), 0);
         ASSERT_EQ(hf_linear_int8_offset(x, p.w, p.scale, p.colsum, b, y_offset), 0);
         same(y, y_offset, "random M=" + std::to_string(s.M) + " K=" + std::to_string(s.K));
+        if (s.M == 1) {
+            ASSERT_EQ(hf_linear_int8_dot(x, p.w, p.scale, p.colsum, b, y), 0);
+            same(y, y_offset, "one-row kernel, random K=" + std::to_string(s.K));
+        }
     }
     // Extreme codes: row m's signs agree with every weight's (m even) or
     // oppose them (m odd), all magnitudes equal, so every code is ±127.
@@ -437,6 +442,13 @@ TEST(LinearPacked, Int8FormsAgreeBitForBit) {
     ASSERT_EQ(hf_linear_int8(x, p.w, p.scale, p.colsum, b, y), 0);
     ASSERT_EQ(hf_linear_int8_offset(x, p.w, p.scale, p.colsum, b, y_offset), 0);
     same(y, y_offset, "extreme codes");
+    for (int m = 0; m < M; m++) {
+        Buffer<float> xm(K, 1), ym(N, 1), om(N, 1);
+        for (int k = 0; k < K; k++) xm(k, 0) = x(k, m);
+        for (int n = 0; n < N; n++) om(n, 0) = y_offset(n, m);
+        ASSERT_EQ(hf_linear_int8_dot(xm, p.w, p.scale, p.colsum, b, ym), 0);
+        same(ym, om, "one-row kernel, extreme codes, row " + std::to_string(m));
+    }
     for (int m = 0; m < M; m++) {
         for (int n = 0; n < N; n++) {
             // K products of ±127·127, rescaled by (2/127)·(0.5/127): ±K.
