@@ -495,6 +495,12 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("fma_peak_gflops", std::to_string(g_peak_flops / 1e9));
     benchmark::AddCustomContext("read_bandwidth_gbs", std::to_string(g_peak_bytes / 1e9));
     benchmark::AddCustomContext("halformer_variant", halformer::isa_name(halformer::selected_isa()));
+    // Which float32 projections the runtime packs on this CPU (peak_report.py
+    // names the kernel the runtime calls from it).
+    const halformer::Fp32Packing packing = halformer::fp32_packing();
+    benchmark::AddCustomContext("halformer_fp32_packing", packing == halformer::Fp32Packing::All     ? "all"
+                                                          : packing == halformer::Fp32Packing::Steps ? "steps"
+                                                                                                     : "none");
     const std::string record = halformer::record_note(halformer::tuned_record(halformer::selected_isa()));
     std::printf("schedules: %s\n", record.c_str());
     benchmark::AddCustomContext("halformer_schedules", record);

@@ -5,12 +5,18 @@ attention against the FMA peak, in one run of build/bench/halformer_bench_kernel
 with every benchmark's repetitions interleaved in random order. Writes
 bench/results/<cpu>-<date>/peak.md, peak.json and peak.png.
 
-  /usr/bin/python3 bench/peak_report.py [--build build] [--out DIR]
+  /usr/bin/python3 bench/peak_report.py [--build build] [--out DIR] [--models]
+
+--models adds the whole base model against PyTorch (bench/torch_baseline.py,
+ours in fp32 and in int8, each interleaved with PyTorch) to the same report.
 
 "ours" is the kernel the runtime calls for that shape on this CPU
-(runtime/src/packed.cpp, layers/linear.cpp): float32 packed panels on an
-AVX-512 variant (the one-row kernel at M = 1), else the unpacked ones; int8
-the one-row kernel at M = 1. Needs Debian's python3-matplotlib for the plot.
+(runtime/src/packed.cpp, layers/linear.cpp, as the benchmark's context
+halformer_fp32_packing says): float32 packed panels at every M on an AVX-512
+variant ("all"), at a decoding step's M <= 4 elsewhere ("steps": prefill on W
+as stored), the one-row packed kernel at M = 1; with packing off ("none") the
+unpacked ones, their dot-product form at M <= 4; int8 the one-row kernel at
+M = 1. Needs Debian's python3-matplotlib for the plot.
 """
 import argparse
 import datetime
@@ -40,9 +46,10 @@ FILTER = (r"^(linear|linear_int8)/(1|4|32|128|1024)x512x2048/(hand|hand_dot|pack
           r"|^attention(_causal)?/8x(128|512|2048)x64/hand/")
 
 
-def ours(rows, op, M, packs):
+def ours(rows, op, M, packing):
     shape = f"{M}x512x2048"
     if op == "linear":
+        packs = packing == "all" or (packing == "steps" and M <= 4)
         names = (["packed_dot"] if M == 1 else ["packed"]) if packs else (["hand_dot"] if M <= 4 else ["hand"])
     else:
         names = ["hand_dot"] if M == 1 else ["hand"]
@@ -52,10 +59,40 @@ def ours(rows, op, M, packs):
     return None, None
 
 
+def whole_models(a, root, outdir):
+    """The paper's base model, ours in fp32 and int8 against PyTorch in
+    float32, each run interleaved with PyTorch's (torch_baseline.py)."""
+    lines = ["", f"## the whole base model against PyTorch (`torch_baseline.py {a.model_args}`)", "",
+             "| halformer precision | encoder ms (PyTorch) | decoder step ms | greedy tokens/s | beam tokens/s |",
+             "|---|---|---|---|---|"]
+    for precision in ("fp32", "int8"):
+        out = os.path.join(outdir, f"model-{precision}.json")
+        print(f"whole model, {precision}: torch_baseline.py {a.model_args}", file=sys.stderr, flush=True)
+        subprocess.run([sys.executable, os.path.join(root, "bench", "torch_baseline.py"), *a.model_args.split(),
+                        "--halformer", os.path.join(a.build, "halformer"), "--precision", precision,
+                        "--json-out", out], check=True)
+        with open(out) as f:
+            r = json.load(f)["results"]
+
+        def cell(k):
+            return f"{r[k]['halformer']:.1f} ({r[k]['pytorch']:.1f}): {r[k]['ratio']:.2f}×"
+        lines.append(f"| {precision} | " + " | ".join(cell(k) for k in ("encoder_ms", "decoder_step_ms",
+                                                                          "greedy_tokens_per_s", "beam_tokens_per_s"))
+                     + " |")
+    lines += ["", "Ratios above 1: ours faster (time: PyTorch's over ours; tokens/s: ours over PyTorch's); "
+              "PyTorch runs float32 both times."]
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="")
+    ap.add_argument("--models", action="store_true",
+                    help="then the whole base model against PyTorch (bench/torch_baseline.py, fp32 and int8), "
+                         "in the same report")
+    ap.add_argument("--model-args", default="--batch 8 --src-len 64 --new-tokens 32 --beam 4 --iters 3",
+                    help="torch_baseline.py's workload with --models")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     date = datetime.date.today().isoformat()
@@ -68,12 +105,14 @@ def main():
               f"{float(context.get('read_bandwidth_gbs', 0)):.1f} GB/s",
               f"schedules: {context.get('halformer_schedules', '?')}"]
     variant = context.get("halformer_variant", "?")
-    packs = variant in ("avx512", "sapphirerapids")
+    # (Runs before the context said it: the variant's default.)
+    packing = context.get("halformer_fp32_packing", "all" if variant in ("avx512", "sapphirerapids") else "steps")
     peak = float(context.get("fma_peak_gflops", 0))
     commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
                             text=True).stdout.strip()
     lines = [f"# Near the peak: {context.get('cpu', cpu_tag())}", "",
-             f"- {date}, commit `{commit}`, {context.get('num_cpus')} threads, variant `{variant}`"] + \
+             f"- {date}, commit `{commit}`, {context.get('num_cpus')} threads, variant `{variant}`, "
+             f"float32 packing `{packing}`"] + \
             [f"- {h}" for h in header] + \
             ["- medians of 5 repetitions, all benchmarks' repetitions interleaved in random order; "
              "ratio = oneDNN's time / ours (> 1: ours faster); `peak` = fraction of the FMA peak (GFLOP/s) or "
@@ -83,7 +122,7 @@ def main():
     plot = []
     for op in ("linear", "linear_int8"):
         for M in MS:
-            name, r = ours(rows, op, M, packs)
+            name, r = ours(rows, op, M, packing)
             d = rows.get((op, f"{M}x512x2048", "onednn"))
             if not r or not d:
                 continue
@@ -99,6 +138,8 @@ def main():
             r = rows.get((op, f"8x{T}x64", "hand"))
             if r:
                 lines.append(f"| {op} | {T} | {r['ms']:.3f} | {r['value']:.1f} | {r['peak']:.0%} |")
+    if a.models:
+        lines += whole_models(a, root, outdir)
     lines += ["", "![ratios](peak.png)", ""]
     with open(os.path.join(outdir, "peak.md"), "w") as f:
         f.write("\n".join(lines))
