@@ -174,17 +174,19 @@ std::vector<Tensor> split_rows(const float *data, int R, int W, const std::vecto
     return out;
 }
 
-// Activations and caches of a teacher-forced pass, from its shapes: the
-// encoder over B × S, the decoder over R × T (its K|V and the cross K|V per
-// layer) and `width` outputs per position.
+// Activations and caches of a teacher-forced pass (Session::
+// require_pass_fits): the encoder over B × S, the decoder over R × T (its
+// self K|V of T positions) and `width` outputs per position.
 void require_pass_fits(Session &m, int64_t B, int64_t S, int64_t R, int64_t T, int64_t width, const char *what) {
-    const int64_t D = std::max(m.cfg.d_model, m.desc.attn_width), F = m.desc.max_d_ff() * (m.desc.gated_ffn ? 2 : 1),
-                  L = m.cfg.num_decoder_layers;
-    const int64_t enc = checked_product({B, S, 6 * D + F}, what), cross = checked_product({L, B, S, 2 * D}, what),
-                  dec = checked_product({R, T, 6 * D + F + 2 * D * L}, what),
-                  out = checked_product({std::max(B * S, R * T), width}, what);
-    m.require_fits(enc + cross + dec + out, std::string(what) + " (" + std::to_string(std::max(B, R)) + " sequences of up to " +
-                                                std::to_string(std::max(S, T)) + " tokens)");
+    Session::PassShapes p;
+    p.sources = B;
+    p.source_len = S;
+    p.rows = R;
+    p.positions = p.cache = T;
+    p.out_rows = std::max(checked_product({B, S}, what), checked_product({R, T}, what));
+    p.width = width;
+    m.require_pass_fits(p, what, std::string(what) + " (" + std::to_string(std::max(B, R)) + " sequences of up to " +
+                                     std::to_string(std::max(S, T)) + " tokens)");
 }
 
 // An encoder pass's sources checked (ids, positions) and its activations

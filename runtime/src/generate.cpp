@@ -124,21 +124,21 @@ void check_generate(const Config &c, const std::vector<Sequence> &src, const Gen
 }
 
 // Activations and caches of B inputs (S source and P prefix tokens, new_tokens
-// more), estimated from the shapes (64-bit, checked), within the budget.
+// more) within the budget (Session::require_pass_fits): the prefix run at
+// once, the cache holding it and the new tokens, a step's scores.
 void require_generate_fits(Session &m, const GenerateOptions &opt, int64_t B, int64_t S, int64_t P,
                            int64_t new_tokens) {
-    const Config &c = m.cfg;
-    const int64_t D = std::max(c.d_model, m.desc.attn_width), F = m.desc.max_d_ff() * (m.desc.gated_ffn ? 2 : 1),
-                  Ld = c.num_decoder_layers, V = c.tgt_vocab_size;
-    const int64_t R = checked_product({B, opt.beam}, "generate"), cap = P + new_tokens;
-    const int64_t enc = checked_product({S, B, 6 * D + F}, "generate"),
-                  cross = checked_product({Ld, S, B, 2 * D}, "generate"),
-                  self = checked_product({Ld, cap, R, 2 * D}, "generate"),
-                  acts = checked_product({std::max<int64_t>(P, 1), R, 6 * D + F}, "generate"),
-                  head = checked_product({R, V + 64}, "generate");
-    m.require_fits(enc + cross + self + acts + head,
-                   "generate (" + std::to_string(B) + " inputs x beam " + std::to_string(opt.beam) + ", " +
-                       std::to_string(std::max(S, P)) + " input tokens, " + std::to_string(new_tokens) + " new)");
+    Session::PassShapes p;
+    p.sources = B;
+    p.source_len = S;
+    p.rows = checked_product({B, opt.beam}, "generate");
+    p.positions = std::max<int64_t>(P, 1);
+    p.cache = P + new_tokens;
+    p.out_rows = p.rows;
+    p.width = m.cfg.tgt_vocab_size + 64;
+    m.require_pass_fits(p, "generate",
+                        "generate (" + std::to_string(B) + " inputs x beam " + std::to_string(opt.beam) + ", " +
+                            std::to_string(std::max(S, P)) + " input tokens, " + std::to_string(new_tokens) + " new)");
 }
 
 // Prompt b's new tokens at most: new_token_limit for its length, or less

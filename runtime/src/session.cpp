@@ -52,6 +52,17 @@ void Session::require_fits(int64_t floats, const std::string &what) {
     }
 }
 
+void Session::require_pass_fits(const PassShapes &p, const char *label, const std::string &what) {
+    const int64_t D = std::max(cfg.d_model, desc.attn_width), F = desc.max_d_ff() * (desc.gated_ffn ? 2 : 1),
+                  L = cfg.num_decoder_layers;
+    const int64_t enc = checked_product({p.sources, p.source_len, 6 * D + F}, label),
+                  cross = checked_product({L, p.sources, p.source_len, 2 * D}, label),
+                  self = checked_product({L, p.rows, p.cache, 2 * D}, label),
+                  acts = checked_product({p.rows, p.positions, 6 * D + F}, label),
+                  out = checked_product({p.out_rows, p.width}, label);
+    require_fits(enc + cross + self + acts + out, what);
+}
+
 void Session::wire() {
     each_scratch([&](Scratch &s) {
         s.dev = dev.get();

@@ -83,6 +83,19 @@ public:
     // (an estimate from its shapes), must fit in the budget beside what the
     // other sessions hold; else Error naming the sizes and `what`.
     void require_fits(int64_t floats, const std::string &what);
+    // The one estimate of what a pass holds (logits, encode, generate), from
+    // its shapes: per encoder position 6·D + F floats and per decoder layer
+    // its cross K|V (2·D); per decoder row, per cached position and layer
+    // the self K|V (2·D) and per position run 6·D + F; the outputs. Every
+    // product 64-bit and checked (`label` names the call in an overflow);
+    // require_fits with `what`.
+    struct PassShapes {
+        int64_t sources = 0, source_len = 0;  // the encoder's inputs and their positions
+        int64_t rows = 0, positions = 0;      // the decoder's rows and the positions one call runs
+        int64_t cache = 0;                    // the decoder's self K|V positions per row
+        int64_t out_rows = 0, width = 0;      // the outputs: out_rows × width floats
+    };
+    void require_pass_fits(const PassShapes &p, const char *label, const std::string &what);
     // A new session over this one's weights (CPU): fresh buffers, the same
     // shared state.
     std::unique_ptr<Session> spawn() const;
