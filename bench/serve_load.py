@@ -4,6 +4,7 @@ with requests joining running batches, without (a request waits for a batch
 to start), and one at a time.
 
     bench/serve_load.py [--rounds 3] [--out bench/results/serve-<machine>-<date>]
+                        [--baseline OTHER_BUILD/tests/server/halformer_server_tests]
 
 Runs the server load test (tests/server/test_server.cpp,
 Serve.LoadOf64ClientsEqualsEachRequestAlone: 64 clients x 20 mixed requests
@@ -31,6 +32,9 @@ ap.add_argument("--join-fair-ms", type=float, default=None,
 ap.add_argument("--workers", type=int, default=None,
                 help="batches at once, in both servers under load (default: the server's default, 2)")
 ap.add_argument("--binary", default=os.path.join(root, "build/tests/server/halformer_server_tests"))
+ap.add_argument("--baseline", default=None,
+                help="another build's halformer_server_tests (an earlier commit's): each round runs it right "
+                     "after --binary, and the report compares the two")
 ap.add_argument("--out", default=os.path.join(
     root, "bench/results/serve-amd-epyc-" + datetime.date.today().isoformat()))
 a = ap.parse_args()
@@ -51,18 +55,30 @@ def derived(x):
     return x
 
 
-for r in range(a.rounds):
+base_rounds = []
+
+
+def load_round(binary):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         env = dict(os.environ, HALFORMER_LOAD_REPORT=f.name)
         if a.join_fair_ms is not None:
             env["HALFORMER_LOAD_JOIN_FAIR_MS"] = str(a.join_fair_ms)
         if a.workers is not None:
             env["HALFORMER_LOAD_WORKERS"] = str(a.workers)
-        p = subprocess.run([a.binary, "--gtest_filter=Serve.LoadOf64ClientsEqualsEachRequestAlone"], env=env,
+        p = subprocess.run([binary, "--gtest_filter=Serve.LoadOf64ClientsEqualsEachRequestAlone"], env=env,
                            capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(p.stdout[-3000:] + p.stderr[-2000:])
-        rounds.append(derived(json.load(open(f.name))))
+        return derived(json.load(open(f.name)))
+
+
+for r in range(a.rounds):
+    rounds.append(load_round(a.binary))
+    if a.baseline:
+        base_rounds.append(load_round(a.baseline))
+        b = base_rounds[-1]
+        print(f"[serve] round {r + 1}/{a.rounds}, baseline: {b['tokens_per_s']:.0f} tokens/s joining, "
+              f"{b['no_join_tokens_per_s']:.0f} without, {b['single_tokens_per_s']:.0f} one at a time")
     x = rounds[-1]
     print(f"[serve] round {r + 1}/{a.rounds}: {x['tokens_per_s']:.0f} tokens/s joining, "
           f"{x['no_join_tokens_per_s']:.0f} without ({x['join_ratio']:.2f}x), "
@@ -135,6 +151,24 @@ lines = [
     f"{stat('single_' + k + '_p50_s', '{:.3f}')} / {stat('single_' + k + '_p99_s', '{:.3f}')} |"
     for k in r0["kinds"]
 ]
+if base_rounds:
+    json.dump(base_rounds, open(os.path.join(a.out, "baseline_rounds.json"), "w"), indent=2)
+
+    def both(key, fmt):
+        v = [x[key] for x in base_rounds]
+        ratio = [x[key] / y[key] for x, y in zip(rounds, base_rounds) if y[key]]
+        return (f"{fmt.format(statistics.median(v))} ({fmt.format(min(v))}–{fmt.format(max(v))}) | "
+                f"{stat(key, fmt)} | {statistics.median(ratio):.2f} ({min(ratio):.2f}–{max(ratio):.2f})")
+    lines += ["", f"Against the baseline build `{a.baseline}`, run right after this one in each round "
+              "(ratio: this build over the baseline, within each round):", "",
+              "| measure | baseline | this build | ratio |", "|---|---|---|---|",
+              f"| tokens/s joining | {both('tokens_per_s', '{:.0f}')} |",
+              f"| tokens/s waiting for a batch | {both('no_join_tokens_per_s', '{:.0f}')} |",
+              f"| tokens/s one at a time | {both('single_tokens_per_s', '{:.0f}')} |",
+              f"| p50 latency joining (s) | {both('p50_s', '{:.3f}')} |",
+              f"| p99 latency joining (s) | {both('p99_s', '{:.3f}')} |",
+              f"| time to first token p50 (s) | {both('first_token_p50_s', '{:.3f}')} |",
+              f"| time to first token p99 (s) | {both('first_token_p99_s', '{:.3f}')} |"]
 open(os.path.join(a.out, "report.md"), "w").write("\n".join(lines) + "\n")
 
 import matplotlib  # noqa: E402
