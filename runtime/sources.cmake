@@ -5,6 +5,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/build_info.cpp
   src/config.cpp
   src/decode.cpp
+  src/decoding/admission.cpp
   src/decoding/kv_blocks.cpp
   src/decoding/sampler.cpp
   src/decoding/search.cpp

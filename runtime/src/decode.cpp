@@ -23,6 +23,7 @@
 #include "layers/layers.h"
 #include "session.h"
 #include "decoding/generate.h"
+#include "decoding/admission.h"
 #include "decoding/kv_blocks.h"
 #include "decoding/sampler.h"
 #include "decoding/search.h"
@@ -67,17 +68,16 @@ struct Session::Decoder {
     decoding::KvBlocks kv;  // the cache's blocks: per slot, per input's source
 
     // Per input b: its source (encoder-decoder) and decoder prefix (bos +
-    // target prefix, or the prompt), its blocks reserved, its source's
-    // cache rows and length.
+    // target prefix, or the prompt), its source's cache rows and length.
     std::vector<Sequence> src, prefix;
-    std::vector<int> reserved;
     std::vector<int> cross_S;  // per input: its source's positions in the cache (its group's longest)
     std::vector<int32_t> src_len;
     std::vector<int32_t> len;     // per slot: positions written with real tokens
     std::vector<Sequence> context;  // per slot: its prefix, bos dropped (the penalties' context)
-    int reserved_total = 0;
 
-    std::deque<int> waiting;   // inputs given or joined, not yet prefilling
+    // Inputs given or joined wait here until a group takes them, and hold
+    // their reserved blocks until they are done.
+    decoding::Admission admission;
     std::vector<int> active;   // inputs decoding, in order of their rows
     // The group prefilling: its inputs (one row each: beam 0) and the
     // next position of its chunks.
@@ -91,7 +91,7 @@ struct Session::Decoder {
     Decoder(Session &s_, const std::vector<Sequence> &inputs, const GenerateOptions &opt)
         : s(s_), o(opt), encdec(s_.cfg.architecture == Architecture::EncoderDecoder), K(opt.beam),
           V(s_.w->gen_rows), D(s_.cfg.d_model), KW(s_.desc.kv_width), layers(s_.w->dec.layers.size()),
-          sampler(s_, o, V, D) {
+          admission(opt.beam), sampler(s_, o, V, D) {
         const int eos_stop = o.stop_at_eos ? s.cfg.eos_id : -2;  // -2: no token id matches
         // The checkpoint's generation settings where the options leave them.
         if (o.forced_eos_id == -2) o.forced_eos_id = o.stop_at_eos ? s.cfg.forced_eos_id : -1;
@@ -137,7 +137,6 @@ struct Session::Decoder {
             src.emplace_back();
             prefix.push_back(in);
         }
-        reserved.push_back(0);
         cross_S.push_back(0);
         kv.add_input(K);
         src_len.push_back((int32_t)src.back().size());
@@ -146,23 +145,11 @@ struct Session::Decoder {
             len.push_back(0);
             context.emplace_back(p.begin() + (encdec ? 1 : 0), p.end());
         }
-        waiting.push_back((int)prefix.size() - 1);
+        const int b = (int)prefix.size() - 1;
+        admission.add({(int)p.size(), (int)src.back().size(), limit(b)});
     }
 
     int limit(int b) const { return o.max_new_tokens_each[(size_t)b]; }
-
-    // The blocks input b can hold at once in a group whose prefixes are P
-    // and sources S long: its source's K|V, then (a row writes positions
-    // up to p + max_new - 2: the last token chosen is never read) greedy:
-    // its prefix padded to P, its new positions taking its padding's rows
-    // first; beams: the prefill's blocks, which every beam shares, and per
-    // beam the blocks from the one position p is in, which it may copy or
-    // add.
-    int reservation(int b, int P, int S) const {
-        const int n = limit(b), p = (int)prefix[(size_t)b].size();
-        if (K == 1) return blocks_for(S) + blocks_for(std::max(P, p + n - 1));
-        return blocks_for(S) + blocks_for(P) + K * (blocks_for(p + n - 1) - p / kBlock);
-    }
 
     // The cache: pool_blocks blocks in every layer, within the budget.
     void allocate(int pool_blocks) {
@@ -190,13 +177,12 @@ struct Session::Decoder {
     void release_input(int b) {
         kv.release(b, K);
         cross_S[(size_t)b] = 0;
-        reserved_total -= reserved[(size_t)b];
-        reserved[(size_t)b] = 0;
+        admission.release(b);
     }
 
     // ---- joining ----------------------------------------------------------
 
-    int live() const { return (int)(active.size() + group.size() + waiting.size()); }
+    int live() const { return (int)(active.size() + group.size() + admission.waiting().size()); }
 
     // Asks o.join for inputs while the batch has room, and checks them.
     void poll_joins() {
@@ -225,48 +211,16 @@ struct Session::Decoder {
     void check_join(const JoinInput &j) const;
     int limit_of(const JoinInput &j) const;
 
-    // Takes waiting inputs into a new group while their blocks are free:
-    // the oldest, then, in order, those whose prefixes keep the group's
-    // padding small (the longest at most 1.5 times the shortest, or 16
-    // positions more): the others wait for the next group, prefilled while
-    // this one decodes.
+    // A new group of waiting inputs while their blocks are free
+    // (decoding::Admission): the others wait for the next group, prefilled
+    // while this one decodes.
     void form_group() {
-        if (!group.empty() || waiting.empty()) return;
-        int P = 0, S = 0, shortest = 0;
-        std::vector<int> g;
-        for (auto it = waiting.begin(); it != waiting.end();) {
-            const int b = *it, p = (int)prefix[(size_t)b].size();
-            const int P2 = std::max(P, p), S2 = std::max(S, (int)src[(size_t)b].size());
-            const int lo = g.empty() ? p : std::min(shortest, p);
-            if (!g.empty() && 2 * P2 > 3 * lo && P2 > lo + 16) {
-                ++it;
-                continue;
-            }
-            int need = 0;
-            for (int x : g) need += reservation(x, P2, S2);
-            need += reservation(b, P2, S2);
-            if (reserved_total + need > kv.pool().blocks()) {
-                if (g.empty() && active.empty()) {
-                    throw Error("generate: input " + std::to_string(b) + " needs " + std::to_string(need) +
-                                " KV cache blocks of " + std::to_string(kBlock) + " positions; the cache has " +
-                                std::to_string(kv.pool().blocks()) + " (GenerateOptions::kv_blocks)");
-                }
-                break;
-            }
-            g.push_back(b);
-            P = P2;
-            S = S2;
-            shortest = lo;
-            it = waiting.erase(it);
-        }
-        if (g.empty()) return;
-        for (int x : g) {
-            reserved[(size_t)x] = reservation(x, P, S);
-            reserved_total += reserved[(size_t)x];
-        }
-        group = g;
-        group_P = P;
-        group_S = S;
+        if (!group.empty() || admission.waiting().empty()) return;
+        decoding::Admission::Group g = admission.form(kv.pool().blocks(), active.empty());
+        if (g.inputs.empty()) return;
+        group = g.inputs;
+        group_P = g.P;
+        group_S = g.S;
         chunk_at = 0;
         if (encdec) encode_group();
     }
@@ -466,7 +420,7 @@ struct Session::Decoder {
     void leave_done() {
         freed.resize((size_t)search->inputs(), 0);
         for (int b = 0; b < search->inputs(); b++) {
-            if (search->done(b) && !freed[(size_t)b] && reserved[(size_t)b] > 0) {
+            if (search->done(b) && !freed[(size_t)b] && admission.reserved(b) > 0) {
                 release_input(b);
                 freed[(size_t)b] = 1;
             }
@@ -512,13 +466,7 @@ struct Session::Decoder {
     // The cache's blocks: the inputs given, as one group; with join, room
     // for more (GenerateOptions::kv_blocks), as much as the budget allows.
     int pool_blocks() {
-        int P = 0, S = 0;
-        for (size_t b = 0; b < prefix.size(); b++) {
-            P = std::max(P, (int)prefix[b].size());
-            S = std::max(S, (int)src[b].size());
-        }
-        int need = 0;
-        for (size_t b = 0; b < prefix.size(); b++) need += reservation((int)b, P, S);
+        const int need = admission.need_all();
         if (!o.join) return need;
         if (o.kv_blocks > 0) return std::max(need, o.kv_blocks);
         const int typical = blocks_for(encdec ? 128 : 0) + blocks_for(128 + 256) + (K - 1) * blocks_for(256);
@@ -547,7 +495,7 @@ struct Session::Decoder {
             const bool decoding = !active.empty();
             if (!group.empty()) prefill_chunk();
             if (decoding) decode_step();
-            if (active.empty() && group.empty() && waiting.empty()) break;
+            if (active.empty() && group.empty() && admission.waiting().empty()) break;
         }
         return search->results();
     }
