@@ -149,7 +149,7 @@ void bind_engine(py::module_ &m) {
                 return req;
             },
             py::arg("input"), py::arg("options") = py::none(), py::arg("on_token") = py::none(),
-            py::arg("target_prefix") = Sequence{},
+            py::arg("target_prefix") = Sequence{}, py::keep_alive<0, 1>(),  // the request keeps its engine
             "Queues one request (a source or a prompt; options as generate's, or keywords) and returns its "
             "EngineRequest. on_token(id) is called on a worker thread for each token as it is chosen (greedy and "
             "sampled rows). halformer.EngineBusy when the queue is full or the engine stopped.")

@@ -194,6 +194,10 @@ def test_engine_answers_as_generate_alone():
         halformer.Engine(m).submit([4], sample=True, temperature=-1)
     with pytest.raises(halformer.Error, match="workers"):
         halformer.Engine(m, workers=0)
+    # A request outlives the name of its engine: it keeps the engine alive.
+    r = halformer.Engine(m).submit([4, 11], max_new_tokens=2)
+    r.abort()
+    assert r.result(timeout=60) is not None and r.done()
 
 
 def test_encode_and_properties():
