@@ -56,6 +56,23 @@ void Server::Impl::answer(httplib::Response &res, int status, const std::string 
     metrics.request(status);
 }
 
+namespace {
+
+// The engine's share of the server's options.
+EngineOptions engine_options(const ServerOptions &o) {
+    EngineOptions eo;
+    eo.workers = o.workers;
+    eo.max_batch = o.max_batch;
+    eo.max_queue = o.max_queue;
+    eo.batch_wait_ms = o.batch_wait_ms;
+    eo.join = o.join;
+    eo.join_fair_ms = o.join_fair_ms;
+    eo.on_step = o.on_step;
+    return eo;
+}
+
+}  // namespace
+
 Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_unique<Impl>(model, options)) {
     const ServerOptions &o = options;
     if (o.workers < 1 || o.max_batch < 1 || o.max_queue < 1 || o.http_threads < 1 || o.max_new_tokens < 1 ||
@@ -68,15 +85,7 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
         throw Error("serve: join_fair_ms must be a finite number >= 0");
     }
     Impl &s = *impl_;
-    EngineOptions eo;
-    eo.workers = o.workers;
-    eo.max_batch = o.max_batch;
-    eo.max_queue = o.max_queue;
-    eo.batch_wait_ms = o.batch_wait_ms;
-    eo.join = o.join;
-    eo.join_fair_ms = o.join_fair_ms;
-    eo.on_step = o.on_step;
-    s.engine = std::make_unique<Engine>(model, eo);
+    s.engine = std::make_unique<Engine>(model, engine_options(o));
     serve::HttpLimits hl;
     hl.threads = o.http_threads;
     hl.max_connections = o.max_connections;
