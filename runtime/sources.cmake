@@ -8,6 +8,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/decoding/admission.cpp
   src/decoding/kv_blocks.cpp
   src/decoding/sampler.cpp
+  src/decoding/scheduler.cpp
   src/decoding/search.cpp
   src/description.cpp
   src/device.cpp

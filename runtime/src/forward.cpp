@@ -4,6 +4,7 @@
 // sequence are one dense block of the cache and a linear kernel writes them
 // in place. Every step is one kernel call; this file only lays out views.
 #include "session.h"
+#include "decoding/generate.h"
 
 #include "layers/layers.h"
 
@@ -21,23 +22,7 @@ void Session::set_device(Device d) {
 
 void Session::check_tokens(const std::vector<Sequence> &seqs, int vocab, const char *what,
                                int extra_positions) const {
-    if (seqs.empty()) throw Error(std::string(what) + ": empty batch");
-    for (size_t b = 0; b < seqs.size(); b++) {
-        const auto &s = seqs[b];
-        if (s.empty()) throw Error(std::string(what) + " sequence " + std::to_string(b) + " is empty");
-        if ((int64_t)s.size() + extra_positions > cfg.max_positions) {
-            throw Error(std::string(what) + " sequence " + std::to_string(b) + " needs " +
-                        std::to_string(s.size() + extra_positions) + " positions; the model has max_positions = " +
-                        std::to_string(cfg.max_positions));
-        }
-        for (size_t t = 0; t < s.size(); t++) {
-            if (s[t] < 0 || s[t] >= vocab) {
-                throw Error(std::string(what) + " token id " + std::to_string(s[t]) + " at position " +
-                            std::to_string(t) + " of sequence " + std::to_string(b) +
-                            " is out of range [0, " + std::to_string(vocab) + ")");
-            }
-        }
-    }
+    decoding::check_tokens(cfg, seqs, vocab, what, extra_positions);
 }
 
 void Session::stack(const StackW &s, bool causal, float *&x, float *&x_alt, const StackPass &pass) {

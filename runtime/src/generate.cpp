@@ -1,7 +1,7 @@
 // Model::generate(): the options' and inputs' checks, each input's new-token
 // limit, the memory estimate, and how a call's inputs are batched (a
 // decoder-only model's prompts as many at a time as the budget holds, or
-// one joining batch); the decoding itself is decode.cpp's Session::Decoder.
+// one joining batch); the decoding itself is decoding/scheduler.h's, run by decode.cpp.
 #include "decoding/generate.h"
 #include "decoding/sampler.h"
 #include "session.h"
@@ -29,6 +29,27 @@ void check_sampling(const Sampling &x, const std::string &of) {
     if (x.sample) check("temperature", x.temperature);
     check("top_k", x.top_k);
     check("top_p", x.top_p);
+}
+
+void check_tokens(const Config &cfg, const std::vector<Sequence> &seqs, int vocab, const char *what,
+                  int extra_positions) {
+    if (seqs.empty()) throw Error(std::string(what) + ": empty batch");
+    for (size_t b = 0; b < seqs.size(); b++) {
+        const auto &s = seqs[b];
+        if (s.empty()) throw Error(std::string(what) + " sequence " + std::to_string(b) + " is empty");
+        if ((int64_t)s.size() + extra_positions > cfg.max_positions) {
+            throw Error(std::string(what) + " sequence " + std::to_string(b) + " needs " +
+                        std::to_string(s.size() + extra_positions) + " positions; the model has max_positions = " +
+                        std::to_string(cfg.max_positions));
+        }
+        for (size_t t = 0; t < s.size(); t++) {
+            if (s[t] < 0 || s[t] >= vocab) {
+                throw Error(std::string(what) + " token id " + std::to_string(s[t]) + " at position " +
+                            std::to_string(t) + " of sequence " + std::to_string(b) +
+                            " is out of range [0, " + std::to_string(vocab) + ")");
+            }
+        }
+    }
 }
 
 int new_token_limit(const Config &c, const GenerateOptions &opt, int S, int P) {

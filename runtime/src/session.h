@@ -216,8 +216,8 @@ public:
 
     void check_tokens(const std::vector<Sequence> &seqs, int vocab, const char *what,
                       int extra_positions) const;
-    // Generation over a prefix (decode.cpp; the policies in decoding/).
-    struct Decoder;
+    // Generation over a prefix (decode.cpp: decoding/scheduler.h over this
+    // session's kernels; the policies in decoding/).
     // inputs: sources (encoder-decoder: the decoder starts from bos and
     // opt.target_prefix) or prompts; opt.max_new_tokens_each has one limit
     // per input.

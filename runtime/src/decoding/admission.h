@@ -1,4 +1,4 @@
-// The decoder's admission (decode.cpp): which waiting inputs prefill next
+// The decoder's admission (decoding/scheduler.h): which waiting inputs prefill next
 // as a group, and the cache blocks each holds at most while it runs. An
 // input is admitted only when its blocks, its longest case, are free beside
 // those already reserved, so a running batch never runs out of blocks.

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace halformer::decoding {
 
@@ -20,6 +21,12 @@ inline uint64_t prompt_seed(uint64_t seed) { return seed * 0x9E3779B97F4A7C15ull
 inline uint64_t prompt_stream(const GenerateOptions &opt, size_t b) {
     return opt.seeds.empty() ? prompt_seed(opt.seed) + b : prompt_seed(opt.seeds[b]);
 }
+
+// Token sequences against the model (`what` names them in the message):
+// Error for an empty batch or sequence, an id outside [0, vocab), or one
+// that needs more than max_positions with `extra_positions` more.
+void check_tokens(const Config &c, const std::vector<Sequence> &seqs, int vocab, const char *what,
+                  int extra_positions);
 
 // Sampling settings (`of`: whose, for the message): Error if out of range.
 void check_sampling(const Sampling &x, const std::string &of);
