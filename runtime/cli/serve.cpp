@@ -24,11 +24,11 @@ int cmd_serve(int argc, char **argv) {
     app.add_option("dir", dir, "model directory (config.json, model.safetensors)")->required();
     app.add_option("--host", so.host, "address to listen on (default 127.0.0.1: this machine only)");
     app.add_option("--port", so.port, "port (0: any free port, printed)")->check(CLI::Range(0, 65535));
-    app.add_option("--workers", so.workers, "batches run at once, each in its own model session")
+    app.add_option("--workers", so.engine.workers, "batches run at once, each in its own model session")
         ->check(at_least(1));
-    app.add_option("--max-batch", so.max_batch, "requests per batch")->check(at_least(1));
-    app.add_option("--max-queue", so.max_queue, "requests waiting at most; more get 503")->check(at_least(1));
-    app.add_option("--batch-wait-ms", so.batch_wait_ms, "how long a worker lets a batch fill")
+    app.add_option("--max-batch", so.engine.max_batch, "requests per batch")->check(at_least(1));
+    app.add_option("--max-queue", so.engine.max_queue, "requests waiting at most; more get 503")->check(at_least(1));
+    app.add_option("--batch-wait-ms", so.engine.batch_wait_ms, "how long a worker lets a batch fill")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--max-body", so.max_body, "request body bytes at most (413 past it)")->check(at_least(1));
     app.add_option("--max-input-tokens", so.max_input_tokens, "input tokens at most (default: max_positions)")
@@ -42,7 +42,7 @@ int cmd_serve(int argc, char **argv) {
     app.add_option("--model-name", so.model_name, "the model's id in the OpenAI API (default: the directory's name)");
     bool no_join = false;
     app.add_flag("--no-join", no_join, "a request waits for a batch to start (no joining at the next step)");
-    app.add_option("--join-fair-ms", so.join_fair_ms,
+    app.add_option("--join-fair-ms", so.engine.join_fair_ms,
                    "requests join a running batch only while no request of another kind has waited this long "
                    "for a worker (0: first come, first served)")
         ->check(CLI::NonNegativeNumber);
@@ -50,7 +50,7 @@ int cmd_serve(int argc, char **argv) {
     add_machine_options(app, mo);
     add_precision_option(app, mo);
     if (!parse_command(app, argc, argv)) return 0;
-    so.join = !no_join;
+    so.engine.join = !no_join;
     const Device device = apply_machine_options(mo);
     // The signals are taken by sigwait below: block them before any thread
     // starts, so that every thread inherits the mask.

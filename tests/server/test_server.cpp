@@ -74,9 +74,9 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
     ServerOptions batched;
     batched.port = 0;
     // (bench/serve_load.py --join-fair-ms)
-    if (const char *e = std::getenv("HALFORMER_LOAD_JOIN_FAIR_MS")) batched.join_fair_ms = std::atof(e);
+    if (const char *e = std::getenv("HALFORMER_LOAD_JOIN_FAIR_MS")) batched.engine.join_fair_ms = std::atof(e);
     // (bench/serve_load.py --workers)
-    batched.workers = env_int("HALFORMER_LOAD_WORKERS", batched.workers);
+    batched.engine.workers = env_int("HALFORMER_LOAD_WORKERS", batched.engine.workers);
     std::vector<double> lat, ttft;
     std::vector<std::pair<int, double>> each, each0, each1;
     int errors = 0, mismatches = 0;
@@ -93,7 +93,7 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
     EXPECT_EQ(batched_requests, clients * per_client);
 
     ServerOptions no_join = batched;
-    no_join.join = false;
+    no_join.engine.join = false;
     std::vector<double> lat0, ttft0;
     int errors0 = 0, mismatches0 = 0;
     int64_t tokens0 = 0;
@@ -108,9 +108,9 @@ TEST_F(Serve, LoadOf64ClientsEqualsEachRequestAlone) {
     // One at a time: one client, one request per batch, one worker.
     ServerOptions single;
     single.port = 0;
-    single.workers = 1;
-    single.max_batch = 1;
-    single.batch_wait_ms = 0;
+    single.engine.workers = 1;
+    single.engine.max_batch = 1;
+    single.engine.batch_wait_ms = 0;
     std::vector<double> lat1;
     int errors1 = 0, mismatches1 = 0;
     int64_t tokens1 = 0;
@@ -304,9 +304,9 @@ TEST_F(Serve, SeededSamplesAnswerAsAloneInABatch) {
     Gate gate;
     ServerOptions so;
     so.port = 0;
-    so.workers = 1;
-    so.batch_wait_ms = 0;
-    so.on_step = gate.hook();
+    so.engine.workers = 1;
+    so.engine.batch_wait_ms = 0;
+    so.engine.on_step = gate.hook();
     Server server(*model, so);
     const int port = server.start();
     const char *texts[] = {"Show hidden files", "Open the file.", "Save the document before closing.",
@@ -355,14 +355,14 @@ TEST_F(Serve, SeededSamplesAnswerAsAloneInABatch) {
 TEST_F(Serve, FullQueueAnswers503AndLosesNothing) {
     ServerOptions so;
     so.port = 0;
-    so.workers = 1;
-    so.max_batch = 1;
-    so.max_queue = 2;
-    so.batch_wait_ms = 0;
+    so.engine.workers = 1;
+    so.engine.max_batch = 1;
+    so.engine.max_queue = 2;
+    so.engine.batch_wait_ms = 0;
     // The long request's batch is held at a step until the queue has
     // answered (no sleep races it on a fast CPU).
     Gate gate;
-    so.on_step = gate.hook();
+    so.engine.on_step = gate.hook();
     Server server(*model, so);
     const int port = server.start();
     const json slow = {{"text", "Open the file."}, {"sample", true}, {"temperature", 50.0}, {"max_new_tokens", 120},
@@ -486,8 +486,8 @@ TEST_F(Serve, ABatchPastTheMemoryBudgetRunsItsRequestsAlone) {
     {
         ServerOptions so;
         so.port = 0;
-        so.workers = 1;
-        so.batch_wait_ms = 100;
+        so.engine.workers = 1;
+        so.engine.batch_wait_ms = 100;
         Server server(*model, so);
         const int port = server.start();
         std::vector<Result> got(8);

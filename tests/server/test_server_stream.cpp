@@ -444,8 +444,8 @@ TEST_F(Serve, DecodingControlsInBothAPIs) {
 static ServerOptions one_worker() {
     ServerOptions so;
     so.port = 0;
-    so.workers = 1;
-    so.batch_wait_ms = 0;
+    so.engine.workers = 1;
+    so.engine.batch_wait_ms = 0;
     return so;
 }
 
@@ -469,8 +469,8 @@ TEST_F(Serve, ARequestJoinsARunningBatchAtItsNextStep) {
         // (no sleep races it: on a fast CPU the long one had ended first).
         Gate gate;
         ServerOptions so = one_worker();
-        so.join = join;
-        so.on_step = gate.hook();
+        so.engine.join = join;
+        so.engine.on_step = gate.hook();
         Server server(*model, so);
         const int port = server.start();
         Clock::time_point slow_end, quick_end;
@@ -526,7 +526,7 @@ TEST_F(Serve, ARequestJoinsARunningBatchAtItsNextStep) {
 TEST_F(Serve, GreedyAndSampledRequestsJoinOneBatch) {
     Gate gate;
     ServerOptions so = one_worker();
-    so.on_step = gate.hook();
+    so.engine.on_step = gate.hook();
     Server server(*model, so);
     const int port = server.start();
     std::atomic<bool> slow_done{false};
@@ -585,8 +585,8 @@ TEST_F(Serve, JoinersDoNotPassAnOlderRequestOfAnotherKind) {
         SCOPED_TRACE("join_fair_ms " + std::to_string(fair));
         Gate gate;
         ServerOptions so = one_worker();
-        so.join_fair_ms = fair;
-        so.on_step = gate.hook();
+        so.engine.join_fair_ms = fair;
+        so.engine.on_step = gate.hook();
         Server server(*model, so);
         const int port = server.start();
         Streamed s;
@@ -633,7 +633,7 @@ TEST_F(Serve, BadOptionsAreRefused) {
     for (double fair : {-1.0, std::nan(""), HUGE_VAL}) {
         ServerOptions so;
         so.port = 0;
-        so.join_fair_ms = fair;
+        so.engine.join_fair_ms = fair;
         try {
             Server server(*model, so);
             ADD_FAILURE() << "join_fair_ms " << fair << " was accepted";
@@ -642,6 +642,6 @@ TEST_F(Serve, BadOptionsAreRefused) {
         }
     }
     ServerOptions so;
-    so.workers = 0;
+    so.engine.workers = 0;
     EXPECT_THROW(Server(*model, so), Error);
 }

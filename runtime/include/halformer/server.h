@@ -48,6 +48,7 @@
 // connections at once, answers every request already accepted, then returns.
 #pragma once
 
+#include "halformer/engine.h"
 #include "halformer/model.h"
 
 #include <cstddef>
@@ -60,13 +61,12 @@ namespace halformer {
 struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;                 // 0: any free port (see Server::port())
-    int workers = 2;                 // batches at once (Model sessions)
-    int max_batch = 32;              // requests per batch
-    int max_queue = 256;             // waiting requests; past it: 503
-    double batch_wait_ms = 2.0;      // a worker waits this long for a batch to fill
-    bool join = true;                // a waiting request joins a running batch at its next step
-    double join_fair_ms = 500.0;     // ... but not past an older request of another kind waiting this long
-                                     // while every worker is busy (0: strictly first come, first served)
+    // The engine's: batches at once (workers: Model sessions), requests per
+    // batch, waiting requests (past max_queue: 503), how long a worker lets
+    // a batch fill, joins at the next step and their fairness bound, and
+    // on_step (tests hold a running batch at a gate rather than race it
+    // with a sleep). A server runs 2 workers and waits 2 ms for a batch.
+    EngineOptions engine = server_engine();
     size_t max_body = 1 << 20;       // bytes; past it: 413
     int max_input_tokens = 0;        // 0: the model's max_positions
     int max_new_tokens = 256;        // the most one request may ask for
@@ -75,10 +75,13 @@ struct ServerOptions {
     int read_timeout_s = 10;         // a request stalled this long is cut; an idle connection closed
     std::string model_name = "halformer";  // the model's id in the OpenAI API
     bool log = false;                // one line per request on stderr
-    // Called by a worker at the start of each step of its batch
-    // (GenerateOptions::on_step): tracing, and tests that hold a running
-    // batch (a gate) rather than race it with a sleep.
-    std::function<void()> on_step;
+
+    static EngineOptions server_engine() {
+        EngineOptions e;
+        e.workers = 2;
+        e.batch_wait_ms = 2.0;
+        return e;
+    }
 };
 
 class Server {

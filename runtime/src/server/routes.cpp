@@ -309,7 +309,7 @@ std::string Server::Impl::health() const {
                 {"queue", g.engine.waiting},
                 {"batches_running", g.engine.running},
                 {"connections", g.connections},
-                {"workers", opt.workers}}
+                {"workers", opt.engine.workers}}
         .dump();
 }
 

@@ -56,36 +56,14 @@ void Server::Impl::answer(httplib::Response &res, int status, const std::string 
     metrics.request(status);
 }
 
-namespace {
-
-// The engine's share of the server's options.
-EngineOptions engine_options(const ServerOptions &o) {
-    EngineOptions eo;
-    eo.workers = o.workers;
-    eo.max_batch = o.max_batch;
-    eo.max_queue = o.max_queue;
-    eo.batch_wait_ms = o.batch_wait_ms;
-    eo.join = o.join;
-    eo.join_fair_ms = o.join_fair_ms;
-    eo.on_step = o.on_step;
-    return eo;
-}
-
-}  // namespace
-
 Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_unique<Impl>(model, options)) {
     const ServerOptions &o = options;
-    if (o.workers < 1 || o.max_batch < 1 || o.max_queue < 1 || o.http_threads < 1 || o.max_new_tokens < 1 ||
-        o.max_connections < 1 || o.read_timeout_s < 1) {
-        throw Error("serve: workers, max_batch, max_queue, http_threads, max_connections, read_timeout_s and "
-                    "max_new_tokens must be >= 1");
+    if (o.http_threads < 1 || o.max_new_tokens < 1 || o.max_connections < 1 || o.read_timeout_s < 1) {
+        throw Error("serve: http_threads, max_connections, read_timeout_s and max_new_tokens must be >= 1");
     }
     if (o.model_name.empty()) throw Error("serve: the model name must not be empty");
-    if (!(o.join_fair_ms >= 0 && std::isfinite(o.join_fair_ms))) {
-        throw Error("serve: join_fair_ms must be a finite number >= 0");
-    }
     Impl &s = *impl_;
-    s.engine = std::make_unique<Engine>(model, engine_options(o));
+    s.engine = std::make_unique<Engine>(model, o.engine);  // (it checks its own options)
     serve::HttpLimits hl;
     hl.threads = o.http_threads;
     hl.max_connections = o.max_connections;
