@@ -1,6 +1,10 @@
-// Model's text entry points (model.h): tokenize, batch by length, run
-// generate() / encode(), detokenize. No arithmetic: the kernels do it.
+// Model's text entry points (model.h): tokenize, order by length, run
+// generate() (lines joining one batch) / encode(), detokenize. No arithmetic: the kernels do it.
 #include "session.h"
+#include "decoding/generate.h"
+#include "decoding/kv_blocks.h"
+
+#include "halformer/options.h"
 
 #include <algorithm>
 #include <numeric>
@@ -65,55 +69,119 @@ std::string hypothesis_text(const Tokenizer &tok, int eos, const Sequence &ids, 
     return whole.compare(0, head.size(), head) == 0 ? whole.substr(head.size()) : tok.decode(keep);
 }
 
-// Runs the prepared lines through generate(), batch_size at a time in length
-// order, and fills their results. new_tokens(o, longest) sets a batch's limit.
-// A hypothesis the tokenizer cannot decode (an id past its pieces, from a
+// A line's text results from its hypotheses (n_best of them). A
+// hypothesis the tokenizer cannot decode (an id past its pieces, from a
 // model whose vocabulary is larger) is that line's error, not the call's.
+void fill_result(const Tokenizer &tok, int eos, const std::vector<Hypothesis> &h, const Sequence *prompt,
+                 TextResult &r) {
+    if (h.empty()) {
+        r.error = "no hypothesis";
+        return;
+    }
+    try {
+        r.text = hypothesis_text(tok, eos, h[0].tokens, prompt);
+        for (size_t j = 1; j < h.size(); j++) r.alternatives.push_back(hypothesis_text(tok, eos, h[j].tokens, prompt));
+    } catch (const Error &e) {
+        r.text.clear();
+        r.alternatives.clear();
+        r.error = std::string("the output cannot be decoded: ") + e.what();
+        return;
+    }
+    r.score = h[0].score;
+    r.output_tokens = (int)h[0].tokens.size();
+}
+
+// Runs the prepared lines through generate() in length order, batch_size
+// of them decoding at once: one call whose batch the next line joins as
+// soon as a quarter of the batch is free (GenerateOptions::join, the
+// decoder's continuous batching: a long line no longer holds a batch of
+// short ones back). Each
+// line answers what it would alone: its own limit (limit(line)), seed
+// (options.seeds[line], else options.seed's stream for the line's index)
+// and target prefix; the callbacks see line indices. Models whose
+// attention takes one position a step for the whole batch (T5's relative
+// positions) take no joins: fixed batches of batch_size lines there.
 template <typename Limit>
-void generate_batches(Model &m, const Tokenizer &tok, Prepared &p, const GenerateOptions &options, int batch_size,
-                      bool continuation, Limit new_tokens) {
-    const int eos = m.config().eos_id;
-    for (size_t at = 0; at < p.order.size(); at += (size_t)batch_size) {
+void generate_lines(Model &m, const Tokenizer &tok, Prepared &p, const GenerateOptions &options, int batch_size,
+                    bool continuation, Limit limit) {
+    const Config &c = m.config();
+    for (auto [n, what] : {std::pair<size_t, const char *>{options.target_prefix.size(), "target prefixes"},
+                           {options.seeds.size(), "seeds"},
+                           {options.max_new_tokens_each.size(), "max_new_tokens_each"}}) {
+        if (n != 0 && n != p.ids.size()) {
+            throw Error(std::string("generate: ") + std::to_string(n) + " " + what + " for " +
+                        std::to_string(p.ids.size()) + " lines (give one per line, or none)");
+        }
+    }
+    if (!options.sampling_each.empty()) throw Error("generate: sampling_each is for generate(), not text lines");
+    auto seed = [&](size_t i) {
+        return options.seeds.empty() ? options.seed + 0x9E3779B97F4A7C15ull * (uint64_t)i : options.seeds[i];
+    };
+    auto prefix = [&](size_t i) { return options.target_prefix.empty() ? Sequence{} : options.target_prefix[i]; };
+    const bool joins = c.positional_encoding != Positional::Relative;
+    const int K = std::max(options.beam, 1);
+    // The cache for the batch_size longest lines at once (every other
+    // batch_size lines hold no more): each source, and per beam its
+    // prefix and new tokens.
+    int longest_prefix = 1;
+    for (size_t i : p.order) longest_prefix = std::max(longest_prefix, 1 + (int)prefix(i).size());
+    int64_t blocks = 0;
+    for (size_t k = p.order.size(); k-- > 0 && k + (size_t)batch_size >= p.order.size();) {
+        const size_t i = p.order[k];
+        const int S = continuation ? 0 : (int)p.ids[i].size();
+        const int P = continuation ? (int)p.ids[i].size() : longest_prefix;
+        blocks += decoding::blocks_for(S) + (int64_t)K * decoding::blocks_for(P + limit(i));
+    }
+    for (size_t at = 0; at < p.order.size();) {
         const size_t n = std::min(p.order.size() - at, (size_t)batch_size);
+        std::vector<size_t> line;  // per input of the call: its line
         std::vector<Sequence> src;
-        for (size_t k = 0; k < n; k++) src.push_back(p.ids[p.order[at + k]]);
         GenerateOptions o = options;
-        // Each batch its own random streams (sampling).
-        o.seed = options.seed + 0x9E3779B97F4A7C15ull * (uint64_t)(at / (size_t)batch_size);
-        // Per-line options follow their lines into the batch's order.
-        auto per_line = [&](const auto &all, auto &mine, const char *what) {
-            if (all.empty()) return;
-            if (all.size() != p.ids.size()) {
-                throw Error(std::string("generate: ") + std::to_string(all.size()) + " " + what + " for " +
-                            std::to_string(p.ids.size()) + " lines (give one per line, or none)");
-            }
-            mine.clear();
-            for (size_t k = 0; k < n; k++) mine.push_back(all[p.order[at + k]]);
-        };
-        per_line(options.target_prefix, o.target_prefix, "target prefixes");
-        per_line(options.seeds, o.seeds, "seeds");
-        per_line(options.max_new_tokens_each, o.max_new_tokens_each, "max_new_tokens_each");
-        new_tokens(o, src);
-        auto hyps = m.generate(src, o);
-        for (size_t k = 0; k < n; k++) {
-            TextResult &r = p.result[p.order[at + k]];
-            const auto &h = hyps[k];
-            if (h.empty()) {
-                r.error = "no hypothesis";
-                continue;
-            }
-            const Sequence *prompt = continuation ? &src[k] : nullptr;
-            try {
-                r.text = hypothesis_text(tok, eos, h[0].tokens, prompt);
-                for (size_t j = 1; j < h.size(); j++) r.alternatives.push_back(hypothesis_text(tok, eos, h[j].tokens, prompt));
-            } catch (const Error &e) {
-                r.text.clear();
-                r.alternatives.clear();
-                r.error = std::string("the output cannot be decoded: ") + e.what();
-                continue;
-            }
-            r.score = h[0].score;
-            r.output_tokens = (int)h[0].tokens.size();
+        o.seeds.clear();
+        o.max_new_tokens_each.clear();
+        o.target_prefix.clear();
+        for (; line.size() < n; at++) {
+            const size_t i = p.order[at];
+            line.push_back(i);
+            src.push_back(p.ids[i]);
+            o.seeds.push_back(seed(i));
+            o.max_new_tokens_each.push_back(limit(i));
+            if (!options.target_prefix.empty()) o.target_prefix.push_back(prefix(i));
+        }
+        if (joins) {
+            o.max_batch = batch_size;
+            // Lines join once a quarter of the batch is free (or all that
+            // are left fit): groups of one line each cost a run of the
+            // encoder and a prefill for one row at nearly every step, more
+            // than the shorter tail saves (translating 320 to 1,280 lines
+            // joining one by one took 1.1-1.2x as long).
+            const int least = std::max(1, batch_size / 4);
+            o.kv_blocks = (int)std::min<int64_t>(blocks, INT32_MAX);
+            o.join = [&](int room) {
+                std::vector<JoinInput> in;
+                if (room < std::min<int>(least, (int)(p.order.size() - at))) return in;
+                for (; at < p.order.size() && (int)in.size() < room; at++) {
+                    const size_t i = p.order[at];
+                    line.push_back(i);
+                    JoinInput j;
+                    j.input = p.ids[i];
+                    j.seed = seed(i);
+                    j.max_new_tokens = limit(i);
+                    j.target_prefix = prefix(i);
+                    in.push_back(std::move(j));
+                }
+                return in;
+            };
+        }
+        if (options.on_token) o.on_token = [&](int b, int32_t id) { options.on_token((int)line[(size_t)b], id); };
+        if (options.on_finished) {
+            o.on_finished = [&](int b, const std::vector<Hypothesis> &h) { options.on_finished((int)line[(size_t)b], h); };
+        }
+        if (options.cancelled) o.cancelled = [&](int b) { return options.cancelled((int)line[(size_t)b]); };
+        const auto hyps = m.generate(src, o);
+        for (size_t b = 0; b < line.size(); b++) {
+            const size_t i = line[b];
+            fill_result(tok, c.eos_id, hyps[b], continuation ? &p.ids[i] : nullptr, p.result[i]);
         }
     }
 }
@@ -156,8 +224,13 @@ std::vector<TextResult> Model::translate(const std::vector<std::string> &texts, 
                     " is more than the model's max_positions " + std::to_string(c.max_positions));
     }
     // Without max_new_tokens each sentence gets default_new_tokens
-    // (halformer/options.h: 2 × its own source + 10), from generate().
-    generate_batches(*this, tok, p, options, batch_size, false, [](GenerateOptions &, const std::vector<Sequence> &) {});
+    // (halformer/options.h: 2 × its own source + 10).
+    generate_lines(*this, tok, p, options, batch_size, false, [&](size_t i) {
+        int n = decoding::new_token_limit(c, options, (int)p.ids[i].size(),
+                                          1 + (int)(options.target_prefix.empty() ? 0 : options.target_prefix[i].size()));
+        if (!options.max_new_tokens_each.empty()) n = std::min(n, options.max_new_tokens_each[i]);
+        return n;
+    });
     return p.result;
 }
 
@@ -174,13 +247,12 @@ std::vector<TextResult> Model::continue_text(const std::vector<std::string> &pro
     Prepared p = prepare(tok, prompts, c.max_positions - 1);
     // A limit past what a prompt's positions allow is cut to them, prompt
     // by prompt (a prompt's answer does not depend on its batch).
-    generate_batches(*this, tok, p, options, batch_size, true, [&](GenerateOptions &o, const std::vector<Sequence> &src) {
-        if (o.max_new_tokens == -1) return;
-        if (o.max_new_tokens_each.empty()) o.max_new_tokens_each.assign(src.size(), o.max_new_tokens);
-        for (size_t b = 0; b < src.size(); b++) {
-            int &n = o.max_new_tokens_each[b];
-            n = std::min({n, o.max_new_tokens, c.max_positions - (int)src[b].size()});
-        }
+    generate_lines(*this, tok, p, options, batch_size, true, [&](size_t i) {
+        const int P = (int)p.ids[i].size();
+        int n = options.max_new_tokens == -1 ? default_new_tokens(c, 0, P)
+                                             : std::min(options.max_new_tokens, c.max_positions - P);
+        if (!options.max_new_tokens_each.empty()) n = std::min(n, options.max_new_tokens_each[i]);
+        return n;
     });
     return p.result;
 }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -386,8 +387,9 @@ TEST(Text, ModelLoadsItsTokenizer) {
     EXPECT_EQ(m.tokenizer().encode("Öffne die Datei"), bpe().encode("Öffne die Datei"));
 }
 
-// translate() sorts lines by length, runs batch_size at a time and returns
-// them in input order: the same as doing that by hand with generate().
+// translate() sorts lines by length, decodes batch_size at a time and
+// returns them in input order: the same as fixed batches by hand with
+// generate() (a line answers as alone, whatever its batch).
 TEST(Text, TranslateSortsBatchesAndRestoresOrder) {
     Model m = Model::load(ed_dir());
     const Tokenizer &tok = m.tokenizer();
@@ -445,6 +447,53 @@ TEST(Text, BatchOfOneEqualsSingleCalls) {
         EXPECT_EQ(all[i].text, one[0].text) << "line " << i;
         EXPECT_EQ(all[i].output_tokens, one[0].output_tokens) << "line " << i;
     }
+}
+
+// The lines run as one call whose batch the next line joins as room frees
+// (continuous batching); each line answers what it does alone, sampled
+// ones included: a line's seed is its own (options.seeds, or the call's
+// seed and the line's index), whatever the batch size. The callbacks see
+// line indices.
+TEST(Text, LinesJoinOneBatchAndEachAnswersAsAlone) {
+    Model m = Model::load(ed_dir());
+    GenerateOptions g;
+    g.sample = true;
+    g.temperature = 1.5f;
+    g.seed = 11;
+    std::map<int, int> streamed;  // line → tokens streamed
+    g.on_token = [&](int line, int32_t) { streamed[line]++; };
+    const auto by3 = m.translate(kLines, g, 3);
+    // One call: more steps than any line's tokens (fixed batches of 3 would
+    // leave the last batch's steps only).
+    int longest = 0, total = 0;
+    for (const auto &r : by3) {
+        longest = std::max(longest, r.output_tokens);
+        total += r.output_tokens;
+    }
+    EXPECT_GE((int)m.step_rows().size(), total / 3);
+    EXPECT_GT((int)m.step_rows().size(), longest + 1);
+    EXPECT_EQ(*std::max_element(m.step_rows().begin(), m.step_rows().end()), 3);
+    for (size_t i = 0; i < kLines.size(); i++) EXPECT_EQ(streamed[(int)i], by3[i].output_tokens) << "line " << i;
+    g.on_token = nullptr;
+    const auto by1 = m.translate(kLines, g, 1), by10 = m.translate(kLines, g, 10);
+    std::vector<std::string> texts;
+    for (size_t i = 0; i < kLines.size(); i++) {
+        EXPECT_EQ(by3[i].text, by1[i].text) << "line " << i;
+        EXPECT_EQ(by3[i].text, by10[i].text) << "line " << i;
+        EXPECT_EQ(by3[i].score, by10[i].score) << "line " << i;
+        texts.push_back(by3[i].text);
+    }
+    // With seeds per line: the line alone with its seed.
+    for (size_t i = 0; i < kLines.size(); i++) g.seeds.push_back(1000 + i);
+    const auto seeded = m.translate(kLines, g, 4);
+    for (size_t i = 0; i < kLines.size(); i++) {
+        GenerateOptions one = g;
+        one.seeds = {1000 + i};
+        EXPECT_EQ(seeded[i].text, m.translate({kLines[i]}, one)[0].text) << "line " << i;
+    }
+    // (Sampling at temperature 1.5 from random weights: the lines differ.)
+    std::sort(texts.begin(), texts.end());
+    EXPECT_GE(std::unique(texts.begin(), texts.end()) - texts.begin(), 5);
 }
 
 TEST(Text, BeamNBestComesBackAsAlternatives) {

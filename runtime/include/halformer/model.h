@@ -334,7 +334,12 @@ public:
     // With prompt (decoder-only): the continuation of that prompt.
     std::string text_of(const Sequence &tokens, const Sequence *prompt = nullptr) const;
     // Encoder-decoder: translates each text. Lines are sorted by length and
-    // run batch_size at a time; results come back in input order. A line
+    // decoded batch_size at a time in one generate() call, the next lines
+    // joining its batch as a quarter of it frees (GenerateOptions::join; T5:
+    // fixed batches); results come back in input order, each what the line
+    // gives alone: options.seeds, target_prefix and max_new_tokens_each are
+    // per line, a line without a seed draws from options.seed's stream for
+    // its index, and the callbacks see line indices. A line
     // that is empty, not UTF-8 or longer than max_positions tokens gets
     // TextResult::error naming the problem, and the others are translated.
     // With max_new_tokens = -1 each line may generate 2·(its source) + 10
