@@ -416,6 +416,47 @@ TEST(Scheduler, TwoPromptsAndAJoinerStepByStep) {
     EXPECT_EQ(r.runner->checked_reads, 7);
 }
 
+// Translation without a target prefix: a joining group's whole prefill is
+// bos at position 0, so it runs as rows of the batch's next step (one
+// layers call), after its sources are encoded into their blocks.
+TEST(Scheduler, AJoinerWhosePrefixIsBosDecodesInTheRunningStep) {
+    GenerateOptions o;
+    o.stop_at_eos = false;
+    o.max_batch = 4;
+    o.kv_blocks = 8;
+    const std::vector<Input> inputs = {{{3, 4, 5}, {}, 3},              // A: source block 0, rows block 2
+                                       {{6, 7}, {}, 3},                 // B: source block 1, rows block 3
+                                       {{8, 9, 10, 11}, {}, 2, 0, {}, 2}};  // C: joins at turn 2: blocks 4, 5
+    const Ran r = schedule(true, 1, inputs, o);
+    const auto &steps = r.runner->steps;
+    const Sequence a = greedy_alone(true, inputs[0], false), b = greedy_alone(true, inputs[1], false),
+                   c = greedy_alone(true, inputs[2], false);
+    EXPECT_EQ(r.runner->encodes, 2);
+    ASSERT_GE(steps.size(), 2u);
+    // Turn 1: A and B's bos (nothing decodes yet: their prefill).
+    EXPECT_EQ(steps[0].T, 1);
+    EXPECT_EQ(steps[0].tokens, (std::vector<int32_t>{kBos, kBos}));
+    EXPECT_EQ(steps[0].write, (std::vector<int32_t>{32, 48}));
+    EXPECT_EQ(steps[0].out_at, (std::vector<int32_t>{0, 1}));
+    // Turn 2: C's bos beside A's and B's first tokens, in one step.
+    EXPECT_EQ(steps[1].R, 3);
+    EXPECT_TRUE(steps[1].out_at.empty());
+    EXPECT_EQ(steps[1].row_pos, (std::vector<int32_t>{1, 1, 0}));
+    EXPECT_EQ(steps[1].tokens, (std::vector<int32_t>{a[0], b[0], kBos}));
+    EXPECT_EQ(steps[1].write, (std::vector<int32_t>{33, 49, 80}));
+    EXPECT_EQ(steps[1].kv_len, (std::vector<int32_t>{2, 2, 1}));
+    ASSERT_GE(r.runner->choices.size(), 2u);
+    EXPECT_FALSE(r.runner->choices[1].prefill);
+    EXPECT_EQ(r.runner->choices[1].slots, (std::vector<int>{0, 1, 2}));
+    // Then the three decode together: each has its tokens after it.
+    ASSERT_EQ(steps.size(), 3u);
+    EXPECT_EQ(steps[2].tokens, (std::vector<int32_t>{a[1], b[1], c[0]}));
+    EXPECT_EQ(steps[2].row_pos, (std::vector<int32_t>{2, 2, 1}));
+    EXPECT_EQ(r.hyps[0][0].tokens, a);
+    EXPECT_EQ(r.hyps[1][0].tokens, b);
+    EXPECT_EQ(r.hyps[2][0].tokens, c);
+}
+
 // Two beams share the prompt's block after the first choice; the first
 // step's write into it copies it for one beam first (copy-on-write).
 TEST(Scheduler, BeamsCopyASharedBlockBeforeTheirFirstWrite) {

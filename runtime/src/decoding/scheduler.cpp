@@ -282,18 +282,23 @@ void Scheduler::prefill_chunk() {
     leave_done();
 }
 
-// One position more for every row decoding: each at its own position.
-void Scheduler::decode_step() {
+// One position more for every row decoding: each at its own position;
+// `joining` (beam 1, a prefix of one position: bos, or a one-token
+// prompt): a group whose whole prefill is that position, run as rows of
+// this step at position 0 (one layers call for both, no prefill call).
+void Scheduler::decode_step(const std::vector<int> &joining) {
     std::vector<int> slots;
     for (int b : active) {
         for (int k = 0; k < K; k++) slots.push_back(b * K + k);
     }
+    const int decoding = (int)slots.size();
+    for (int b : joining) slots.push_back(b * K);
     const int R = (int)slots.size();
     std::vector<int32_t> tokens(R), write(R), kv_len(R), row_pos(R);
     int L = 0;
     for (int c = 0; c < R; c++) {
         const int r = slots[(size_t)c];
-        tokens[c] = search->next(r);
+        tokens[c] = c < decoding ? search->next(r) : prefix[(size_t)(r / K)][0];
         row_pos[c] = len[(size_t)r];
         write[c] = kv.row_for(r, row_pos[c]);
         kv_len[c] = ++len[(size_t)r];
@@ -310,12 +315,13 @@ void Scheduler::decode_step() {
     tables(slots, L, K, false, step);
     copy_shared_rows();
     runner.run(step);
-    choose(false, active, slots);
-    std::vector<int> still;
-    for (int b : active) {
-        if (!search->done(b)) still.push_back(b);
+    std::vector<int> inputs = active;
+    inputs.insert(inputs.end(), joining.begin(), joining.end());
+    choose(false, inputs, slots);
+    active.clear();
+    for (int b : inputs) {
+        if (!search->done(b)) active.push_back(b);
     }
-    active = still;
     leave_done();
 }
 
@@ -367,10 +373,17 @@ std::vector<std::vector<Hypothesis>> Scheduler::run() {
         if (o.on_step) o.on_step();
         poll_joins();
         form_group();
-        // (A group whose prefill ends now decodes from the next turn.)
         const bool decoding = !active.empty();
-        if (!group.empty()) prefill_chunk();
-        if (decoding) decode_step();
+        if (decoding && K == 1 && !group.empty() && group_P == 1) {
+            // The group's one prefix position as rows of the step.
+            std::vector<int> joining;
+            joining.swap(group);
+            decode_step(joining);
+        } else {
+            // (A group whose prefill ends now decodes in this turn's step too.)
+            if (!group.empty()) prefill_chunk();
+            if (decoding) decode_step({});
+        }
         if (active.empty() && group.empty() && admission.waiting().empty()) break;
     }
     return search->results();

@@ -49,7 +49,7 @@ private:
     void encode_group();
     void tables(const std::vector<int> &slots, int L, int group_rows, bool dense, StepInput &step);
     void prefill_chunk();
-    void decode_step();
+    void decode_step(const std::vector<int> &joining);
     void leave_done();
     void choose(bool prefill, const std::vector<int> &inputs, const std::vector<int> &slots);
     void follow_parents(const std::vector<int> &inputs);
