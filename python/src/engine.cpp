@@ -168,8 +168,12 @@ void bind_engine(py::module_ &m) {
             },
             "Counts: requests waiting, batches running, batches started, requests they started with, requests "
             "that joined, failed batches run alone.")
+        .def("step", &Engine::step, py::call_guard<py::gil_scoped_release>(),
+             "workers=0: one turn of the engine on this thread (a batch starts when none runs, then one step of "
+             "it; callbacks run here). False once nothing waits or runs. A request's result() waits for steps "
+             "someone takes.")
         .def("stop", &Engine::stop, py::call_guard<py::gil_scoped_release>(),
-             "Takes no more requests; returns once every accepted one is answered.");
+             "Takes no more requests; returns once every accepted one is answered (workers=0: by stepping).");
 }
 
 }  // namespace halformer_py

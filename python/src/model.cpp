@@ -127,6 +127,12 @@ void bind_hypothesis(py::module_ &m) {
             return "Hypothesis(tokens=" + py::repr(py::cast(h.tokens)).cast<std::string>() +
                    ", score=" + std::to_string(h.score) + ")";
         });
+    py::class_<halformer::Generation>(m, "Generation", "Model.start(): a generate() call run a turn at a time.")
+        .def("step", &halformer::Generation::step, py::call_guard<py::gil_scoped_release>(),
+             "One turn (joins, a prefill chunk, one decoding step): False once every input is done.")
+        .def_property_readonly("done", &halformer::Generation::done)
+        .def("results", &halformer::Generation::results, py::call_guard<py::gil_scoped_release>(),
+             "What generate() returns (halformer.Error before done).");
 }
 
 // translate() and continue_text(): texts in, one TextResult each. With
@@ -218,6 +224,16 @@ void bind_model_calls(py::class_<Model> &c) {
             "n_best Hypothesis per input, best first. Options as GenerateOptions or keywords: beam, "
             "max_new_tokens, n_best, length_penalty, sample, temperature, top_k, top_p, seed, seeds, "
             "max_new_tokens_each, sampling_each, stop_at_eos.")
+        .def(
+            "start",
+            [](Model &m, const std::vector<Sequence> &src, const std::optional<GenerateOptions> &options,
+               const py::kwargs &kw) {
+                GenerateOptions o = options_from(options, kw, "start");
+                return without_gil([&] { return m.start(src, o); });
+            },
+            py::arg("src"), py::arg("options") = py::none(), py::keep_alive<0, 1>(),  // it keeps its model
+            "generate() run a turn at a time: a Generation whose step() runs one turn (False once every input "
+            "is done) and results() then. It holds one of the model's sessions until it is deleted.")
         .def(
             "encode",
             [](Model &m, const std::vector<Sequence> &src) {

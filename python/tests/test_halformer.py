@@ -193,7 +193,7 @@ def test_engine_answers_as_generate_alone():
     with pytest.raises(ValueError, match="temperature"):
         halformer.Engine(m).submit([4], sample=True, temperature=-1)
     with pytest.raises(halformer.Error, match="workers"):
-        halformer.Engine(m, workers=0)
+        halformer.Engine(m, workers=-1)
     # A request outlives the name of its engine: it keeps the engine alive.
     r = halformer.Engine(m).submit([4, 11], max_new_tokens=2)
     r.abort()
@@ -596,3 +596,29 @@ def test_kernel_error_carries_halides_message():
     with pytest.raises(halformer.KernelError, match="hf_linear.*Product of extents for buffer x") as e:
         kernels.linear(x, np.ones((1, k), np.float32))
     assert isinstance(e.value, halformer.Error) and isinstance(e.value, RuntimeError)
+
+
+def test_engine_and_generation_step_on_this_thread():
+    """workers=0: the caller runs the Engine with step(); Model.start() runs
+    one generate() call a turn at a time. Both answer as generate() does."""
+    m = model("ed_post_relu")
+    srcs = [[4, 11, 38], [30], [7, 7, 9], [5, 9, 12, 13], [12, 13]]
+    want = [m.generate([s], max_new_tokens=4)[0] for s in srcs]
+    engine = halformer.Engine(m, workers=0, max_batch=2)
+    reqs = [engine.submit(s, max_new_tokens=4) for s in srcs]
+    assert engine.stats()["waiting"] == len(srcs)
+    steps = 0
+    while engine.step():
+        steps += 1
+    assert all(r.done() for r in reqs)
+    assert [[h.tokens for h in r.result()] for r in reqs] == [[h.tokens for h in w] for w in want]
+    assert engine.stats()["batches"] == 1 and engine.stats()["joined"] == 3 and steps > 4
+    g = m.start(srcs, max_new_tokens=4)
+    with pytest.raises(halformer.Error, match="before the last step"):
+        g.results()
+    turns = 1
+    while g.step():
+        turns += 1
+    assert g.done and turns == 4  # a turn a token: the prefill chooses the first
+    assert [[h.tokens for h in r] for r in g.results()] == [[h.tokens for h in w] for w in want]
+    del g

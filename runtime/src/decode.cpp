@@ -162,7 +162,25 @@ private:
     std::chrono::steady_clock::time_point step_start;
 };
 
+// The scheduler over this runner, a turn at a time.
+struct SessionDecoding final : Session::Decoding {
+    SessionDecoding(Session &s, const std::vector<Sequence> &inputs, const GenerateOptions &opt)
+        : runner(s), scheduler(s.cfg, runner, inputs, opt) {
+        scheduler.begin();
+    }
+    bool step() override { return scheduler.step(); }
+    std::vector<std::vector<Hypothesis>> results() override { return scheduler.results(); }
+
+    SessionRunner runner;
+    decoding::Scheduler scheduler;
+};
+
 }  // namespace
+
+std::unique_ptr<Session::Decoding> Session::start_decode(const std::vector<Sequence> &inputs,
+                                                         const GenerateOptions &opt) {
+    return std::make_unique<SessionDecoding>(*this, inputs, opt);
+}
 
 std::vector<std::vector<Hypothesis>> Session::decode(const std::vector<Sequence> &inputs, const GenerateOptions &opt) {
     SessionRunner runner(*this);

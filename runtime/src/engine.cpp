@@ -1,7 +1,8 @@
 // halformer::Engine (engine.h): the queue, the workers that take batches off
 // it, the requests that join a running batch, and the retry alone of a
 // failed batch's requests. Each batch is one Model::generate call with a
-// join callback; the model runs it (decode.cpp).
+// join callback (without workers: a Generation the caller's step() runs a
+// turn at a time); the model's decoder runs it (decoding/scheduler.h).
 #include "halformer/engine.h"
 
 #include "halformer/options.h"
@@ -60,20 +61,33 @@ struct Engine::Impl {
     std::atomic<int> running{0};
     std::atomic<int64_t> batches{0}, batched{0}, joined{0}, splits{0};
 
+    // Without workers: the batch step() runs, and its generation.
+    struct Current {
+        Batch batch;
+        std::vector<Sequence> src;
+        GenerateOptions o;  // (its callbacks point at batch)
+        std::unique_ptr<Generation> gen;
+    };
+    std::unique_ptr<Current> current;
+    std::mutex step_mu;  // one step() at a time
+
     Impl(Model &m, const EngineOptions &o) : model(m), opt(o) {}
 
     void work();
     Batch next_batch();
+    Batch take_batch();  // under mu
+    void prepare(Batch &batch, std::vector<Sequence> &src, GenerateOptions &o);
     void run(Batch &batch);
+    void failed(Batch &batch, const std::exception &ex);
     std::vector<JoinInput> join(Batch &batch, const std::string &key, int room);
     void start(Entry &e);
     void finish(Entry &e, EngineResult r);
 };
 
 Engine::Engine(Model &model, const EngineOptions &o) {
-    if (o.workers < 1 || o.max_batch < 1 || o.max_queue < 1) {
-        throw Error("engine: workers, max_batch and max_queue must be >= 1 (got " + std::to_string(o.workers) + ", " +
-                    std::to_string(o.max_batch) + ", " + std::to_string(o.max_queue) + ")");
+    if (o.workers < 0 || o.max_batch < 1 || o.max_queue < 1) {
+        throw Error("engine: workers must be >= 0, max_batch and max_queue >= 1 (got " + std::to_string(o.workers) +
+                    ", " + std::to_string(o.max_batch) + ", " + std::to_string(o.max_queue) + ")");
     }
     if (!(o.join_fair_ms >= 0 && std::isfinite(o.join_fair_ms))) {
         throw Error("engine: join_fair_ms must be a finite number >= 0");
@@ -177,7 +191,48 @@ void Engine::stop() {
     }
     s.cv.notify_all();
     for (auto &w : s.workers) w.join();
+    if (s.opt.workers == 0) {
+        while (step()) {
+        }
+    }
     s.stopped = true;
+}
+
+bool Engine::step() {
+    Impl &s = *impl_;
+    if (s.opt.workers > 0) throw Error("engine: step() runs an engine without workers (EngineOptions::workers = 0)");
+    std::lock_guard<std::mutex> one(s.step_mu);
+    if (!s.current) {
+        Impl::Batch batch;
+        {
+            std::lock_guard<std::mutex> lock(s.mu);
+            batch = s.take_batch();
+        }
+        if (batch.empty()) return false;
+        s.running++;
+        s.batches++;
+        s.batched += (int64_t)batch.size();
+        s.current = std::make_unique<Impl::Current>();
+        s.current->batch = std::move(batch);
+    }
+    Impl::Current &c = *s.current;
+    bool more = false;
+    try {
+        if (!c.gen) {
+            s.prepare(c.batch, c.src, c.o);
+            c.gen = std::make_unique<Generation>(s.model.start(c.src, c.o));
+        }
+        more = c.gen->step();
+        if (!more) c.gen->results();  // (reports any input not yet reported)
+    } catch (const std::exception &ex) {
+        c.gen.reset();
+        s.failed(c.batch, ex);
+    }
+    if (!more) {
+        s.current.reset();
+        s.running--;
+    }
+    return true;
 }
 
 // on_done, once: the entry leaves `live`.
@@ -205,6 +260,11 @@ Engine::Impl::Batch Engine::Impl::next_batch() {
                     [&] { return stopping || (int)queue.size() >= opt.max_batch; });
         if (queue.empty()) return {};
     }
+    return take_batch();
+}
+
+Engine::Impl::Batch Engine::Impl::take_batch() {
+    if (queue.empty()) return {};
     const std::string key = queue.front()->key;
     Batch batch;
     for (auto it = queue.begin(); it != queue.end() && (int)batch.size() < opt.max_batch;) {
@@ -275,10 +335,15 @@ std::vector<JoinInput> Engine::Impl::join(Batch &batch, const std::string &key, 
     return in;
 }
 
-// One generate() call for the batch (and those that join it).
-void Engine::Impl::run(Batch &batch) {
-    std::vector<Sequence> src;
-    GenerateOptions o = batch[0]->req.options;
+// The generate() call of a batch (and those that join it): its inputs and
+// options, with callbacks into the batch.
+void Engine::Impl::prepare(Batch &batch, std::vector<Sequence> &src, GenerateOptions &o) {
+    src.clear();
+    o = batch[0]->req.options;
+    o.seeds.clear();
+    o.max_new_tokens_each.clear();
+    o.sampling_each.clear();
+    o.target_prefix.clear();
     o.max_new_tokens = 1;
     bool sample = false;
     for (auto &e : batch) {
@@ -305,49 +370,61 @@ void Engine::Impl::run(Batch &batch) {
         o.join = [this, &batch, key = batch[0]->key](int room) { return join(batch, key, room); };
     }
     o.on_step = opt.on_step;
-    o.on_finished = [&](int b, const std::vector<Hypothesis> &h) {
+    o.on_finished = [this, &batch](int b, const std::vector<Hypothesis> &h) {
         EngineResult r;
         r.hyps = h;
         finish(*batch[(size_t)b], std::move(r));
     };
-    o.on_token = [&](int b, int32_t id) {
+    o.on_token = [&batch](int b, int32_t id) {
         Entry &e = *batch[(size_t)b];
         e.tokens = true;
         if (e.req.on_token) e.req.on_token(id);
     };
-    o.cancelled = [&](int b) {
+    o.cancelled = [&batch](int b) {
         Entry &e = *batch[(size_t)b];
         return e.aborted.load() || (e.req.stop && e.req.stop());
     };
+}
+
+// One generate() call for the batch.
+void Engine::Impl::run(Batch &batch) {
+    std::vector<Sequence> src;
+    GenerateOptions o;
+    prepare(batch, src, o);
     try {
         // Requests aborted while waiting leave at the first step.
         model.generate(src, o);
     } catch (const std::exception &ex) {
-        Batch left;
-        {
-            std::lock_guard<std::mutex> lock(mu);
-            for (auto &e : batch) {
-                if (!e->done) left.push_back(e);
-            }
-        }
-        const std::string error = std::string("generation failed: ") + ex.what();
-        // A batch can fail where its requests would not alone (the memory
-        // budget): each of those left runs alone, unless it cannot start
-        // over (its tokens went out already).
-        if (batch.size() > 1 && !left.empty()) {
-            splits++;
-            for (auto &e : left) {
-                if (e->req.restart ? !e->req.restart() : e->tokens) {
-                    finish(*e, {{}, error});
-                    continue;
-                }
-                Batch one{e};
-                run(one);
-            }
-            return;
-        }
-        for (auto &e : left) finish(*e, {{}, error});
+        failed(batch, ex);
     }
+}
+
+// A batch that threw: its requests not yet answered.
+void Engine::Impl::failed(Batch &batch, const std::exception &ex) {
+    Batch left;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        for (auto &e : batch) {
+            if (!e->done) left.push_back(e);
+        }
+    }
+    const std::string error = std::string("generation failed: ") + ex.what();
+    // A batch can fail where its requests would not alone (the memory
+    // budget): each of those left runs alone, unless it cannot start over
+    // (its tokens went out already).
+    if (batch.size() > 1 && !left.empty()) {
+        splits++;
+        for (auto &e : left) {
+            if (e->req.restart ? !e->req.restart() : e->tokens) {
+                finish(*e, {{}, error});
+                continue;
+            }
+            Batch one{e};
+            run(one);
+        }
+        return;
+    }
+    for (auto &e : left) finish(*e, {{}, error});
 }
 
 }  // namespace halformer

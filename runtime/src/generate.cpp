@@ -235,6 +235,49 @@ std::vector<std::vector<Hypothesis>> generate_prompts(Session &m, const std::vec
     return out;
 }
 
+// The options the decoder runs a call with, after its checks: each input's
+// limit from its own source and prefix (an answer does not depend on what
+// else is in its batch), decoder-only prompts' seeds, and the memory
+// estimate (`at_once`: every input in one batch; else each prompt alone,
+// generate_prompts fitting them in chunks).
+GenerateOptions decoder_options(Session &m, const std::vector<Sequence> &src, const GenerateOptions &opt,
+                                bool at_once) {
+    const Config &c = m.cfg;
+    GenerateOptions o = opt;
+    if (c.architecture == Architecture::EncoderDecoder) {
+        m.check_tokens(src, c.src_vocab_size, "source", 0);
+        int S = 0;
+        for (auto &s : src) S = std::max(S, (int)s.size());
+        // The decoder starts from bos and each input's target prefix.
+        int P = 1;
+        for (size_t b = 0; b < opt.target_prefix.size(); b++) P = std::max(P, 1 + (int)opt.target_prefix[b].size());
+        o.max_new_tokens_each.resize(src.size(), INT32_MAX);
+        int new_tokens = 0;
+        for (size_t b = 0; b < src.size(); b++) {
+            const int p = 1 + (int)(b < opt.target_prefix.size() ? opt.target_prefix[b].size() : 0);
+            int &n = o.max_new_tokens_each[b];
+            n = std::min(n, new_token_limit(c, opt, (int)src[b].size(), p));
+            new_tokens = std::max(new_tokens, n);
+        }
+        require_generate_fits(m, opt, (int64_t)src.size(), S, P, new_tokens);
+        return o;
+    }
+    m.check_tokens(src, c.tgt_vocab_size, "prompt", 0);
+    o.max_new_tokens_each.clear();
+    o.seeds.clear();
+    int P = 0, new_tokens = 0;
+    for (size_t b = 0; b < src.size(); b++) {
+        const int n = prompt_limit(c, opt, b, (int)src[b].size());
+        require_generate_fits(m, opt, 1, 0, (int64_t)src[b].size(), n);
+        o.max_new_tokens_each.push_back(n);
+        o.seeds.push_back(prompt_stream(opt, b));
+        P = std::max(P, (int)src[b].size());
+        new_tokens = std::max(new_tokens, n);
+    }
+    if (at_once) require_generate_fits(m, opt, (int64_t)src.size(), 0, P, new_tokens);
+    return o;
+}
+
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence> &src,
@@ -244,46 +287,58 @@ std::vector<std::vector<Hypothesis>> Model::generate(const std::vector<Sequence>
     const Config &c = m.cfg;
     check_generate(c, src, opt);
     DeviceScope scope(m.dev.get());
-    if (c.architecture == Architecture::EncoderDecoder) {
-        m.check_tokens(src, c.src_vocab_size, "source", 0);
-        int S = 0;
-        for (auto &s : src) S = std::max(S, (int)s.size());
-        // The decoder starts from bos and each input's target prefix.
-        std::vector<Sequence> prefix(src.size(), Sequence{c.bos_id});
-        int P = 1;
-        for (size_t b = 0; b < opt.target_prefix.size(); b++) {
-            prefix[b].insert(prefix[b].end(), opt.target_prefix[b].begin(), opt.target_prefix[b].end());
-            P = std::max(P, (int)prefix[b].size());
-        }
-        // Each input's limit from its own source and prefix (an answer does
-        // not depend on what else is in its batch).
-        GenerateOptions o = opt;
-        o.max_new_tokens_each.resize(src.size(), INT32_MAX);
-        int new_tokens = 0;
-        for (size_t b = 0; b < src.size(); b++) {
-            int &n = o.max_new_tokens_each[b];
-            n = std::min(n, new_token_limit(c, opt, (int)src[b].size(), (int)prefix[b].size()));
-            new_tokens = std::max(new_tokens, n);
-        }
-        require_generate_fits(m, opt, (int64_t)src.size(), S, P, new_tokens);
-        return m.decode(src, o);
+    // A decoder-only model's prompts without joins: as many at a time as
+    // the budget holds. Otherwise one batch, the cache's blocks deciding
+    // who prefills when.
+    if (c.architecture == Architecture::Decoder && !opt.join) {
+        decoder_options(m, src, opt, false);  // (the checks)
+        return generate_prompts(m, src, opt);
     }
-    m.check_tokens(src, c.tgt_vocab_size, "prompt", 0);
-    for (size_t b = 0; b < src.size(); b++) {
-        require_generate_fits(m, opt, 1, 0, (int64_t)src[b].size(), prompt_limit(c, opt, b, (int)src[b].size()));
+    return m.decode(src, decoder_options(m, src, opt, false));
+}
+
+struct Generation::Impl {
+    explicit Impl(Model::Pool &pool) : lease(pool, true) {}
+    Lease lease;
+    std::unique_ptr<Session::Decoding> decoding;
+    bool done = false, failed = false;
+};
+
+Generation Model::start(const std::vector<Sequence> &src, const GenerateOptions &opt) {
+    auto g = std::make_unique<Generation::Impl>(*pool_);
+    Session &m = *g->lease;
+    check_generate(m.cfg, src, opt);
+    DeviceScope scope(m.dev.get());
+    g->decoding = m.start_decode(src, decoder_options(m, src, opt, !opt.join));
+    return Generation(std::move(g));
+}
+
+Generation::Generation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Generation::Generation(Generation &&) noexcept = default;
+Generation &Generation::operator=(Generation &&) noexcept = default;
+Generation::~Generation() = default;
+
+bool Generation::step() {
+    Impl &g = *impl_;
+    if (g.failed) throw Error("generation: an earlier step failed; start a new one");
+    if (g.done) return false;
+    DeviceScope scope((*g.lease).dev.get());
+    try {
+        g.done = !g.decoding->step();
+    } catch (...) {
+        g.failed = true;
+        throw;
     }
-    if (opt.join) {
-        // Joining: one batch, the cache's blocks deciding who prefills when.
-        GenerateOptions o = opt;
-        o.max_new_tokens_each.clear();
-        o.seeds.clear();
-        for (size_t b = 0; b < src.size(); b++) {
-            o.max_new_tokens_each.push_back(prompt_limit(c, opt, b, (int)src[b].size()));
-            o.seeds.push_back(prompt_stream(opt, b));
-        }
-        return m.decode(src, o);
-    }
-    return generate_prompts(m, src, opt);
+    return !g.done;
+}
+
+bool Generation::done() const { return impl_->done; }
+
+std::vector<std::vector<Hypothesis>> Generation::results() {
+    Impl &g = *impl_;
+    if (g.failed) throw Error("generation: an earlier step failed; start a new one");
+    if (!g.done) throw Error("generation: results() before the last step (step() returned true)");
+    return g.decoding->results();
 }
 
 }  // namespace halformer

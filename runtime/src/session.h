@@ -217,7 +217,15 @@ public:
     void check_tokens(const std::vector<Sequence> &seqs, int vocab, const char *what,
                       int extra_positions) const;
     // Generation over a prefix (decode.cpp: decoding/scheduler.h over this
-    // session's kernels; the policies in decoding/).
+    // session's kernels; the policies in decoding/), to the end, or a turn
+    // at a time: start_decode() allocates, each step() runs a turn (false
+    // once every input is done), results() then.
+    struct Decoding {
+        virtual ~Decoding() = default;
+        virtual bool step() = 0;
+        virtual std::vector<std::vector<Hypothesis>> results() = 0;
+    };
+    std::unique_ptr<Decoding> start_decode(const std::vector<Sequence> &inputs, const GenerateOptions &opt);
     // inputs: sources (encoder-decoder: the decoder starts from bos and
     // opt.target_prefix) or prompts; opt.max_new_tokens_each has one limit
     // per input.

@@ -14,6 +14,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <random>
 
@@ -223,3 +224,94 @@ TEST(BatchInvariance, CausalPrefixesAreTheSameBits) {
 }
 
 }  // namespace
+
+// Model::start: the caller runs the same call a turn at a time. The
+// results are generate()'s bit for bit, tokens stream during the steps,
+// and inputs joining at a later step answer as alone.
+TEST(Generation, StepByStepIsGenerate) {
+    for (const Config &c : {config(Architecture::EncoderDecoder), config(Architecture::Decoder)}) {
+        const bool ed = c.has_encoder();
+        SCOPED_TRACE(ed ? "encoder-decoder" : "decoder-only");
+        Model m = Model::random(c, ed ? 31 : 32, test_device());
+        const auto src = inputs(ed ? 5 : 6, 6, ed ? 300 : 1000);
+        for (const Case &k : kCases) {
+            SCOPED_TRACE(k.name);
+            GenerateOptions o;
+            o.beam = k.beam;
+            o.n_best = k.beam;
+            o.sample = k.sample;
+            o.seed = 7;
+            o.stop_at_eos = false;
+            o.max_new_tokens = 8;
+            o.return_logprobs = true;
+            const auto want = m.generate(src, o);
+            int streamed = 0;
+            GenerateOptions s = o;
+            s.on_token = [&](int, int32_t) { streamed++; };
+            std::optional<Generation> gen(m.start(src, s));
+            Generation &g = *gen;
+            EXPECT_THROW(g.results(), Error);
+            int steps = 0, streamed_first = -1;
+            while (g.step()) {
+                if (++steps == 1) streamed_first = streamed;
+            }
+            EXPECT_TRUE(g.done());
+            EXPECT_FALSE(g.step());
+            if (k.beam == 1) {
+                // (The sources prefill as one group: every first token at
+                // the first step; prompts whose lengths differ much prefill
+                // in groups of their own.)
+                if (ed) EXPECT_EQ(streamed_first, (int)src.size()) << "each input's first token at the first step";
+                EXPECT_GE(streamed_first, 1);
+                EXPECT_EQ(streamed, (int)src.size() * 8);
+            }
+            const auto got = g.results();
+            ASSERT_EQ(got.size(), want.size());
+            for (size_t b = 0; b < got.size(); b++) {
+                ASSERT_EQ(got[b].size(), want[b].size());
+                for (size_t h = 0; h < got[b].size(); h++) {
+                    EXPECT_EQ(got[b][h].tokens, want[b][h].tokens) << "input " << b;
+                    EXPECT_TRUE(same_bits(got[b][h].log_probs, want[b][h].log_probs)) << "input " << b;
+                }
+            }
+            gen.reset();
+            // (Its steps reach Model::step_rows once it lets its session go:
+            // one a turn, and one more where a group's prefill ends beside
+            // a step.)
+            if (ed) EXPECT_EQ(steps + 1, (int)m.step_rows().size());
+            EXPECT_GE((int)m.step_rows().size(), steps + 1);
+            // Half given, half joining at the third step: each as alone.
+            const std::vector<Sequence> first(src.begin(), src.begin() + 3);
+            GenerateOptions j = o;
+            j.seeds = {11, 12, 13};
+            int turn = 0;
+            size_t next = 3;
+            j.on_step = [&] { turn++; };
+            j.join = [&](int room) {
+                std::vector<JoinInput> in;
+                for (; turn >= 3 && next < src.size() && (int)in.size() < room; next++) {
+                    in.push_back({src[next], 11 + next, 8, {}, {}});
+                }
+                return in;
+            };
+            j.max_batch = 6;
+            std::vector<std::vector<Hypothesis>> all;
+            {
+                // (A Generation holds the model's one session: the calls
+                // alone below wait for it to go.)
+                Generation joined = m.start(first, j);
+                while (joined.step()) {
+                }
+                all = joined.results();
+            }
+            ASSERT_EQ(all.size(), src.size());
+            for (size_t b = 0; b < src.size(); b++) {
+                GenerateOptions one = o;
+                one.seeds = {11 + b};
+                const auto alone = m.generate({src[b]}, one);
+                EXPECT_EQ(all[b][0].tokens, alone[0][0].tokens) << "input " << b;
+                EXPECT_TRUE(same_bits(all[b][0].log_probs, alone[0][0].log_probs)) << "input " << b;
+            }
+        }
+    }
+}

@@ -245,6 +245,64 @@ TEST_F(EngineTest, AFailedBatchRunsItsRequestsAloneOnce) {
     model->set_memory_budget(keep);
 }
 
+// Without workers the caller runs the engine with step(): every callback
+// on its thread, the batch's joins at the steps where room frees, each
+// answer as alone; step() is false once nothing waits or runs.
+TEST_F(EngineTest, StepsOnTheCallersThread) {
+    EngineOptions eo;
+    eo.workers = 0;
+    eo.max_batch = 4;
+    Engine engine(*model, eo);
+    EXPECT_FALSE(engine.step());
+    const int n = 10;
+    std::vector<std::shared_ptr<Got>> got;
+    std::vector<std::vector<Hypothesis>> want;
+    const std::thread::id me = std::this_thread::get_id();
+    bool elsewhere = false;
+    for (int i = 0; i < n; i++) {
+        // Greedy and sampled requests (one kind of batch), limits of 4 to 8.
+        Mixed m = mixed(i % 2 ? i : 32 + i);
+        m.options.max_new_tokens = 4 + i % 5;
+        want.push_back(generate_alone(*model, m));
+        got.push_back(std::make_shared<Got>());
+        EngineRequest r = request(*model, m, got.back());
+        auto token = r.on_token;
+        r.on_token = [token, me, &elsewhere](int32_t id) {
+            elsewhere = elsewhere || std::this_thread::get_id() != me;
+            token(id);
+        };
+        engine.add(std::move(r));
+    }
+    EXPECT_EQ(engine.stats().waiting, (size_t)n);
+    ASSERT_TRUE(engine.step());
+    EXPECT_EQ(engine.stats().running, 1);
+    EXPECT_EQ(engine.stats().waiting, (size_t)(n - 4));
+    int steps = 1;
+    while (engine.step()) steps++;
+    EXPECT_FALSE(elsewhere) << "a callback ran on another thread";
+    for (int i = 0; i < n; i++) {
+        ASSERT_TRUE(got[(size_t)i]->is_done()) << i;
+        EXPECT_EQ(got[(size_t)i]->r.error, "") << i;
+        expect_same(got[(size_t)i]->r.hyps, want[(size_t)i], "request " + std::to_string(i));
+        EXPECT_EQ(got[(size_t)i]->tokens, want[(size_t)i][0].tokens) << i;
+    }
+    const EngineStats st = engine.stats();
+    EXPECT_EQ(st.batches, 1);
+    EXPECT_EQ(st.batched, 4);
+    EXPECT_EQ(st.joined, n - 4);
+    EXPECT_EQ(st.running, 0);
+    // One batch, fewer steps than the requests' tokens one at a time.
+    int tokens = 0;
+    for (auto &w : want) tokens += (int)w[0].tokens.size();
+    EXPECT_LT(steps, tokens);
+    // stop() answers what is left by stepping.
+    auto last = std::make_shared<Got>();
+    engine.add(request(*model, mixed(0), last));
+    engine.stop();
+    EXPECT_TRUE(last->is_done());
+    EXPECT_FALSE(engine.step());
+}
+
 TEST_F(EngineTest, OptionsOutOfRangeAreAnError) {
     auto fails = [&](EngineOptions o, const std::string &what) {
         try {
@@ -255,11 +313,19 @@ TEST_F(EngineTest, OptionsOutOfRangeAreAnError) {
         }
     };
     EngineOptions o;
-    o.workers = 0;
-    fails(o, "workers, max_batch and max_queue must be >= 1");
+    o.workers = -1;
+    fails(o, "workers must be >= 0, max_batch and max_queue >= 1");
     o = {};
     o.max_queue = -1;
-    fails(o, "workers, max_batch and max_queue must be >= 1");
+    fails(o, "workers must be >= 0, max_batch and max_queue >= 1");
+    o = {};
+    Engine threads(*model, o);
+    try {
+        threads.step();
+        ADD_FAILURE() << "step() with workers";
+    } catch (const Error &err) {
+        EXPECT_NE(std::string(err.what()).find("without workers"), std::string::npos) << err.what();
+    }
     o = {};
     o.join_fair_ms = std::nan("");
     fails(o, "join_fair_ms");

@@ -29,7 +29,8 @@
 namespace halformer {
 
 struct EngineOptions {
-    int workers = 1;             // batches at once (Model sessions: a CPU model's max_sessions is raised to it)
+    int workers = 1;             // batches at once (Model sessions: a CPU model's max_sessions is raised to it);
+                                 // 0: no threads, the caller runs the engine with step()
     int max_batch = 32;          // requests a batch holds at once
     int max_queue = 256;         // waiting requests; add() past it throws EngineBusy
     double batch_wait_ms = 0;    // a worker waits this long for a batch to fill
@@ -100,10 +101,17 @@ public:
     // started); a running one leaves its batch at the next step with what
     // it has (on_done: aborted). A finished or unknown id: nothing.
     void abort(Id id);
+    // With workers = 0: one turn of the engine on the calling thread (vLLM's
+    // step): a batch of waiting requests starts when none runs, then one
+    // step of the running batch (its joins, a prefill chunk, one decoding
+    // step); every callback runs on this thread. Returns false when nothing
+    // waits or runs. Error with workers > 0.
+    bool step();
     EngineStats stats() const;
     const EngineOptions &options() const;
     // Takes no more requests and returns once every queued and running one
-    // is answered. Safe to call twice.
+    // is answered (workers = 0: by stepping on this thread). Safe to call
+    // twice.
     void stop();
 
     struct Impl;

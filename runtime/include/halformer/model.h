@@ -260,6 +260,8 @@ struct DeviceMemory {
     size_t activations = 0;  // activations and KV caches (grow-only)
 };
 
+class Generation;
+
 class Model {
 public:
     // Loads DIR/config.json and DIR/model.safetensors; throws Error. With a
@@ -316,6 +318,12 @@ public:
     // GenerateOptions::join: the inputs given, then those that joined).
     std::vector<std::vector<Hypothesis>> generate(const std::vector<Sequence> &src,
                                                   const GenerateOptions &options = {});
+    // The same call run a turn at a time by the caller (Generation): the
+    // checks and the cache's allocation happen here; each Generation::step()
+    // then runs one turn. A decoder-only model's prompts run as one batch
+    // (generate() may split them to fit the memory budget; here they must
+    // fit at once, or join).
+    Generation start(const std::vector<Sequence> &src, const GenerateOptions &options = {});
 
     // Encoder output only (encoder-decoder and encoder models): [len, d_model].
     std::vector<Tensor> encode(const std::vector<Sequence> &src);
@@ -398,6 +406,36 @@ public:
 private:
     std::unique_ptr<Impl> impl_;  // the weights (shared by the sessions) and the first session
     std::unique_ptr<Pool> pool_;  // sessions, and the results calls leave behind
+};
+
+// A generate() call the caller runs a turn at a time (Model::start; vLLM's
+// engine step, CTranslate2's token iterator): each step() asks
+// GenerateOptions::join for inputs, runs a prefill chunk of those joining
+// and one decoding step of the rows decoding, with every callback of
+// generate() (on_token, on_finished, cancelled, on_step) on the calling
+// thread; it returns false once every input is done, and results() gives
+// what generate() would have returned. It holds one of the model's
+// sessions (Model::max_sessions) until it is destroyed: a call that needs
+// a session while Generations hold them all waits for one (on the thread
+// that holds them, or in their callbacks: for ever). The Model must
+// outlive it. Use it from one thread at a time. A step that throws leaves
+// the generation unusable (step() and results() throw again).
+class Generation {
+public:
+    Generation(Generation &&) noexcept;
+    Generation &operator=(Generation &&) noexcept;
+    ~Generation();
+
+    bool step();
+    bool done() const;
+    // Error before done().
+    std::vector<std::vector<Hypothesis>> results();
+
+    struct Impl;
+    explicit Generation(std::unique_ptr<Impl> impl);
+
+private:
+    std::unique_ptr<Impl> impl_;
 };
 
 // Generated tokens to text as they come (streaming): push() each new token

@@ -365,28 +365,35 @@ void Scheduler::follow_parents(const std::vector<int> &inputs) {
     }
 }
 
-std::vector<std::vector<Hypothesis>> Scheduler::run() {
+void Scheduler::begin() {
     const int blocks = pool_blocks();
     kv.allocate(blocks);
     runner.begin(o, blocks * kBlock);
-    for (;;) {
-        if (o.on_step) o.on_step();
-        poll_joins();
-        form_group();
-        const bool decoding = !active.empty();
-        if (decoding && K == 1 && !group.empty() && group_P == 1) {
-            // The group's one prefix position as rows of the step.
-            std::vector<int> joining;
-            joining.swap(group);
-            decode_step(joining);
-        } else {
-            // (A group whose prefill ends now decodes in this turn's step too.)
-            if (!group.empty()) prefill_chunk();
-            if (decoding) decode_step({});
-        }
-        if (active.empty() && group.empty() && admission.waiting().empty()) break;
+}
+
+bool Scheduler::step() {
+    if (o.on_step) o.on_step();
+    poll_joins();
+    form_group();
+    const bool decoding = !active.empty();
+    if (decoding && K == 1 && !group.empty() && group_P == 1) {
+        // The group's one prefix position as rows of the step.
+        std::vector<int> joining;
+        joining.swap(group);
+        decode_step(joining);
+    } else {
+        // (A group whose prefill ends now decodes in this turn's step too.)
+        if (!group.empty()) prefill_chunk();
+        if (decoding) decode_step({});
     }
-    return search->results();
+    return !(active.empty() && group.empty() && admission.waiting().empty());
+}
+
+std::vector<std::vector<Hypothesis>> Scheduler::run() {
+    begin();
+    while (step()) {
+    }
+    return results();
 }
 
 }  // namespace halformer::decoding

@@ -34,6 +34,13 @@ public:
     Scheduler(const Config &cfg, Runner &runner, const std::vector<Sequence> &inputs, const GenerateOptions &opt);
     // Runs to the end: inputs join, groups prefill, the batch decodes.
     std::vector<std::vector<Hypothesis>> run();
+    // The same a turn at a time: begin() sizes and allocates the cache;
+    // each step() asks for joins, forms a group, runs a prefill chunk and
+    // one decoding step, and returns false once nothing is left; results()
+    // then gives every input's hypotheses.
+    void begin();
+    bool step();
+    std::vector<std::vector<Hypothesis>> results() { return search->results(); }
 
 private:
     void add_input(const Sequence &in, const Sequence &target_prefix);

@@ -62,6 +62,8 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
         throw Error("serve: http_threads, max_connections, read_timeout_s and max_new_tokens must be >= 1");
     }
     if (o.model_name.empty()) throw Error("serve: the model name must not be empty");
+    // (An engine without workers runs only when its caller steps it.)
+    if (o.engine.workers < 1) throw Error("serve: workers must be >= 1");
     Impl &s = *impl_;
     s.engine = std::make_unique<Engine>(model, o.engine);  // (it checks its own options)
     serve::HttpLimits hl;
