@@ -157,7 +157,7 @@ void generate_lines(Model &m, const Tokenizer &tok, Prepared &p, const GenerateO
             // joining one by one took 1.1-1.2x as long).
             const int least = std::max(1, batch_size / 4);
             o.kv_blocks = (int)std::min<int64_t>(blocks, INT32_MAX);
-            o.join = [&](int room) {
+            o.join = [&, least](int room) {  // (least: this block's, gone before the calls)
                 std::vector<JoinInput> in;
                 if (room < std::min<int>(least, (int)(p.order.size() - at))) return in;
                 for (; at < p.order.size() && (int)in.size() < room; at++) {
