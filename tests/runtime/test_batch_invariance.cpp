@@ -136,6 +136,19 @@ struct Case {
     const char *name;
     int beam;
     bool sample;
+    // Its options: every hypothesis kept, sampling flat (temperature 3: the
+    // draw feels every bit of the logits), never stopping at eos.
+    GenerateOptions options(int new_tokens) const {
+        GenerateOptions o;
+        o.beam = beam;
+        o.n_best = beam;
+        o.sample = sample;
+        o.temperature = sample ? 3.0f : 1.0f;
+        o.top_k = 0;
+        o.stop_at_eos = false;
+        o.max_new_tokens = new_tokens;
+        return o;
+    }
 };
 const Case kCases[] = {{"greedy", 1, false}, {"beam 3", 3, false}, {"sampled", 1, true}};
 
@@ -144,15 +157,7 @@ TEST(BatchInvariance, EveryInputAnswersAsAloneBitForBit) {
     for_each_model([](Model &m, bool, const std::vector<Sequence> &src) {
         for (const Case &k : kCases) {
             SCOPED_TRACE(k.name);
-            GenerateOptions o;
-            o.beam = k.beam;
-            o.n_best = k.beam;
-            o.sample = k.sample;
-            o.temperature = k.sample ? 3.0f : 1.0f;  // flat: the draw feels every bit of the logits
-            o.top_k = 0;
-            o.stop_at_eos = false;
-            o.max_new_tokens = 16;
-            expect_batch_invariant(m, src, o);
+            expect_batch_invariant(m, src, k.options(16));
         }
     });
 }
@@ -236,13 +241,8 @@ TEST(Generation, StepByStepIsGenerate) {
         const auto src = inputs(ed ? 5 : 6, 6, ed ? 300 : 1000);
         for (const Case &k : kCases) {
             SCOPED_TRACE(k.name);
-            GenerateOptions o;
-            o.beam = k.beam;
-            o.n_best = k.beam;
-            o.sample = k.sample;
+            GenerateOptions o = k.options(8);
             o.seed = 7;
-            o.stop_at_eos = false;
-            o.max_new_tokens = 8;
             o.return_logprobs = true;
             const auto want = m.generate(src, o);
             int streamed = 0;
