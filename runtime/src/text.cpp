@@ -91,6 +91,40 @@ void fill_result(const Tokenizer &tok, int eos, const std::vector<Hypothesis> &h
     r.output_tokens = (int)h[0].tokens.size();
 }
 
+// The per-line lists of `options` (one entry per line, or none).
+void check_per_line(const GenerateOptions &options, size_t lines) {
+    for (auto [n, what] : {std::pair<size_t, const char *>{options.target_prefix.size(), "target prefixes"},
+                           {options.seeds.size(), "seeds"},
+                           {options.max_new_tokens_each.size(), "max_new_tokens_each"}}) {
+        if (n != 0 && n != lines) {
+            throw Error(std::string("generate: ") + std::to_string(n) + " " + what + " for " +
+                        std::to_string(lines) + " lines (give one per line, or none)");
+        }
+    }
+    if (!options.sampling_each.empty()) throw Error("generate: sampling_each is for generate(), not text lines");
+}
+
+// The cache blocks for the batch_size longest lines at once (every other
+// batch_size lines hold no more): each source, and per beam its prefix and
+// new tokens (limit(line)).
+template <typename Limit>
+int64_t lines_cache_blocks(const Prepared &p, const GenerateOptions &options, int batch_size, bool continuation,
+                           Limit limit) {
+    const int K = std::max(options.beam, 1);
+    int longest_prefix = 1;
+    if (!options.target_prefix.empty()) {
+        for (size_t i : p.order) longest_prefix = std::max(longest_prefix, 1 + (int)options.target_prefix[i].size());
+    }
+    int64_t blocks = 0;
+    for (size_t k = p.order.size(); k-- > 0 && k + (size_t)batch_size >= p.order.size();) {
+        const size_t i = p.order[k];
+        const int S = continuation ? 0 : (int)p.ids[i].size();
+        const int P = continuation ? (int)p.ids[i].size() : longest_prefix;
+        blocks += decoding::blocks_for(S) + (int64_t)K * decoding::blocks_for(P + limit(i));
+    }
+    return blocks;
+}
+
 // Runs the prepared lines through generate() in length order, batch_size
 // of them decoding at once: one call whose batch the next line joins as
 // soon as a quarter of the batch is free (GenerateOptions::join, the
@@ -105,33 +139,13 @@ template <typename Limit>
 void generate_lines(Model &m, const Tokenizer &tok, Prepared &p, const GenerateOptions &options, int batch_size,
                     bool continuation, Limit limit) {
     const Config &c = m.config();
-    for (auto [n, what] : {std::pair<size_t, const char *>{options.target_prefix.size(), "target prefixes"},
-                           {options.seeds.size(), "seeds"},
-                           {options.max_new_tokens_each.size(), "max_new_tokens_each"}}) {
-        if (n != 0 && n != p.ids.size()) {
-            throw Error(std::string("generate: ") + std::to_string(n) + " " + what + " for " +
-                        std::to_string(p.ids.size()) + " lines (give one per line, or none)");
-        }
-    }
-    if (!options.sampling_each.empty()) throw Error("generate: sampling_each is for generate(), not text lines");
+    check_per_line(options, p.ids.size());
     auto seed = [&](size_t i) {
         return options.seeds.empty() ? options.seed + 0x9E3779B97F4A7C15ull * (uint64_t)i : options.seeds[i];
     };
     auto prefix = [&](size_t i) { return options.target_prefix.empty() ? Sequence{} : options.target_prefix[i]; };
     const bool joins = c.positional_encoding != Positional::Relative;
-    const int K = std::max(options.beam, 1);
-    // The cache for the batch_size longest lines at once (every other
-    // batch_size lines hold no more): each source, and per beam its
-    // prefix and new tokens.
-    int longest_prefix = 1;
-    for (size_t i : p.order) longest_prefix = std::max(longest_prefix, 1 + (int)prefix(i).size());
-    int64_t blocks = 0;
-    for (size_t k = p.order.size(); k-- > 0 && k + (size_t)batch_size >= p.order.size();) {
-        const size_t i = p.order[k];
-        const int S = continuation ? 0 : (int)p.ids[i].size();
-        const int P = continuation ? (int)p.ids[i].size() : longest_prefix;
-        blocks += decoding::blocks_for(S) + (int64_t)K * decoding::blocks_for(P + limit(i));
-    }
+    const int64_t blocks = lines_cache_blocks(p, options, batch_size, continuation, limit);
     for (size_t at = 0; at < p.order.size();) {
         const size_t n = std::min(p.order.size() - at, (size_t)batch_size);
         std::vector<size_t> line;  // per input of the call: its line
