@@ -59,6 +59,7 @@ grep -q '"op": "linear_int8"' "$tmp/r3/record.json" || fail "no int8 task in the
 expect_error "--budget wants a positive duration" "$hf" tune --budget 0
 expect_error "no op 'nope'" "$hf" tune --ops nope
 expect_error "not a build target" "$hf" tune --target bogus
+expect_error "say which, cuda or opencl" "$hf" tune --target gpu
 expect_error "unknown argument" "$hf" tune --frobnicate
 
 # The checked-in records are compiled in: info names each, with its kernels.

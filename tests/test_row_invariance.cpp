@@ -21,10 +21,15 @@
 #include "hf_linear_f32_dot_residual.h"
 #include "hf_linear_relu.h"
 #include "hf_linear_residual.h"
+#include "hf_log_softmax.h"
+#include "hf_log_softmax_mask.h"
 #include "hf_pack_f32.h"
+#include "hf_softmax.h"
+#include "hf_softmax_mask.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 HF_DECLARE_GPU(hf_attention)
@@ -34,6 +39,10 @@ HF_DECLARE_GPU(hf_layer_norm_residual)
 HF_DECLARE_GPU(hf_linear)
 HF_DECLARE_GPU(hf_linear_relu)
 HF_DECLARE_GPU(hf_linear_residual)
+HF_DECLARE_GPU(hf_log_softmax)
+HF_DECLARE_GPU(hf_log_softmax_mask)
+HF_DECLARE_GPU(hf_softmax)
+HF_DECLARE_GPU(hf_softmax_mask)
 
 using ref::Buffer;
 
@@ -108,6 +117,37 @@ TEST(RowInvariance, LayerNorm) {
             EXPECT_EQ(call(HF_KERNEL(hf_layer_norm_residual), x, g, b, 1e-5f, res, y), 0);
             return y;
         }, "layer_norm_residual");
+    }
+}
+
+// A decoding step's log-probabilities over the vocabulary, and attention's
+// softmax: a row's exp and sums must not depend on the rows beside it. With
+// rows handed to threads 8 at a time (the hand value) and no strict_float,
+// LLVM contracted the loops of a whole task of 8 rows and of a shorter one
+// differently: a decoding step of 8 rows or more gave other bits than the
+// same row alone (found on an AVX2 Zen 3 with hand schedules; the Zen 4's
+// tuned record hands out 1 row at a time).
+TEST(RowInvariance, SoftmaxAndLogSoftmax) {
+    for (int N : {1000, 37}) {
+        for (bool log : {false, true}) {
+            expect_row_invariant(N, [&](Buffer<float> x) -> Buffer<float> {
+                // (logits of a few units: the scale of a model's)
+                Buffer<float> z(N, x.dim(1).extent()), y(N, x.dim(1).extent());
+                for (int r = 0; r < x.dim(1).extent(); r++)
+                    for (int i = 0; i < N; i++) z(i, r) = 3.0f * x(i, r);
+                EXPECT_EQ(log ? call(HF_KERNEL(hf_log_softmax), z, y) : call(HF_KERNEL(hf_softmax), z, y), 0);
+                return y;
+            }, log ? "log_softmax" : "softmax");
+            expect_row_invariant(N, [&](Buffer<float> x) -> Buffer<float> {
+                const int M = x.dim(1).extent();
+                Buffer<float> mask(N, M), y(N, M);
+                for (int r = 0; r < M; r++)
+                    for (int i = 0; i < N; i++) mask(i, r) = (i * 7 + (int)(x(0, r) * 100)) % 5 == 0 ? -INFINITY : 0.0f;
+                EXPECT_EQ(log ? call(HF_KERNEL(hf_log_softmax_mask), x, mask, y)
+                              : call(HF_KERNEL(hf_softmax_mask), x, mask, y), 0);
+                return y;
+            }, log ? "log_softmax_mask" : "softmax_mask");
+        }
     }
 }
 

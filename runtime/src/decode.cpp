@@ -101,7 +101,6 @@ public:
         rows.table_stride = in.table_stride;
         rows.pool_rows = pool_rows;
         rows.write_rows = in.write_rows;
-        rows.staging = s.kv_stage.need((size_t)T * R * 2 * KW);
         if (T > 1) {
             rows.dense_rows = in.dense_rows;
             rows.dense = s.kv_tmp.need((size_t)in.L * R * 2 * KW);

@@ -46,7 +46,9 @@ void Session::stack(const StackW &s, bool causal, float *&x, float *&x_alt, cons
         io.x_in = x;
         // One buffer serves every sub-layer: inference keeps no activation.
         io.n1 = io.n2 = io.n3 = h.need((size_t)M * D);
-        io.q = io.qc = q.need((size_t)M * A);
+        // The self-attention's new Q|K|V side by side ([M, A + 2K]: one
+        // projection); the cross-attention's queries in the same buffer.
+        io.q = io.qc = q.need((size_t)M * (A + 2 * K));
         io.att = io.attc = a.need((size_t)M * A);
         io.y1 = io.y2 = io.y3 = y.need((size_t)M * D);
         io.hidden = &ffn_hidden;
@@ -54,9 +56,17 @@ void Session::stack(const StackW &s, bool causal, float *&x, float *&x_alt, cons
             io.positions = positions.data();
             io.rope_in = rope_in.need((size_t)M * (A + K));
         }
-        io.kv = pass.self_kv(l);
-        io.kv_stride = 2 * K;
-        io.cache_rows = CR;
+        if (rows.write_rows) {
+            // The paged cache: K|V go from io.q to their cache rows.
+            io.kv = pass.self_kv(l);
+            io.kv_stride = 2 * K;
+            io.cache_rows = CR;
+        } else {
+            // One pass over whole sequences: its keys are the new ones.
+            io.kv = io.q + A;
+            io.kv_stride = A + 2 * K;
+            io.cache_rows = R;
+        }
         io.kv_len = pass.kv_len;
         // The stream moves between x and x_alt at each sub-layer.
         io.x1 = x_alt;
@@ -128,13 +138,11 @@ float *Session::encoder(const std::vector<Sequence> &src, int S, std::vector<int
     pad_time_major(pointers(src), cfg.pad_id, tokens, lens);
     const size_t n = (size_t)S * R * D;
     float *x = x0.need(n), *xa = x1.need(n);
-    float *kv = kv_tmp.need((size_t)S * R * 2 * desc.kv_width);
     layers::embed(*this, w->enc, tokens.data(), S, R, 0, x);
     const float *bias = stack_bias(w->enc, false);
     StackPass pass;
     pass.T = S;
     pass.R = R;
-    pass.self_kv = [&](size_t) { return kv; };
     pass.kv_len = lens.data();
     pass.pos_bias = bias;
     stack(w->enc, false, x, xa, pass);
@@ -357,13 +365,10 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
     const int T = pad_time_major(pointers(dec_in), c.pad_id, tokens, lens);
     const size_t n = (size_t)T * R * D;
     float *x = m.x0.need(n), *xa = m.x1.need(n);
-    m.self_kv.resize(m.w->dec.layers.size());
-    m.attach(m.self_kv);
     layers::embed(m, m.w->dec, tokens.data(), T, R, 0, x);
     Session::StackPass pass;
     pass.T = T;
     pass.R = R;
-    pass.self_kv = [&](size_t l) { return m.self_kv[l].need((size_t)T * R * 2 * m.desc.kv_width); };
     pass.kv_len = lens.data();
     if (ed) {
         pass.cross_kv = [&](size_t l) -> const float * { return m.cross_kv[l].get(); };

@@ -23,7 +23,7 @@ namespace halformer {
 // table[t / kPageRows] · kPageRows + t % kPageRows, table = block_table +
 // r·table_stride (its block table; beams share their ancestors' blocks),
 // the T·R new positions' K|V go to cache rows write_rows (time-major,
-// distinct) through `staging`, and position s of source g of the encoder
+// distinct) from the layer's Q|K|V rows, and position s of source g of the encoder
 // K|V (in the same cache) is found the same way through cross_table +
 // g·cross_stride.
 constexpr int kPageRows = 16;  // the _paged attention kernels' page (generators/CMakeLists.txt)
@@ -32,7 +32,6 @@ struct RowMap {
     const int32_t *block_table = nullptr;
     int table_stride = 0, pool_rows = 0;
     const int32_t *write_rows = nullptr;
-    float *staging = nullptr;
     // A prefill chunk (T > 1): its keys gathered into `dense`, position t
     // of row r from cache row dense_rows[t·R + r].
     const int32_t *dense_rows = nullptr;
@@ -129,7 +128,8 @@ public:
     // On a GPU each is shadowed on the device, where its contents live:
     // kernels write them, DeviceContext::to_host reads them back. Data the
     // host writes for a kernel (token ids, lengths) goes in plain vectors.
-    // kv_stage: a step's new K|V before they go to their cache rows;
+    // kv_stage: the sources' cross-attention K|V before they go to their
+    // cache rows;
     // last_rows: the prefill's last position of each row, across chunks.
     // rope_in: the unrotated Q|K of a rotary model's layer.
     Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, enc_out, logits, topv, topi, pos_bias, kv_stage,

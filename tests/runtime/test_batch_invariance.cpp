@@ -14,6 +14,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <random>
@@ -327,5 +328,53 @@ TEST(Generation, StepByStepIsGenerate) {
                 EXPECT_TRUE(same_bits(all[b][0].log_probs, alone[0][0].log_probs)) << "input " << b;
             }
         }
+    }
+}
+
+// Kernel calls by name in one decoding step: two greedy runs of the same
+// batch that differ only in their number of steps.
+std::map<std::string, double> calls_per_step(Model &m, const std::vector<Sequence> &src) {
+    auto run = [&](int n) {
+        m.reset_profile();
+        GenerateOptions o;
+        o.max_new_tokens = n;
+        o.stop_at_eos = false;
+        m.generate(src, o);
+        std::map<std::string, int64_t> calls;
+        for (const auto &[name, t] : m.profile()) calls[name] = t.calls;
+        return calls;
+    };
+    auto a = run(2), b = run(10);
+    std::map<std::string, double> per;
+    for (const auto &[name, n] : b) per[name] = double(n - a[name]) / 8;
+    return per;
+}
+
+// A decoding step's self-attention projections: Q|K|V in one call side by
+// side (rotary: Q|K in one, V in another), Q and K turned by position in one
+// call, and one scatter of K|V a layer to the paged cache (a GPU launch
+// each). Before, Q and K|V were two calls and a rotary model turned Q and K
+// in two. Their answers are the golden suites' (test_models.cpp,
+// test_hf_llama.cpp) and the batch tests' above.
+TEST(DecodingStep, OneProjectionOneRotaryCallAndOneScatterALayer) {
+    for (const Config &c : {config(Architecture::EncoderDecoder), config(Architecture::Decoder), llama()}) {
+        const bool ed = c.has_encoder(), rotary = c.positional_encoding == Positional::Rotary;
+        Model m = Model::random(c, 41, test_device());
+        const auto src = inputs(7, 3, ed ? 300 : 1000);
+        const auto per = calls_per_step(m, src);
+        const double layers = c.num_decoder_layers;
+        std::string all;
+        double total = 0;
+        for (const auto &[name, n] : per) {
+            all += " " + name + " " + std::to_string(n);
+            total += n;
+        }
+        SCOPED_TRACE((ed ? "encoder-decoder:" : rotary ? "rotary:" : "decoder-only:") + all);
+        EXPECT_EQ(per.count("rope") ? per.at("rope") : 0.0, rotary ? layers : 0.0);
+        EXPECT_EQ(per.count("scatter") ? per.at("scatter") : 0.0, layers);
+        // A layer's projections: Q|K|V (rotary: Q|K, V) and the output's;
+        // behind an encoder, the cross-attention's queries and output too.
+        EXPECT_EQ(per.count("linear") ? per.at("linear") : 0.0, layers * ((rotary ? 3 : 2) + (ed ? 2 : 0)));
+        EXPECT_GT(total, 0.0);
     }
 }

@@ -26,9 +26,11 @@
 #include "Halide.h"
 #include "halformer/build_info.h"
 #include "halformer/config.h"
+#include "halformer/device.h"
 #include "halformer/error.h"
 #include "halformer/files.h"
 #include "halformer/json.h"
+#include "measure.h"
 #include "options.h"
 #include "records.h"
 #include "report.h"
@@ -114,7 +116,9 @@ std::string Tuner::open_work() {
     const bool in_tree = files::exists(std::string(HALFORMER_SOURCE_DIR) + "/schedules/tuned");
     const std::string tmp = std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
     const std::string records = in_tree ? std::string(HALFORMER_SOURCE_DIR) + "/schedules/tuned" : "tuned";
-    record_name_ = record_name_for(target_name_, records);
+    // (A GPU's record is its API's: the build applies it to that API's one
+    // kernel set, whatever the CPU.)
+    record_name_ = target_.has_gpu_feature() ? target_name_ : record_name_for(target_name_, records);
     out_dir_ = !o_.out_dir.empty() ? o_.out_dir : records + "/" + record_name_;
     work_dir_ = !o_.work_dir.empty() ? o_.work_dir
                 : files::exists(HALFORMER_BINARY_DIR)
@@ -177,6 +181,11 @@ void Tuner::write_outputs(const std::vector<TaskResult> &results, bool complete)
     }
     run.halide_target = target_.to_string();
     run.machine = machine_name(threads_);
+    if (target_.has_gpu_feature()) {
+        // The GPU the candidates ran on (the runtime's probe of the driver).
+        const auto dev = target_.has_feature(Halide::Target::CUDA) ? halformer::Device::CUDA : halformer::Device::OpenCL;
+        run.machine = halformer::device_description(dev) + ", host " + run.machine;
+    }
     run.date = today();
     run.budget_s = o_.budget_s;
     run.spent_s = progress_.spent();
@@ -251,13 +260,19 @@ int list_kernels(const std::vector<Task> &tasks) {
     return 0;
 }
 
-int run_tune(const Options &o) {
-    std::vector<Task> tasks = select_tasks(make_tasks(model_config(o.config), o.workload), o.ops);
+int run_tune(const Options &options) {
+    std::string name;
+    const Halide::Target target = resolve_target(options.target, &name);
+    // A GPU's schedules are searched by hand knobs only: Adams2019 and
+    // Mullapudi2016 schedule CPUs.
+    Options o = options;
+    if (target.has_gpu_feature()) o.adams = false;
+    std::vector<Task> tasks =
+        select_tasks(make_tasks(model_config(o.config), o.workload, target.has_gpu_feature()), o.ops);
     if (o.list_kernels) return list_kernels(tasks);
+    if (o.launch_only) return launch_only(tasks, target);
     int threads = o.threads > 0 ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     setenv("HL_NUM_THREADS", std::to_string(threads).c_str(), 1);
-    std::string name;
-    Halide::Target target = resolve_target(o.target, &name);
     if (o.worker == "adams") return run_worker(o, tasks, target, threads);
     if (o.check_records)
         return check_records(o.work_dir.empty() ? std::string(HALFORMER_BINARY_DIR) + "/tune/check" : o.work_dir);

@@ -62,7 +62,12 @@ void bind_inputs(const Halide::Pipeline &pipe, OpData &d, bool estimates) {
         }
         Halide::Internal::Parameter prm = it->second;
         if (prm.is_buffer()) {
-            prm.set_buffer(v.buf);
+            // Written on the host: a GPU candidate copies it to the device on
+            // its first run (without the flag it would read device memory
+            // never written).
+            Halide::Buffer<> b = v.buf;
+            b.set_host_dirty();
+            prm.set_buffer(b);
             if (estimates)
                 for (int i = 0; i < v.buf.dimensions(); i++) {
                     prm.set_min_constraint_estimate(i, 0);
@@ -106,15 +111,23 @@ std::string one_line(std::string e) {
 // Runs a compiled candidate at one shape and checks it; "" or the problem.
 std::string run_and_check(Halide::Pipeline &pipe, const Task &task,
                           const std::map<std::string, std::string> &params, const Shape &shape,
-                          const Halide::Target &target, double *ms) {
+                          const Halide::Target &target, double *ms, bool checked = true) {
     auto data = make_op_data(task.generator(), params, shape);
     bind_inputs(pipe, *data, false);
     Halide::Realization out = data->outputs();
-    try {
+    // On a GPU the outputs stay on the device until asked for; a timed run
+    // waits for the device to finish.
+    auto run = [&] {
         pipe.realize(out, target);
+        for (size_t i = 0; i < out.size(); i++) out[i].device_sync();
+    };
+    try {
+        run();
+        for (size_t i = 0; i < out.size(); i++) out[i].copy_to_host();
     } catch (const std::exception &e) {
         return "fails at " + shape.label + ": " + one_line(e.what());
     }
+    if (!checked) return "";
     double err = data->error();
     if (!(err <= kTolerance)) {
         char buf[160];
@@ -122,7 +135,7 @@ std::string run_and_check(Halide::Pipeline &pipe, const Task &task,
                       kTolerance);
         return buf;
     }
-    if (ms) *ms = time_ms([&] { pipe.realize(out, target); });
+    if (ms) *ms = time_ms(run);
     return "";
 }
 
@@ -180,7 +193,8 @@ double time_ms(const std::function<void()> &f) {
 }
 
 Measured measure(const Task &task, const std::vector<Shape> &shapes, const Point &p, Sched s,
-                 const Halide::Target &target, int threads, bool timed, const std::vector<Shape> *edges) {
+                 const Halide::Target &target, int threads, bool timed, const std::vector<Shape> *edges,
+                 bool checked) {
     Measured m;
     m.ms.assign(shapes.size(), 0.0);
     std::vector<std::string> groups;
@@ -197,7 +211,7 @@ Measured measure(const Task &task, const std::vector<Shape> &shapes, const Point
             for (size_t i = 0; i < shapes.size(); i++) {
                 if (gen_key(shapes[i]) != group) continue;
                 std::string err = run_and_check(pipe, task, params, shapes[i], target,
-                                                timed ? &m.ms[i] : nullptr);
+                                                timed ? &m.ms[i] : nullptr, checked);
                 if (!err.empty()) {
                     m.error = err;
                     return m;
@@ -217,6 +231,47 @@ Measured measure(const Task &task, const std::vector<Shape> &shapes, const Point
     m.score = 0;
     for (double x : m.ms) m.score += x;
     return m;
+}
+
+// Every combination of the task's knob values.
+std::vector<Point> all_points(const Task &t) {
+    std::vector<Point> points{Point{}};
+    for (const Knob &k : t.knobs) {
+        std::vector<Point> next;
+        for (const Point &p : points)
+            for (int v : k.values) {
+                Point q = p;
+                q[k.name] = v;
+                next.push_back(q);
+            }
+        points.swap(next);
+    }
+    return points;
+}
+
+int launch_only(const std::vector<Task> &tasks, const Halide::Target &target) {
+    if (!target.has_gpu_feature()) throw halformer::Error("--launch-only is for --target cuda or opencl");
+    int launched = 0, failed = 0, skipped = 0;
+    for (const Task &t : tasks) {
+        std::vector<Shape> shapes = t.shapes;
+        shapes.insert(shapes.end(), t.edges.begin(), t.edges.end());
+        for (const Point &p : all_points(t)) {
+            if (!t.feasible(p, 0)) {
+                skipped++;
+                continue;
+            }
+            Measured m = measure(t, shapes, p, Sched::Hand, target, 1, false, nullptr, false);
+            launched++;
+            if (!m.ok) {
+                failed++;
+                std::printf("%s %s: %s\n", t.id().c_str(), point_key(p).c_str(), m.error.c_str());
+            }
+        }
+    }
+    std::printf("launch-only: %d candidates of %zu tasks compiled for %s and run at every shape, %d failed; "
+                "%d outside the launch limits not tried\n",
+                launched, tasks.size(), target.to_string().c_str(), failed, skipped);
+    return failed ? 1 : 0;
 }
 
 }  // namespace tune

@@ -41,9 +41,15 @@ double time_ms(const std::function<void()> &f);
 // Compiles one candidate (once per distinct set of algorithm parameters
 // among the shapes), checks it against the reference at every shape, times
 // it; then checks the edge shapes, if given. The autoschedulers schedule for
-// the first shape.
+// the first shape. checked = false runs it once a shape without looking at
+// its outputs (--launch-only: a device that runs no kernel).
 Measured measure(const Task &task, const std::vector<Shape> &shapes, const Point &p, Sched s,
                  const Halide::Target &target, int threads, bool timed = true,
-                 const std::vector<Shape> *edges = nullptr);
+                 const std::vector<Shape> *edges = nullptr, bool checked = true);
+
+// --launch-only: every feasible point of every task's space compiled for the
+// GPU target and run once at each shape, outputs unread; prints each that
+// fails (a launch the device refuses) and a summary. 0 when none failed.
+int launch_only(const std::vector<Task> &tasks, const Halide::Target &target);
 
 }  // namespace tune

@@ -43,18 +43,22 @@ void add_ops(Options &o, const std::string &list) {
 [[noreturn]] void usage(const std::string &msg) {
     if (!msg.empty()) std::fprintf(stderr, "halformer tune: %s\n\n", msg.c_str());
     std::fprintf(stderr,
-        "usage: halformer tune [--target sapphirerapids|avx512|avx2|sse41|host]\n"
+        "usage: halformer tune [--target sapphirerapids|avx512|avx2|sse41|host|cuda|opencl]\n"
         "                      [--config base|MODEL_DIR] [--ops linear,attention,...]\n"
         "                      [--budget 20m] [--resume] [--force] [--no-adams]\n"
         "                      [--rows 128] [--cache-len 128] [--decode-rows 4]\n"
         "                      [--out DIR] [--work DIR] [--threads N]\n"
         "       halformer tune --check-records   (the build applies its records?)\n"
         "       halformer tune --list-kernels    (the kernels the tasks' records cover)\n"
+        "       halformer tune --target cuda --launch-only [--ops ...]\n"
+        "                                        (every GPU candidate compiled and launched once)\n"
         "Searches each op's schedule on this machine at the model's shapes and\n"
         "writes DIR/record.json (default: this CPU's record of the target in the\n"
         "source tree, schedules/tuned/<target>[-<vendor>-<family>-<model>]/),\n"
         "report.md and tuning.png. Rebuild to apply the record: its kernel set\n"
-        "runs on CPUs of this vendor, family and model.\n");
+        "runs on CPUs of this vendor, family and model. --target cuda or opencl\n"
+        "searches the GPU schedules' knobs on this machine's GPU instead\n"
+        "(schedules/tuned/cuda/: the build's CUDA kernels, on any GPU).\n");
     std::exit(2);
 }
 
@@ -76,6 +80,7 @@ Options parse_options(int argc, char **argv) {
         else if (a == "--no-adams") o.adams = false;
         else if (a == "--check-records") o.check_records = true;
         else if (a == "--list-kernels") o.list_kernels = true;
+        else if (a == "--launch-only") o.launch_only = true;
         else if (a == "--out") o.out_dir = next();
         else if (a == "--work") o.work_dir = next();
         else if (a == "--threads") o.threads = parse_int(a, next(), 1);

@@ -10,11 +10,12 @@
 namespace tune {
 
 struct Options {
-    std::string target = "host";      // sapphirerapids | avx512 | avx2 | sse41 | host
+    std::string target = "host";      // sapphirerapids | avx512 | avx2 | sse41 | host | cuda | opencl
     std::string config = "base";      // base | model directory
     std::vector<std::string> ops;     // empty: all
     double budget_s = 20 * 60;
     bool resume = false, force = false, adams = true, check_records = false, list_kernels = false;
+    bool launch_only = false;         // GPU: every candidate compiled and launched once (launch.cpp)
     std::string out_dir;              // record directory (default: the source tree's)
     std::string work_dir;             // state, samples, weights
     int threads = 0;

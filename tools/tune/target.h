@@ -1,5 +1,7 @@
 // The build targets the tuner can tune for: the x86 variants the build
-// compiles, by their record names (sapphirerapids, avx512, avx2, sse41).
+// compiles, by their record names (sapphirerapids, avx512, avx2, sse41), and
+// the GPU APIs (cuda, opencl): their kernels' GPU schedules, timed on this
+// machine's GPU.
 #pragma once
 
 #include "Halide.h"
@@ -13,8 +15,9 @@ namespace tune {
 std::map<std::string, std::string> build_targets();
 
 // The target of --target NAME ("host": the most specific variant this CPU
-// runs), with its record name in *record_name; an Error when it is no build
-// target, a GPU, or one this CPU cannot run.
+// runs; cuda or opencl: this host with the GPU build's device features),
+// with its record name in *record_name; an Error when it is no build target
+// or one this CPU cannot run.
 Halide::Target resolve_target(const std::string &name, std::string *record_name);
 
 }  // namespace tune

@@ -306,7 +306,7 @@ inline std::vector<Task> head_tasks(const halformer::Config &c, const Workload &
 
 // Every task, in a fixed order (a task's index is its pipeline id in the
 // cost model's samples).
-inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &w) {
+inline std::vector<Task> make_cpu_tasks(const halformer::Config &c, const Workload &w) {
     std::vector<Task> tasks = linear_tasks(c, w);
     auto append = [&](const std::vector<Task> &more) { tasks.insert(tasks.end(), more.begin(), more.end()); };
     append({ffn_task(c, w)});
@@ -314,6 +314,56 @@ inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &
     append(row_tasks(c, w));
     append(head_tasks(c, w));
     return tasks;
+}
+
+// The GPU schedules' knobs (--target cuda or opencl), at the same shapes as
+// the CPU's tasks: the matmul's tiles and register blocks, the decode
+// matmul's columns and rows a block, attention's queries a block, the row
+// ops' threads a row. A point must fit CUDA's launch limits (at most 1024
+// threads a block, 48 KiB of shared memory) and keep its register block
+// small enough not to spill (at most 64 accumulators a thread).
+inline bool gpu_matmul_fits(const Point &p, int) {
+    const int tn = p.at("gpu_tile_n"), tm = p.at("gpu_tile_m"), rn = p.at("gpu_reg_n"), rm = p.at("gpu_reg_m");
+    if (tn % rn || tm % rm || rn * rm > 64) return false;
+    const int threads = (tn / rn) * (tm / rm);
+    return threads >= 32 && threads <= 1024;
+}
+
+inline bool gpu_dot_fits(const Point &p, int) {
+    const int cols = p.at("gpu_tile_n"), rows = p.at("gpu_tile_m");
+    return 32 * cols <= 1024 && 4 * 32 * cols * rows <= 48 * 1024;
+}
+
+inline std::vector<Task> make_gpu_tasks(const halformer::Config &c, const Workload &w) {
+    std::vector<Task> cpu = make_cpu_tasks(c, w), tasks;
+    auto like = [&](const std::string &id, std::vector<Knob> knobs,
+                    std::function<bool(const Point &, int)> feasible = nullptr) {
+        for (const Task &t : cpu) {
+            if (t.id() != id) continue;
+            Task g = t;
+            g.knobs = std::move(knobs);
+            g.feasible = feasible ? feasible : [](const Point &, int) { return true; };
+            tasks.push_back(g);
+            return;
+        }
+        throw std::runtime_error("no CPU task " + id);
+    };
+    like("linear/prefill",
+         {{"gpu_tile_n", {64, 32, 128}}, {"gpu_tile_m", {16, 8, 32, 64}}, {"gpu_reg_n", {4, 8}},
+          {"gpu_reg_m", {8, 4, 16}}, {"gpu_k_unroll", {8, 4, 16}}},
+         gpu_matmul_fits);
+    like("linear/decode", {{"gpu_tile_n", {8, 4, 16, 32}}, {"gpu_tile_m", {4, 1, 2, 8}}}, gpu_dot_fits);
+    // (The decode kernels keep their 2 queries a block: their build sets it.)
+    like("attention/prefill", {{"gpu_query_tile", {32, 8, 16, 64}}});
+    like("attention/decode", {{"gpu_query_tile", {2, 4, 8}}});
+    like("layer_norm/prefill", {{"gpu_threads", {256, 64, 128, 512, 1024}}});
+    like("log_softmax/decode", {{"gpu_threads", {256, 64, 128, 512, 1024}}});
+    return tasks;
+}
+
+// The tasks of a target: its GPU schedules' on a GPU.
+inline std::vector<Task> make_tasks(const halformer::Config &c, const Workload &w, bool gpu) {
+    return gpu ? make_gpu_tasks(c, w) : make_cpu_tasks(c, w);
 }
 
 }  // namespace tune

@@ -130,44 +130,36 @@ void rotate(Kernels &k, const Heads &h, const LayerIO &io, const float *in, int 
 
 std::vector<ProjectionRows> self_projection_rows(const Description &d) {
     const int A = d.attn_width, K = d.kv_width;
-    // Rotary: Q and K together (both are rotated), then V; else Q, then K|V.
+    // Rotary: Q and K together (both are rotated), then V; else all three.
     if (d.rotary()) return {{0, A + K}, {A + K, K}};
-    return {{0, A}, {A, 2 * K}};
+    return {{0, A + 2 * K}};
 }
 
 void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io) {
     const Heads h(k.desc, io);
-    const int D = k.cfg.d_model, A = h.D, K = h.K, M = io.M();
+    const int D = k.cfg.d_model, A = h.D, K = h.K, M = io.M(), QW = A + 2 * K;
     const Mat x{in, M, D, D};
-    if (p.train) {
-        // One fused [M, A + 2K] projection: the backward pass reads dQ|dK|dV at once.
-        if (k.desc.rotary()) throw Error("training: rotary positions have no backward kernels (inference only)");
-        return linear(k, p, "linear", x, w.in_w, w.in_b, A + 2 * K, io.q, A + 2 * K);
-    }
-    // Where the new positions' K|V go: the paged cache's staging rows (then
-    // each to its row), or one dense block of the time-major cache.
-    float *dst = io.kv + (size_t)io.start * io.cache_rows * io.kv_stride;
-    int dst_stride = io.kv_stride;
-    if (io.rows.write_rows) {
-        dst = io.rows.staging;
-        dst_stride = 2 * K;
-    }
-    const auto parts = self_projection_rows(k.desc);
-    auto rows_of = [&](const ProjectionRows &r) { return w.in_w + (size_t)r.first * D; };
-    auto bias_of = [&](const ProjectionRows &r) { return w.in_b + r.first; };
-    if (k.desc.rotary()) {
-        // Q|K unrotated, then Q to its rows and K to the cache turned by
-        // position; V straight to the cache.
-        float *raw = io.rope_in;
-        linear(k, p, "linear", x, rows_of(parts[0]), bias_of(parts[0]), A + K, raw, A + K);
-        rotate(k, h, io, raw, A + K, h.H, io.q, A);
-        rotate(k, h, io, raw + A, A + K, h.Hkv, dst, dst_stride);
-        linear(k, p, "linear", x, rows_of(parts[1]), bias_of(parts[1]), K, dst + K, dst_stride);
+    // Q|K|V side by side in io.q ([M, A + 2K]): attention reads the queries
+    // there, and a pass over whole sequences its keys and values (io.kv =
+    // io.q + A); the paged cache's go on to their rows.
+    if (!k.desc.rotary()) {
+        linear(k, p, "linear", x, w.in_w, w.in_b, QW, io.q, QW);
     } else {
-        linear(k, p, "linear", x, rows_of(parts[0]), bias_of(parts[0]), A, io.q, A);
-        linear(k, p, "linear", x, rows_of(parts[1]), bias_of(parts[1]), 2 * K, dst, dst_stride);
+        if (p.train) throw Error("training: rotary positions have no backward kernels (inference only)");
+        // Q|K unrotated, turned by position into io.q in one call (the same
+        // rows and positions for both), then V.
+        const auto parts = self_projection_rows(k.desc);
+        linear(k, p, "linear", x, w.in_w, w.in_b, A + K, io.rope_in, A + K);
+        if (h.H * h.dk == A && h.Hkv * h.dk == K) {
+            rotate(k, h, io, io.rope_in, A + K, h.H + h.Hkv, io.q, QW);
+        } else {
+            rotate(k, h, io, io.rope_in, A + K, h.H, io.q, QW);
+            rotate(k, h, io, io.rope_in + A, A + K, h.Hkv, io.q + A, QW);
+        }
+        const int v = parts[1].first;
+        linear(k, p, "linear", x, w.in_w + (size_t)v * D, w.in_b ? w.in_b + v : nullptr, K, io.q + A + K, QW);
     }
-    if (io.rows.write_rows) scatter_rows(k, io.rows.staging, 2 * K, M, io.rows.write_rows, io.kv, io.rows.pool_rows);
+    if (io.rows.write_rows) scatter_rows(k, io.q + A, 2 * K, M, io.rows.write_rows, io.kv, io.rows.pool_rows, QW);
 }
 
 void position_bias(Kernels &k, const StackW &s, bool causal, float *out) {
@@ -190,9 +182,9 @@ struct SelfViews {
 };
 
 SelfViews self_views(Kernels &k, const Pass &p, const Heads &h, bool causal, const LayerIO &io) {
-    const int T = io.T, R = io.R, L = io.start + T, qs = p.train ? h.D + 2 * h.K : h.D;
+    const int T = io.T, R = io.R, L = io.start + T;
     const int NB = (L + kPageRows - 1) / kPageRows;
-    SelfViews s{h.q(io.q, T, R, qs), h.kv(io.kv, L, io.cache_rows, io.kv_stride),
+    SelfViews s{h.q(io.q, T, R, h.D + 2 * h.K), h.kv(io.kv, L, io.cache_rows, io.kv_stride),
                 h.kv(io.kv + h.K, L, io.cache_rows, io.kv_stride), h.q(io.att, T, R, h.D),
                 View(io.kv_len, {{R, 1}}, true), View(io.rows.block_table, {{NB, 1}, {R, io.rows.table_stride}}, true)};
     s.listed = io.rows.block_table && causal;

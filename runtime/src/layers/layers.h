@@ -121,8 +121,8 @@ struct LayerIO {
     // Inference points several of these at one scratch buffer; training
     // gives each its own (the backward pass reads them).
     float *n1 = nullptr, *n2 = nullptr, *n3 = nullptr;  // pre-LN inputs of the sub-layers
-    float *q = nullptr;                  // queries; training: the fused [M, A + 2K] Q|K|V
-    float *kv = nullptr;                 // self K|V: the cache (inference) or q + A (training)
+    float *q = nullptr;                  // the fused [M, A + 2K] Q|K|V (self_projections)
+    float *kv = nullptr;                 // self K|V: the paged cache, or q + A (a pass over whole sequences)
     int kv_stride = 0, cache_rows = 0;   // K|V row stride, rows of the cache
     // The stack's heads and feed-forward width (Description::dims); null:
     // the description's own (a model whose stacks do not differ).
@@ -148,12 +148,13 @@ struct LayerIO {
 
 // --- attention.cpp
 // The self-attention's in_proj rows [A + 2K, D] as the inference passes
-// project them: (first row, rows) of each projection, in order. Q then K|V;
-// rotary: Q|K (rotated together) then V. Prepacking packs these.
+// project them: (first row, rows) of each projection, in order. Q|K|V at
+// once; rotary: Q|K (rotated together) then V. Prepacking packs these.
 using ProjectionRows = std::pair<int, int>;
 std::vector<ProjectionRows> self_projection_rows(const Description &d);
-// Q (and the new positions' K|V) of the self-attention sub-layer from `in`;
-// rotary: both turned by position (io.positions) before K is cached.
+// The self-attention sub-layer's Q|K|V from `in` into io.q (rotary: Q and
+// K turned by position, io.positions); in the paged cache the new
+// positions' K|V then go to their rows.
 void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io);
 void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io);
 // Q from `in`, then attention over the encoder memory's K|V.
@@ -213,8 +214,10 @@ void logits_adjust(Kernels &k, const float *x, int R, int V, const int32_t *rows
 // out[i] = src[idx[i]] for i < n (rows of width W; src has rows_in).
 void gather_rows(Kernels &k, const float *src, int W, int rows_in, const int32_t *idx, int n, float *out);
 // out[idx[i]] = src[i] for i < n, in place (out has rows_out rows; the
-// indices distinct); every other row of out keeps what it holds.
-void scatter_rows(Kernels &k, const float *src, int W, int n, const int32_t *idx, float *out, int rows_out);
+// indices distinct); every other row of out keeps what it holds. src's
+// rows lie `stride` floats apart (0: W).
+void scatter_rows(Kernels &k, const float *src, int W, int n, const int32_t *idx, float *out, int rows_out,
+                  int stride = 0);
 // The 8 largest probabilities of each row's softmax and their ids
 // (best first; probs[R, N] scratch): values[R, 8], ids[R, 8].
 void top8(Kernels &k, const float *x, int R, int N, float *probs, float *values, int32_t *ids);

@@ -18,8 +18,9 @@ void gather_rows(Kernels &k, const float *src, int W, int rows_in, const int32_t
     k.run("gather", [&] { return HF_PICK(k.device(), hf_gather_rows)(from.get(), vi.get(), to.get()); });
 }
 
-void scatter_rows(Kernels &k, const float *src, int W, int n, const int32_t *idx, float *out, int rows_out) {
-    View from(src, {{W, 1}, {n, W}}), vi(idx, {{n, 1}}, true), to(out, {{W, 1}, {rows_out, W}});
+void scatter_rows(Kernels &k, const float *src, int W, int n, const int32_t *idx, float *out, int rows_out,
+                  int stride) {
+    View from(src, {{W, 1}, {n, stride ? stride : W}}), vi(idx, {{n, 1}}, true), to(out, {{W, 1}, {rows_out, W}});
     k.run("scatter", [&] { return HF_PICK(k.device(), hf_scatter_rows)(from.get(), vi.get(), to.get()); });
 }
 
