@@ -65,11 +65,9 @@ public:
             schedule_softmax_gpu({y, s, e, row_max, row_sum, n, r, k}, rec.get("gpu_threads", gpu_threads));
             return;
         }
-        schedule_softmax_cpu({y, s, e, row_max, row_sum, n, r, k},
-                             {rec.get("rows_per_task", rows_per_task)}, get_target());
+        schedule_softmax_cpu({y, s, e, row_max, row_sum, n, r, k}, get_target());
     }
 
-    GeneratorParam<int> rows_per_task{"rows_per_task", 8};
     GeneratorParam<int> gpu_threads{"gpu_threads", 0};  // GPU threads per row (0: 256)
     // The kernel name tuned records know this build by (set by the build; see
     // schedules/tuned.h). Empty: hand values only.

@@ -11,27 +11,29 @@ struct SoftmaxStages {
     Halide::RDom k;  // over n, in row_max and row_sum
 };
 
-struct SoftmaxKnobs {
-    int rows_per_task;  // rows handed to one thread at a time
-};
-
 // One row at a time: the masked scores and the exponentials are kept for the
 // row (N floats, in L1 for any vocabulary up to ~8K, L2 beyond), so x is read
-// once and exp is evaluated once per element. Rows are spread over threads.
-inline void schedule_softmax_cpu(SoftmaxStages s, const SoftmaxKnobs &knobs,
-                                 const Halide::Target &t) {
+// once and exp is evaluated once per element. Each row is a task of its own,
+// and every row runs the same code: rows handed out several at a time (the
+// knob rows_per_task, 8 by hand until 2026-11-28) split the row loop, and
+// Halide's loop partitioning then compiled a whole task and a shorter one
+// apart, which LLVM contracted into FMAs differently: a row's bits depended
+// on the call's row count (RowInvariance.SoftmaxAndLogSoftmax; a decoding
+// step of 8 rows or more answered otherwise than each row alone). strict_float
+// mends that too, at 1.2–2.7× the time; one row a task was also the fastest
+// (measured 2026-11-28, avx2, AMD EPYC Zen 3, 1 × 37000: 0.137 ms against
+// 0.200 with 8, log_softmax).
+inline void schedule_softmax_cpu(SoftmaxStages s, const Halide::Target &t) {
     using namespace Halide;
     const int lanes = f32_lanes(t);
-    Var ro("ro"), ri("ri");
     s.out.compute_root()
-        .split(s.r, ro, ri, std::max(1, knobs.rows_per_task), TailStrategy::GuardWithIf)
-        .parallel(ro)
+        .parallel(s.r)
         .vectorize(s.n, lanes, TailStrategy::GuardWithIf);
-    s.s.compute_at(s.out, ri).vectorize(s.n, lanes, TailStrategy::GuardWithIf);
-    s.row_max.compute_at(s.out, ri);
+    s.s.compute_at(s.out, s.r).vectorize(s.n, lanes, TailStrategy::GuardWithIf);
+    s.row_max.compute_at(s.out, s.r);
     s.row_max.update().atomic().vectorize(s.k.x, lanes);
-    s.e.compute_at(s.out, ri).vectorize(s.n, lanes, TailStrategy::GuardWithIf);
-    s.row_sum.compute_at(s.out, ri);
+    s.e.compute_at(s.out, s.r).vectorize(s.n, lanes, TailStrategy::GuardWithIf);
+    s.row_sum.compute_at(s.out, s.r);
     s.row_sum.update().atomic().vectorize(s.k.x, lanes);
 }
 

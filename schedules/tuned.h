@@ -116,7 +116,9 @@ inline std::string tuned_target_name(const Halide::Target &t) {
 
 // An x86 target's marker (-1: none).
 inline int tuned_marker(const Halide::Target &t) {
-    if (t.arch != Halide::Target::X86) return -1;
+    // (A GPU build's host part is x86, and OpenCL's carries cl_doubles: its
+    // record is its API's, with no marker.)
+    if (t.arch != Halide::Target::X86 || t.has_gpu_feature()) return -1;
     const auto &m = tuned_marker_features();
     for (size_t i = 0; i < m.size(); i++)
         if (t.has_feature(m[i].first)) return (int)i;

@@ -122,11 +122,11 @@ TEST(RowInvariance, LayerNorm) {
 
 // A decoding step's log-probabilities over the vocabulary, and attention's
 // softmax: a row's exp and sums must not depend on the rows beside it. With
-// rows handed to threads 8 at a time (the hand value) and no strict_float,
-// LLVM contracted the loops of a whole task of 8 rows and of a shorter one
+// rows handed to threads 8 at a time (the hand value until 2026-11-28), LLVM
+// contracted the loops of a whole task of 8 rows and of a shorter one
 // differently: a decoding step of 8 rows or more gave other bits than the
 // same row alone (found on an AVX2 Zen 3 with hand schedules; the Zen 4's
-// tuned record hands out 1 row at a time).
+// tuned record handed out 1 row at a time). Now every row is a task.
 TEST(RowInvariance, SoftmaxAndLogSoftmax) {
     for (int N : {1000, 37}) {
         for (bool log : {false, true}) {

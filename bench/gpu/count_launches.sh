@@ -8,14 +8,15 @@
 # one step's count (`halformer bench` decodes three times: a warm-up, greedy
 # and beam 1, all greedy steps).
 #
-#   bench/gpu/count_launches.sh [BUILD_DIR] [BATCH] [MODEL_DIR]
-#       (default: build, 8, the base model with random weights; a model
-#       directory: e.g. tests/fixtures/hf/llama_gqa)
+#   bench/gpu/count_launches.sh [BUILD_DIR] [BATCH] [MODEL_DIR] [SRC_LEN]
+#       (default: build, 8, the base model with random weights, 64; a model
+#       directory: e.g. tests/fixtures/hf/llama_gqa 16)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
 batch=${2:-8}
 model=${3:-}
+src_len=${4:-64}
 if [ -n "$model" ]; then what=("$model"); label=$(basename "$model"); else what=(--config base); label="base model"; fi
 lib="$build/tests/fake_cuda"
 [ -f "$lib/libcuda.so.1" ] || { echo "count_launches: $lib/libcuda.so.1 missing (build the tests)" >&2; exit 1; }
@@ -24,7 +25,7 @@ trap 'rm -rf "$tmp"' EXIT
 for n in 1 9; do
   LD_LIBRARY_PATH="$lib" HALFORMER_FAKE_CUDA_ZERO_READS=1 HALFORMER_FAKE_CUDA_PTXAS=none \
     HALFORMER_FAKE_CUDA_REPORT="$tmp/$n.txt" "$build/halformer" bench "${what[@]}" --device cuda \
-    --batch "$batch" --src-len 64 --new-tokens $n --beam 1 --iters 1 --json > "$tmp/$n.log" 2>&1 ||
+    --batch "$batch" --src-len "$src_len" --new-tokens $n --beam 1 --iters 1 --json > "$tmp/$n.log" 2>&1 ||
     { cat "$tmp/$n.log" >&2; exit 1; }
 done
 python3 - "$tmp" "$batch" "$label" <<'PY'
