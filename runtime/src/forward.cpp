@@ -63,6 +63,7 @@ void Session::stack(const StackW &s, bool causal, float *&x, float *&x_alt, cons
             io.cache_rows = CR;
         } else {
             // One pass over whole sequences: its keys are the new ones.
+            if (start != 0) throw Error("internal: a pass from position " + std::to_string(start) + " without a cache");
             io.kv = io.q + A;
             io.kv_stride = A + 2 * K;
             io.cache_rows = R;
