@@ -19,7 +19,7 @@ case "$kind" in
   *) echo "usage: $0 address|thread" >&2; exit 2 ;;
 esac
 cmake -S tests/sanitize -B "$dir" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSANITIZE="$flags" -DHALFORMER_BUILD="$PWD/build" >/dev/null
+      -DCMAKE_BUILD_TYPE=Sanitize -DSANITIZE="$flags" -DHALFORMER_BUILD="$PWD/build" >/dev/null
 cmake --build "$dir" -j"$(nproc)" >/dev/null
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$PWD/tests/sanitize/ubsan.supp"
