@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The runtime, the server and the tests under sanitizers (clang-14), with the
 # generated kernels of build/ as they are (run scripts/build.sh first):
-#   ./scripts/sanitize.sh address   # AddressSanitizer + UndefinedBehaviorSanitizer: every suite once
+#   ./scripts/sanitize.sh address   # AddressSanitizer + UndefinedBehaviorSanitizer: the runtime, server,
+#                                   # text and training suites
 #   ./scripts/sanitize.sh thread    # ThreadSanitizer: the thread, fault and server tests
 # Any report fails (-fno-sanitize-recover, halt_on_error).
 set -euo pipefail
@@ -40,8 +41,5 @@ else
   run "$dir/server_tests"
   run "$dir/text_tests"
   run "$dir/train_tests"
-  # The op suite's light run (tests/op_filter_light.txt): the kernels are
-  # not instrumented; the random sweeps repeat the same harness code.
-  run "$dir/op_tests" --gtest_filter="$(grep '^-' tests/op_filter_light.txt)"
 fi
 echo "[sanitize:$kind] clean"
