@@ -277,8 +277,13 @@ function(halformer_kernel NAME)
                      PARAMS ${ARG_PARAMS} tuned_as=${NAME}
                      ${extra})
   list(JOIN ARG_PARAMS " " plist)
+  if (ARG_STRICT_FLOAT)
+    set(strict true)
+  else ()
+    set(strict false)
+  endif ()
   set_property(GLOBAL APPEND_STRING PROPERTY HALFORMER_KERNEL_LIST
-               "{\"${NAME}\", \"${ARG_GENERATOR}\", \"${plist}\"},\n")
+               "{\"${NAME}\", \"${ARG_GENERATOR}\", \"${plist}\", ${strict}},\n")
   # Where this kernel is built, whatever this build's options (docs/kernels.md
   # lists it; tests/check_kernel_doc.cpp checks the two agree).
   set(builds x86)
@@ -362,7 +367,8 @@ function(halformer_kernel NAME)
   set(HALFORMER_AUTOSCHEDULED_KERNELS ${HALFORMER_AUTOSCHEDULED_KERNELS} ${all} CACHE INTERNAL "")
 endfunction()
 
-# Writes halformer_kernel_list.inc: {name, generator, "param=value ..."} for
+# Writes halformer_kernel_list.inc: {name, generator, "param=value ...",
+# strict_float} for
 # every hand-scheduled kernel, so that the tuner knows each kernel's
 # algorithm and hand parameters without repeating them; and
 # halformer_kernel_doc_list.inc, the same with where each is built, for the

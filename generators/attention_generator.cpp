@@ -163,10 +163,16 @@ public:
         row_max(i, h, b) = max(row_max(i, h, b), block_max(rb, i, h, b));
         weight(kb, i, h, b) = select(block_max(kb, i, h, b) > kMaskedHalf,
                                      exp(block_max(kb, i, h, b) - row_max(i, h, b)), 0.0f);
+        // In strict float, in block order: LLVM vectorizes a reduction over
+        // 16 or more blocks when it may reassociate, so a row's sums would
+        // depend on how many key blocks its call has: a causal prefill in
+        // query chunks (runtime/src/layers/causal_chunks.h) and a decoding
+        // row beside longer ones would get other bits than one call or the
+        // row alone (found by the tuner's check at 1024 keys).
         denom(i, h, b) = 0.0f;
-        denom(i, h, b) += weight(rb, i, h, b) * block_sum(rb, i, h, b);
+        denom(i, h, b) = strict_float(denom(i, h, b) + weight(rb, i, h, b) * block_sum(rb, i, h, b));
         numer(d, i, h, b) = 0.0f;
-        numer(d, i, h, b) += weight(rb, i, h, b) * block_out(d, rb, i, h, b);
+        numer(d, i, h, b) = strict_float(numer(d, i, h, b) + weight(rb, i, h, b) * block_out(d, rb, i, h, b));
         o(d, i, h, b) = select(denom(i, h, b) > 0.0f, numer(d, i, h, b) / denom(i, h, b), 0.0f);
         add_requirement(Hkv > 0 && H % max(Hkv, 1) == 0 && v.dim(2).extent() == Hkv,
                         "attention:", H, "query heads are not a whole multiple of the", Hkv,

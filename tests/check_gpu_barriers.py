@@ -147,7 +147,10 @@ def main():
     gen, kernel_list, out = sys.argv[1:4]
     target = sys.argv[4] if len(sys.argv) > 4 else "x86-64-linux-sse41-opencl-cl_doubles"
     bad = []
-    kernels = re.findall(r'\{"([^"]+)", "([^"]+)", "([^"]*)"\}', open(kernel_list).read())
+    kernels = re.findall(r'\{"([^"]+)", "([^"]+)", "([^"]*)", (?:true|false)\}', open(kernel_list).read())
+    if not kernels:
+        print(f"no kernels read from {kernel_list}: has its format changed?")
+        sys.exit(1)
     for name, generator, params in kernels:
         r = subprocess.run([gen, "-g", generator, "-f", name, "-o", out, "-e", "stmt", f"target={target}"] +
                            params.split(), capture_output=True, text=True)

@@ -69,6 +69,16 @@ expect_error "not a build target" "$hf" tune --target bogus
 expect_error "say which, cuda or opencl" "$hf" tune --target gpu
 expect_error "unknown argument" "$hf" tune --frobnicate
 
+# --try: one point, checked as a search checks a candidate. This attention
+# point (300 keys: 19 blocks of 16) broke the causal chunks' bits until the
+# combination over key blocks was summed in strict float.
+"$hf" tune --ops attention/prefill --rows 300 --try query_tile=4,key_block=16 > "$tmp/try" 2>&1 \
+    || { cat "$tmp/try"; fail "--try attention/prefill at 300 keys"; }
+grep -q "checked against the reference and 3 bit-identities; small shapes pass" "$tmp/try" || fail "--try output"
+expect_error "must name one task" "$hf" tune --try query_tile=4
+expect_error "has no knob 'bogus'" "$hf" tune --ops attention/prefill --try bogus=1
+expect_error "is not a whole number" "$hf" tune --ops attention/prefill --try query_tile=x
+
 # The checked-in records are compiled in: info names each, with its kernels.
 "$hf" info > "$tmp/info"
 for r in "$src"/schedules/tuned/*/record.json; do

@@ -187,7 +187,13 @@ static Buffer<float> positions(Buffer<float> &b, int begin, int extent) {
 // after cached ones.
 TEST(AttentionCausalChunks, AreTheSameBitsAsOneCall) {
     const auto fn = HF_KERNEL(hf_attention_causal);
-    const Case cases[] = {{2, 4, 300, 300, 64, {300, 170}, 0, 1.f, 2}, {1, 2, 150, 300, 32, {}, 150, 1.f}};
+    // (The third: 1100 keys are 17 blocks of the hand schedule's 64, and
+    // from 16 blocks LLVM vectorized the combination over blocks where it
+    // could reassociate it: the chunks' calls, with fewer blocks, summed in
+    // another order. The tuner's check found it: tools/tune/measure.cpp.)
+    const Case cases[] = {{2, 4, 300, 300, 64, {300, 170}, 0, 1.f, 2},
+                          {1, 2, 150, 300, 32, {}, 150, 1.f},
+                          {1, 2, 1100, 1100, 16, {}, 0, 1.f}};
     uint32_t seed = 600;
     for (const Case &c : cases) {
         Inputs in(c, seed += 3);

@@ -260,6 +260,50 @@ int list_kernels(const std::vector<Task> &tasks) {
     return 0;
 }
 
+// --try: one point of one task's space (knobs not named keep their hand
+// values), measured as a search measures a candidate: checked against the
+// reference, the task's bit-identities, timed, then the small shapes.
+// 0 when it passes all of them.
+int try_point(const std::vector<Task> &tasks, const std::string &text, const Halide::Target &target, int threads) {
+    if (tasks.size() != 1) {
+        std::string names;
+        for (const auto &t : tasks) names += " " + t.id();
+        throw halformer::Error("--try: --ops must name one task (" + std::to_string(tasks.size()) + " chosen:" + names + ")");
+    }
+    const Task &t = tasks.front();
+    Point p = t.hand();
+    std::string spaced = text;
+    std::replace(spaced.begin(), spaced.end(), ',', ' ');
+    for (const auto &[k, v] : parse_params(spaced)) {
+        if (!p.count(k)) {
+            std::string knobs;
+            for (const auto &kn : t.knobs) knobs += " " + kn.name;
+            throw halformer::Error("--try: " + t.id() + " has no knob '" + k + "' (knobs:" + knobs + ")");
+        }
+        char *end = nullptr;
+        long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || n < 0 || n > 1 << 16)
+            throw halformer::Error("--try: " + k + "=" + v + " is not a whole number from 0 to 65536");
+        p[k] = (int)n;
+    }
+    Measured m = measure(t, t.shapes, p, Sched::Hand, target, threads, true, &t.edges);
+    std::printf("%s %s on %s: ", t.id().c_str(), point_key(p).c_str(), target.to_string().c_str());
+    if (!m.ok) {
+        std::printf("FAILS: %s\n", m.error.c_str());
+        return 1;
+    }
+    std::printf("%.4f ms (", m.score);
+    for (size_t i = 0; i < t.shapes.size(); i++)
+        std::printf("%s%s %.4f", i ? ", " : "", t.shapes[i].label.c_str(), m.ms[i]);
+    std::printf("); checked against the reference and %zu bit-identities", t.same_bits.size());
+    if (!m.edge_error.empty()) {
+        std::printf("; a small shape FAILS: %s\n", m.edge_error.c_str());
+        return 1;
+    }
+    std::printf("; small shapes pass\n");
+    return 0;
+}
+
 int run_tune(const Options &options) {
     std::string name;
     const Halide::Target target = resolve_target(options.target, &name);
@@ -273,6 +317,7 @@ int run_tune(const Options &options) {
     if (o.launch_only) return launch_only(tasks, target);
     int threads = o.threads > 0 ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     setenv("HL_NUM_THREADS", std::to_string(threads).c_str(), 1);
+    if (!o.try_point.empty()) return try_point(tasks, o.try_point, target, threads);
     if (o.worker == "adams") return run_worker(o, tasks, target, threads);
     if (o.check_records)
         return check_records(o.work_dir.empty() ? std::string(HALFORMER_BINARY_DIR) + "/tune/check" : o.work_dir);

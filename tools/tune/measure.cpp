@@ -47,11 +47,11 @@ std::map<std::string, Halide::Internal::Parameter> pipeline_params(const Halide:
     return finder.params;
 }
 
-// Sets the pipeline's inputs to the op data's values (and, for the
-// autoschedulers, their estimates to those sizes).
-void bind_inputs(const Halide::Pipeline &pipe, OpData &d, bool estimates) {
+// Sets the pipeline's inputs to these values (and, for the autoschedulers,
+// their estimates to those sizes).
+void bind_values(const Halide::Pipeline &pipe, const std::vector<InputValue> &values, bool estimates) {
     auto params = pipeline_params(pipe);
-    for (const InputValue &v : d.inputs()) {
+    for (const InputValue &v : values) {
         auto it = params.find(v.name);
         if (it == params.end()) {
             // A scalar the algorithm does not use at these settings (q_offset
@@ -82,6 +82,8 @@ void bind_inputs(const Halide::Pipeline &pipe, OpData &d, bool estimates) {
         }
     }
 }
+
+void bind_inputs(const Halide::Pipeline &pipe, OpData &d, bool estimates) { bind_values(pipe, d.inputs(), estimates); }
 
 std::map<std::string, std::string> gen_params(const Task &task, const Shape &shape, const Point &p, Sched s) {
     auto params = task.fixed();
@@ -139,6 +141,129 @@ std::string run_and_check(Halide::Pipeline &pipe, const Task &task,
     return "";
 }
 
+// Runs the bound pipeline into out and brings the outputs to the host.
+void realize_to_host(Halide::Pipeline &pipe, Halide::Realization &out, const Halide::Target &target) {
+    pipe.realize(out, target);
+    for (size_t i = 0; i < out.size(); i++) out[i].copy_to_host();
+}
+
+// The address of element pos (part's coordinates) in b.
+const uint8_t *element(const Halide::Buffer<> &b, const int *pos) {
+    const halide_buffer_t *r = b.raw_buffer();
+    int64_t off = 0;
+    for (int i = 0; i < r->dimensions; i++) off += (int64_t)(pos[i] - r->dim[i].min) * r->dim[i].stride;
+    return r->host + off * r->type.bytes();
+}
+
+// Whether every element of part has the bits of whole's element at the
+// same coordinates (whole covers part's domain).
+bool same_bits_within(const Halide::Buffer<> &part, const Halide::Buffer<> &whole) {
+    if (part.type() != whole.type() || part.dimensions() != whole.dimensions()) return false;
+    for (int i = 0; i < part.dimensions(); i++)
+        if (part.dim(i).min() < whole.dim(i).min() || part.dim(i).max() > whole.dim(i).max()) return false;
+    bool same = true;
+    const int bytes = part.type().bytes();
+    part.get()->for_each_element([&](const int *pos) {
+        if (same) same = std::memcmp(element(part, pos), element(whole, pos), bytes) == 0;
+    });
+    return same;
+}
+
+// SameBits::Rows: the call at sb.part against the first rows of the call
+// at sb.whole, bit for bit.
+std::string check_rows(Halide::Pipeline &pipe, const Task &task, const std::map<std::string, std::string> &params,
+                       const SameBits &sb, const Halide::Target &target) {
+    auto whole = make_op_data(task.generator(), params, sb.whole);
+    auto part = make_op_data(task.generator(), params, sb.part);
+    std::vector<InputValue> wi = whole->inputs(), pi = part->inputs();
+    // The check means something only if the part's inputs are the first
+    // of the whole's (ops.h fills every buffer in memory order).
+    for (const InputValue &v : pi) {
+        auto w = std::find_if(wi.begin(), wi.end(), [&](const InputValue &x) { return x.name == v.name; });
+        const bool prefix = w != wi.end() && (v.buf.defined() ? w->buf.defined() && same_bits_within(v.buf, w->buf)
+                                                              : v.scalar == w->scalar);
+        if (!prefix)
+            throw halformer::Error("tuner: input " + v.name + " at " + sb.part.label + " is not the first rows of " +
+                                   sb.whole.label + "'s");
+    }
+    Halide::Realization wo = whole->outputs(), po = part->outputs();
+    bind_values(pipe, wi, false);
+    realize_to_host(pipe, wo, target);
+    bind_values(pipe, pi, false);
+    realize_to_host(pipe, po, target);
+    for (size_t i = 0; i < po.size(); i++)
+        if (!same_bits_within(po[i], wo[i]))
+            return "breaks row invariance: a call at " + sb.part.label + " gives other bits than the same rows at " +
+                   sb.whole.label;
+    return "";
+}
+
+// Positions [begin, begin + extent) of dimension 1 of a (d, t, h, b)
+// buffer, numbered from 0: a chunk of queries, a prefix of keys.
+Halide::Buffer<float> positions(const Halide::Buffer<float> &b, int begin, int extent) {
+    halide_dimension_t d[4];
+    for (int i = 0; i < 4; i++) d[i] = b.raw_buffer()->dim[i];
+    d[1].extent = extent;
+    return Halide::Buffer<float>(const_cast<float *>(b.data()) + (size_t)begin * d[1].stride, 4, d);
+}
+
+// SameBits::CausalChunks: the queries in chunks of several lengths (a
+// single query, odd ends, the rest), each over the keys it sees with
+// q_offset at its first query, against one call over all of them.
+std::string check_causal_chunks(Halide::Pipeline &pipe, const Task &task,
+                                const std::map<std::string, std::string> &params, const SameBits &sb,
+                                const Halide::Target &target) {
+    auto data = make_op_data(task.generator(), params, sb.whole);
+    std::vector<InputValue> in = data->inputs();
+    Halide::Realization out = data->outputs();
+    bind_values(pipe, in, false);
+    realize_to_host(pipe, out, target);
+    Halide::Buffer<float> whole = out[0], chunked(whole.copy());
+    chunked.fill(-7.0f);
+    auto value = [&](const char *name) -> InputValue & {
+        for (InputValue &v : in)
+            if (v.name == name) return v;
+        throw halformer::Error(std::string("tuner: attention data has no input ") + name);
+    };
+    const Halide::Buffer<float> q = value("q").buf, k = value("k").buf, v = value("v").buf;
+    const int Tq = q.dim(1).extent(), q_offset = (int)value("q_offset").scalar;
+    std::vector<int> ends{0};
+    for (int e : {40, 41, 100, Tq})
+        if (e > ends.back() && e <= Tq) ends.push_back(e);
+    for (size_t c = 0; c + 1 < ends.size(); c++) {
+        const int begin = ends[c], n = ends[c + 1] - begin, keys = q_offset + ends[c + 1];
+        std::vector<InputValue> chunk = in;
+        for (InputValue &x : chunk) {
+            if (x.name == "q") x.buf = positions(q, begin, n);
+            if (x.name == "k") x.buf = positions(k, 0, keys);
+            if (x.name == "v") x.buf = positions(v, 0, keys);
+            if (x.name == "q_offset") x.scalar = q_offset + begin;
+        }
+        std::vector<Halide::Buffer<>> view{positions(chunked, begin, n)};
+        Halide::Realization o(view);
+        bind_values(pipe, chunk, false);
+        realize_to_host(pipe, o, target);
+    }
+    if (std::memcmp(whole.data(), chunked.data(), whole.size_in_bytes()) != 0)
+        return "breaks the causal chunks' bits: a prefill at " + sb.whole.label +
+               " in query chunks gives other bits than one call";
+    return "";
+}
+
+// The task's bit-identities for the compiled pipeline of one group of
+// shapes: "" or the first one broken.
+std::string check_same_bits(Halide::Pipeline &pipe, const Task &task, const Point &p, Sched s,
+                            const std::string &group, const Halide::Target &target) {
+    for (const SameBits &sb : task.same_bits) {
+        if (gen_key(sb.whole) != group) continue;
+        auto params = gen_params(task, sb.whole, p, s);
+        std::string err = sb.kind == SameBits::Rows ? check_rows(pipe, task, params, sb, target)
+                                                    : check_causal_chunks(pipe, task, params, sb, target);
+        if (!err.empty()) return err;
+    }
+    return "";
+}
+
 // Schedules pipe with an autoscheduler for shape (the estimates: its data's
 // sizes), keeping the featurization and the schedule's source in m.
 void autoschedule(Halide::Pipeline &pipe, const Task &task, const std::map<std::string, std::string> &params,
@@ -193,8 +318,13 @@ double time_ms(const std::function<void()> &f) {
 }
 
 Measured measure(const Task &task, const std::vector<Shape> &shapes, const Point &p, Sched s,
-                 const Halide::Target &target, int threads, bool timed, const std::vector<Shape> *edges,
+                 const Halide::Target &build_target, int threads, bool timed, const std::vector<Shape> *edges,
                  bool checked) {
+    // As the build compiles the task's kernels: a STRICT_FLOAT kernel's CPU
+    // builds in strict float (its rows' bits and its speed are those).
+    const Halide::Target target = kernel_info(task.kernel).strict_float && !build_target.has_gpu_feature()
+                                      ? build_target.with_feature(Halide::Target::StrictFloat)
+                                      : build_target;
     Measured m;
     m.ms.assign(shapes.size(), 0.0);
     std::vector<std::string> groups;
@@ -212,6 +342,13 @@ Measured measure(const Task &task, const std::vector<Shape> &shapes, const Point
                 if (gen_key(shapes[i]) != group) continue;
                 std::string err = run_and_check(pipe, task, params, shapes[i], target,
                                                 timed ? &m.ms[i] : nullptr, checked);
+                if (!err.empty()) {
+                    m.error = err;
+                    return m;
+                }
+            }
+            if (checked) {
+                std::string err = check_same_bits(pipe, task, p, s, group, target);
                 if (!err.empty()) {
                     m.error = err;
                     return m;

@@ -52,6 +52,7 @@ void add_ops(Options &o, const std::string &list) {
         "       halformer tune --list-kernels    (the kernels the tasks' records cover)\n"
         "       halformer tune --target cuda --launch-only [--ops ...]\n"
         "                                        (every GPU candidate compiled and launched once)\n"
+        "       halformer tune --ops TASK --try knob=value,...   (one point: checked, timed)\n"
         "Searches each op's schedule on this machine at the model's shapes and\n"
         "writes DIR/record.json (default: this CPU's record of the target in the\n"
         "source tree, schedules/tuned/<target>[-<vendor>-<family>-<model>]/),\n"
@@ -81,6 +82,7 @@ Options parse_options(int argc, char **argv) {
         else if (a == "--check-records") o.check_records = true;
         else if (a == "--list-kernels") o.list_kernels = true;
         else if (a == "--launch-only") o.launch_only = true;
+        else if (a == "--try") o.try_point = next();
         else if (a == "--out") o.out_dir = next();
         else if (a == "--work") o.work_dir = next();
         else if (a == "--threads") o.threads = parse_int(a, next(), 1);

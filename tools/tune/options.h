@@ -16,6 +16,7 @@ struct Options {
     double budget_s = 20 * 60;
     bool resume = false, force = false, adams = true, check_records = false, list_kernels = false;
     bool launch_only = false;         // GPU: every candidate compiled and launched once (launch.cpp)
+    std::string try_point;            // --try: one point of one task's space, measured and checked
     std::string out_dir;              // record directory (default: the source tree's)
     std::string work_dir;             // state, samples, weights
     int threads = 0;

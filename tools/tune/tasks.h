@@ -22,6 +22,7 @@ struct KernelInfo {
     const char *name;
     const char *generator;
     const char *params;  // "name=value name=value"
+    bool strict_float;   // its x86 builds are strict_float (STRICT_FLOAT)
 };
 
 inline const std::vector<KernelInfo> &kernel_list() {
@@ -65,6 +66,20 @@ struct Knob {
     std::vector<int> values;  // the first is the hand value
 };
 
+// A bit-identity the runtime relies on, checked on every candidate: one
+// that breaks it cannot win, however fast (tests/test_row_invariance.cpp
+// and AttentionCausalChunks check the built kernels the same way).
+//   Rows: the call at `part` (fewer rows, sequences or queries; its inputs
+//         the first of `whole`'s) gives the same bits as those rows of the
+//         call at `whole`: a request's answer does not depend on its batch.
+//   CausalChunks: a causal prefill at `whole` run as the runtime runs it, a
+//         call per chunk of queries over just the keys the chunk sees
+//         (runtime/src/layers/causal_chunks.h), gives one call's bits.
+struct SameBits {
+    enum Kind { Rows, CausalChunks } kind;
+    Shape whole, part;  // (CausalChunks: part unused)
+};
+
 struct Task {
     std::string op, shape_class;    // e.g. "linear", "prefill"
     std::string kernel;             // the representative kernel tuned
@@ -72,6 +87,7 @@ struct Task {
     std::vector<Knob> knobs;
     std::vector<Shape> shapes;      // the objective: Σ median time over these
     std::vector<Shape> edges;       // small and odd shapes every winner must pass too
+    std::vector<SameBits> same_bits; // every candidate must keep these
     // Register-file feasibility of a point (registers: 32 or 16 vectors).
     std::function<bool(const Point &, int registers)> feasible = [](const Point &, int) { return true; };
     std::string id() const { return op + "/" + shape_class; }
@@ -109,6 +125,13 @@ inline Shape linear_shape(int M, int K, int N) {
     return {shape_label("%dx%d->%d", {M, K, N}), {{"M", M}, {"K", K}, {"N", N}}, {}};
 }
 
+// Rows checks: each of `parts` (fewer rows) against `whole`.
+inline std::vector<SameBits> fewer_rows(const Shape &whole, const std::vector<Shape> &parts) {
+    std::vector<SameBits> out;
+    for (const Shape &p : parts) out.push_back({SameBits::Rows, whole, p});
+    return out;
+}
+
 // The panel schedule's register block: vectors_n·lanes × rows_m accumulators
 // (0 means the schedule's per-target default: 3 vectors, rows to fill the file).
 inline bool panel_fits(const Point &p, int regs) {
@@ -138,6 +161,7 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
              {linear_shape(1, d, 3 * d), linear_shape(17, 33, 71)}};
     if (c.architecture == halformer::Architecture::EncoderDecoder) lin.shapes.push_back(linear_shape(P, d, 2 * d));
     lin.feasible = panel_fits;
+    lin.same_bits = fewer_rows(linear_shape(P, d, 3 * d), {linear_shape(1, d, 3 * d), linear_shape(7, d, 3 * d)});
     tasks.push_back(lin);
 
     Task dot{"linear", "decode", "hf_linear_dot",
@@ -167,6 +191,8 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
                   linear_shape(R, d, 3 * d)},
                  {linear_shape(1, d, 3 * d), linear_shape(17, 33, 71)}};
         pre.feasible = packed_fits;
+        // (a decoding step of 2 to 4 rows takes these: docs/precision.md)
+        pre.same_bits = fewer_rows(linear_shape(P, d, 3 * d), {linear_shape(1, d, 3 * d), linear_shape(3, d, 3 * d)});
         tasks.push_back(pre);
         Task dec{std::string("linear_") + fmt, "decode", base + "_dot", variants(base + "_dot"),
                  {{"rows_m", {0, 1, 2}}, {"task_blocks", task_blocks}},
@@ -193,6 +219,8 @@ inline Task ffn_task(const halformer::Config &c, const Workload &w) {
              {{shape_label("%dx%d->%d->%d", {P, d, F, d}), {{"M", P}, {"D", d}, {"F", F}}, {}}},
              {{"1x..", {{"M", 1}, {"D", d}, {"F", F}}, {}}, {"17x33->71", {{"M", 17}, {"D", 33}, {"F", 71}}, {}}}};
     ffn.feasible = panel_fits;
+    auto fshape = [&](int M) { return Shape{shape_label("%dx%d->%d->%d", {M, d, F, d}), {{"M", M}, {"D", d}, {"F", F}}, {}}; };
+    ffn.same_bits = fewer_rows(fshape(P), {fshape(1), fshape(7)});
     return ffn;
 }
 
@@ -222,6 +250,11 @@ inline std::vector<Task> attention_tasks(const halformer::Config &c, const Workl
         return p.at("query_tile") * (p.at("score_vectors") + 1) <= 2 * regs &&
                (p.at("query_tile") + 1) * p.at("value_vectors") <= regs;
     };
+    // A sequence alone against it beside a shorter (padded) one, and a
+    // causal prefill in query chunks against one call.
+    attp.same_bits = {{SameBits::Rows, att(2, P, P, false), att(1, P, P, false)},
+                      {SameBits::Rows, att(2, P, P, true), att(1, P, P, true)},
+                      {SameBits::CausalChunks, att(2, P, P, true), {}}};
     tasks.push_back(attp);
 
     // The paged cache's self-attention: each hypothesis reads its keys
@@ -241,6 +274,7 @@ inline std::vector<Task> attention_tasks(const halformer::Config &c, const Workl
               {att(1, 1, L, false), att(R, 1, L, false), att_rows(R, H, L, dk)},
               {att(3, 1, 1, false), att(2, 1, 19, true), att_hd(2, 3, 1, 9, 12, false), att_hd(2, 1, 1, 9, 20, true),
                att_rows(3, 1, 1, dk), att_rows(5, 3, 19, 20)}};
+    attd.same_bits = fewer_rows(att(R, 1, L, false), {att(1, 1, L, false)});
     tasks.push_back(attd);
     return tasks;
 }
@@ -255,7 +289,8 @@ inline std::vector<Task> row_tasks(const halformer::Config &c, const Workload &w
     };
     tasks.push_back({"layer_norm", "prefill", "hf_layer_norm_residual",
                      {"hf_layer_norm", "hf_layer_norm_residual", "hf_rms_norm", "hf_rms_norm_residual"},
-                     {{"rows_per_task", {4, 1, 2, 8, 16, 32}}}, {rows(P, d)}, {rows(1, d), rows(3, 17)}});
+                     {{"rows_per_task", {4, 1, 2, 8, 16, 32}}}, {rows(P, d)}, {rows(1, d), rows(3, 17)},
+                     fewer_rows(rows(P, d), {rows(1, d), rows(7, d)})});
 
     auto srows = [](int Rr, int N) {
         return Shape{shape_label("%dx%d", {Rr, N}), {{"R", Rr}, {"N", N}}, {}};
@@ -265,7 +300,7 @@ inline std::vector<Task> row_tasks(const halformer::Config &c, const Workload &w
     // and Mullapudi2016 still search it; a GPU's threads a row are a knob.)
     tasks.push_back({"log_softmax", "decode", "hf_log_softmax",
                      {"hf_softmax", "hf_softmax_mask", "hf_log_softmax", "hf_log_softmax_mask"},
-                     {}, {srows(1, V), srows(R, V)}, {srows(3, 17)}});
+                     {}, {srows(1, V), srows(R, V)}, {srows(3, 17)}, fewer_rows(srows(R, V), {srows(1, V)})});
 
     const char *emb = c.positional_encoding == halformer::Positional::Learned ? "hf_embedding_learned"
                       : c.positional_encoding == halformer::Positional::SinusoidalConcat ? "hf_embedding_concat"
@@ -296,14 +331,16 @@ inline std::vector<Task> head_tasks(const halformer::Config &c, const Workload &
     Task head{"output_head", "prefill", "hf_output_head", {"hf_output_head"},
               {{"vectors_n", {0, 1, 2, 4}}, {"rows_m", {0, 4, 6, 8, 10, 12, 14}}},
               {hshape(P)},
-              {{"3x33->71", {{"M", 3}, {"K", 33}, {"V", 71}}, {}}}};
+              {{"3x33->71", {{"M", 3}, {"K", 33}, {"V", 71}}, {}}},
+              fewer_rows(hshape(P), {hshape(1), hshape(7)})};
     head.feasible = panel_fits;
     tasks.push_back(head);
 
     tasks.push_back({"output_head", "decode", "hf_output_head_dot", {"hf_output_head_dot"},
                      {{"vectors_n", {0, 2, 4, 6, 12, 16}}},
                      {hshape(1), hshape(R)},
-                     {{"3x33->71", {{"M", 3}, {"K", 33}, {"V", 71}}, {}}}});
+                     {{"3x33->71", {{"M", 3}, {"K", 33}, {"V", 71}}, {}}},
+                     fewer_rows(hshape(R), {hshape(1)})});
     return tasks;
 }
 
