@@ -15,6 +15,7 @@
 #include <ctime>
 #include <fstream>
 #include <set>
+#include <regex>
 #include <sstream>
 
 namespace tune {
@@ -210,6 +211,21 @@ std::string lowered(const std::string &generator, const std::map<std::string, st
     Halide::Pipeline pipe = build_pipeline(generator, params, target);
     pipe.compile_to_lowered_stmt(path, pipe.infer_arguments(), Halide::StmtOutputFormat::Text, target);
     std::string out = strip_counters(files::read_text(path));
+    // The simplifier orders a sum of two variables by their names, which
+    // carry the counters: (a.epilogue + a.rebased) in one build is
+    // (a.rebased + a.epilogue) in the other. Such a pair is sorted.
+    static const std::regex pair(R"(\(([A-Za-z][A-Za-z.$]*) \+ ([A-Za-z][A-Za-z.$]*)\))");
+    std::string sorted;
+    auto at = out.cbegin();
+    for (std::sregex_iterator m(out.begin(), out.end(), pair), end; m != end; ++m) {
+        sorted.append(at, (*m)[0].first);
+        std::string x = (*m)[1], y = (*m)[2];
+        if (y < x) std::swap(x, y);
+        sorted += "(" + x + " + " + y + ")";
+        at = (*m)[0].second;
+    }
+    sorted.append(at, out.cend());
+    out = sorted;
     // Closure packing follows name order, which the counters change: drop
     // those lines, and compare the rest as a sorted multiset of lines.
     std::vector<std::string> lines;
