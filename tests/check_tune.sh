@@ -18,7 +18,7 @@ if [ "$part" = search ] || [ "$part" = all ]; then
     || { cat "$tmp/err"; fail "tune run"; }
 rec=$tmp/rec/record.json
 for key in '"target": "' '"machine": ' '"date": ' '"command": "halformer tune --ops layer_norm' \
-           '"op": "layer_norm"' '"class": "prefill"' '"kernels": {' '"schedules": {' '"hand_ms": '; do
+           '"op": "layer_norm"' '"class": "prefill"' '"kernels": {' '"schedules": {' '"hand_ms": ' '"paired_rounds": '; do
     grep -qF -- "$key" "$rec" || fail "record lacks $key"
 done
 grep -q '"adams2019_samples": [1-9]' "$rec" || fail "no Adams2019 samples"

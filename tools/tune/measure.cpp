@@ -300,13 +300,13 @@ Halide::Pipeline build_pipeline(const std::string &generator, const std::map<std
     return Access::build(gen.get());
 }
 
-double time_ms(const std::function<void()> &f) {
+double time_ms(const std::function<void()> &f, double budget_s) {
     f();  // warm: first-call allocations, page faults
     auto t0 = Clock::now();
     f();
     double one = std::max(seconds_since(t0), 1e-7);
     int inner = std::max(1, (int)(0.01 / one));
-    int batches = std::clamp((int)(0.15 / (one * inner)), 3, 9);
+    int batches = std::clamp((int)(budget_s / (one * inner)), 3, 9);
     std::vector<double> v;
     for (int b = 0; b < batches; b++) {
         t0 = Clock::now();
@@ -317,14 +317,70 @@ double time_ms(const std::function<void()> &f) {
     return v[v.size() / 2] * 1e3;
 }
 
+// As the build compiles the task's kernels: a STRICT_FLOAT kernel's CPU
+// builds in strict float (its rows' bits and its speed are those).
+static Halide::Target kernel_target(const Task &task, const Halide::Target &build_target) {
+    return kernel_info(task.kernel).strict_float && !build_target.has_gpu_feature()
+               ? build_target.with_feature(Halide::Target::StrictFloat)
+               : build_target;
+}
+
+struct Contender::Impl {
+    struct Run {
+        size_t pipe;
+        std::unique_ptr<OpData> data;
+        std::unique_ptr<Halide::Realization> out;
+    };
+    Halide::Target target;
+    std::vector<Halide::Pipeline> pipes;
+    std::vector<Run> runs;
+};
+
+Contender::Contender(const Task &task, const std::vector<Shape> &shapes, const Point &p,
+                     const Halide::Target &build_target)
+    : impl_(std::make_unique<Impl>()) {
+    impl_->target = kernel_target(task, build_target);
+    std::vector<std::string> groups;
+    for (const auto &sh : shapes) {
+        const std::string key = gen_key(sh);
+        auto it = std::find(groups.begin(), groups.end(), key);
+        if (it == groups.end()) {
+            groups.push_back(key);
+            impl_->pipes.push_back(build_pipeline(task.generator(), gen_params(task, sh, p, Sched::Hand),
+                                                  impl_->target));
+            impl_->pipes.back().compile_jit(impl_->target);
+            it = groups.end() - 1;
+        }
+        Impl::Run r;
+        r.pipe = it - groups.begin();
+        r.data = make_op_data(task.generator(), gen_params(task, sh, p, Sched::Hand), sh);
+        impl_->runs.push_back(std::move(r));
+    }
+}
+
+Contender::~Contender() = default;
+
+std::vector<double> Contender::time_pass() {
+    std::vector<double> ms;
+    for (auto &r : impl_->runs) {
+        Halide::Pipeline &pipe = impl_->pipes[r.pipe];
+        bind_inputs(pipe, *r.data, false);
+        if (!r.out) r.out = std::make_unique<Halide::Realization>(r.data->outputs());
+        Halide::Realization &out = *r.out;
+        ms.push_back(time_ms(
+            [&] {
+                pipe.realize(out, impl_->target);
+                for (size_t i = 0; i < out.size(); i++) out[i].device_sync();
+            },
+            0.05));
+    }
+    return ms;
+}
+
 Measured measure(const Task &task, const std::vector<Shape> &shapes, const Point &p, Sched s,
                  const Halide::Target &build_target, int threads, bool timed, const std::vector<Shape> *edges,
                  bool checked) {
-    // As the build compiles the task's kernels: a STRICT_FLOAT kernel's CPU
-    // builds in strict float (its rows' bits and its speed are those).
-    const Halide::Target target = kernel_info(task.kernel).strict_float && !build_target.has_gpu_feature()
-                                      ? build_target.with_feature(Halide::Target::StrictFloat)
-                                      : build_target;
+    const Halide::Target target = kernel_target(task, build_target);
     Measured m;
     m.ms.assign(shapes.size(), 0.0);
     std::vector<std::string> groups;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,25 @@ struct Measured {
 Halide::Pipeline build_pipeline(const std::string &generator, const std::map<std::string, std::string> &params,
                                 const Halide::Target &target);
 
-// Median time of f in ms: batches of at least ~10 ms, 3–9 of them.
-double time_ms(const std::function<void()> &f);
+// Median time of f in ms: batches of at least ~10 ms, 3–9 of them, within
+// about budget_s seconds.
+double time_ms(const std::function<void()> &f, double budget_s = 0.15);
+
+// A hand-space point compiled once (as measure() compiles it) and bound to
+// its data at every shape, so that the confirmation round can time it again
+// and again, interleaved with another, without compiling it again. Its
+// values were checked when the search measured it.
+class Contender {
+public:
+    Contender(const Task &task, const std::vector<Shape> &shapes, const Point &p, const Halide::Target &target);
+    ~Contender();
+    // Every shape timed once, briefly (about 50 ms each): ms per shape.
+    std::vector<double> time_pass();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 // Compiles one candidate (once per distinct set of algorithm parameters
 // among the shapes), checks it against the reference at every shape, times

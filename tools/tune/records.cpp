@@ -35,6 +35,8 @@ std::string task_json(const TaskResult &r) {
        << ", \"kernel\": " << quote(t.kernel) << ", \"shapes\": " << quote(shapes)
        << ", \"hand\": " << quote(point_key(r.hand)) << ", \"hand_ms\": " << r.hand_confirm
        << ", \"best\": " << quote(point_key(r.best)) << ", \"best_ms\": " << r.best_confirm
+       << ", \"paired_rounds\": " << r.rounds << ", \"rounds_won\": " << r.rounds_won
+       << ", \"paired_ratio\": " << (std::isfinite(r.ratio) ? r.ratio : -1)
        << ", \"tuned\": " << (r.tuned ? "true" : "false") << ", \"verdict\": " << quote(r.verdict)
        << ", \"candidates\": " << r.candidates << ", \"failed\": " << r.failed
        << ", \"adams2019_ms\": " << (r.adams.ok ? r.adams.score : -1)
@@ -248,17 +250,17 @@ bool check_row(const halformer::TunedRow &row, const KernelInfo &k, const Halide
     named["tuned_as"] = row.kernel;
     std::string a = lowered(k.generator, named, t, work + "/a.stmt");
     std::string b = lowered(k.generator, explicit_params, t, work + "/b.stmt");
-    std::string c = lowered(k.generator, hand, t, work + "/c.stmt");
     // A record whose values are the hand ones (the hand default moved to
     // them) gives the hand loop nest: still applied, and said so.
     bool ok = a == b;
-    if (!ok) {  // keep the loop nests for a look
+    if (!ok) {  // keep the loop nests for a look, and the hand one beside them
+        lowered(k.generator, hand, t, work + "/c.stmt");
         for (const char *f : {"a", "b", "c"})
             std::rename((work + "/" + f + ".stmt.normalized").c_str(),
                         (work + "/" + row.record + "_" + row.kernel + "_" + f + ".stmt").c_str());
     }
     std::printf("%s %-14s %-24s %s%s\n", ok ? "ok  " : "FAIL", row.record, row.kernel, row.params,
-                a != b ? "  (the build does not apply the record)" : a == c ? "  (the hand values now)" : "");
+                !ok ? "  (the build does not apply the record)" : explicit_params == hand ? "  (the hand values now)" : "");
     return ok;
 }
 

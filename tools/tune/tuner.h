@@ -19,12 +19,18 @@
 
 namespace tune {
 
+// The confirmation round's paired rounds, and how many the best point must
+// win (7 of 9: one-sided sign test p ≈ 0.09; with the median under 0.97).
+constexpr int kPairedRounds = 9, kMustWin = 7;
+
 struct TaskResult {
     const Task *task = nullptr;
     Point hand, best;
     double hand_score = INFINITY, best_score = INFINITY;      // search, Σ over shapes
     double hand_confirm = INFINITY, best_confirm = INFINITY;  // confirmation medians, Σ over shapes
     std::vector<double> hand_ms;                              // confirmation, per shape
+    double ratio = NAN;            // paired rounds: median of best ÷ hand
+    int rounds = 0, rounds_won = 0; // paired rounds run, and those the best point was faster in
     Entry mullapudi, adams;                                   // first shape
     Entry adams_best;    // best Adams2019 schedule (Σ over shapes)
     Entry adams_valid;   // best one that also passed the small shapes: may win
@@ -35,6 +41,7 @@ struct TaskResult {
     bool tuned = false;        // record keeps `best`
     std::string verdict;
     std::string edge_error;    // the winner failed an edge shape
+    std::string retime_error;  // the confirmation round could not run a contender
 
     // The winner's confirmed time (Σ over shapes): Adams2019's or the point's.
     double tuned_ms() const { return adams_wins ? adams_confirm : best_confirm; }
