@@ -429,7 +429,9 @@ private:
 };
 
 // Sampling: R rows of V logits (N(0, 3): a trained model's spread), the
-// decode step's settings, one fixed uniform a row. The check is exact: the
+// decode step's settings, one fixed uniform a row (spread over [0, 1) by
+// the golden ratio, and the same for a row whatever R: fewer rows are the
+// first rows of more, as the Rows check needs). The check is exact: the
 // share of rows whose id differs from the double-precision rule's draw
 // (ref::SampleRow; a draw on a decision's edge is not judged).
 class SampleData : public OpData {
@@ -439,7 +441,7 @@ public:
         std::mt19937 rng(7);
         std::normal_distribution<float> normal(0.0f, 3.0f);
         logits.for_each_value([&](float &x) { x = normal(rng); });
-        for (int r = 0; r < R; r++) u(r) = (r + 0.37f) / (R + 1);
+        for (int r = 0; r < R; r++) u(r) = (float)std::fmod(0.37 + r * 0.6180339887, 1.0);
     }
     std::vector<InputValue> inputs() override {
         return {{"logits", logits}, {"temperature", (double)set.temperature}, {"top_k", (double)set.top_k},

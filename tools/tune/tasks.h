@@ -316,7 +316,7 @@ inline std::vector<Task> row_tasks(const halformer::Config &c, const Workload &w
     // Sampling (temperature, top-k, top-p) over the vocabulary, one decode step.
     auto sshape = [](int Rr, int N) { return Shape{shape_label("%dx%d", {Rr, N}), {{"R", Rr}, {"V", N}}, {}}; };
     tasks.push_back({"sample", "decode", "hf_sample", {"hf_sample"}, {{"vectors", {0, 1, 2, 8}}},
-                     {sshape(1, V), sshape(R, V)}, {sshape(3, 17)}});
+                     {sshape(1, V), sshape(R, V)}, {sshape(3, 17)}, fewer_rows(sshape(R, V), {sshape(1, V)})});
     return tasks;
 }
 
