@@ -2,9 +2,10 @@
 // against the hand values in paired rounds: both compiled once, then timed
 // one after the other, the order alternating, kPairedRounds times; a round's
 // ratio is best ÷ hand over the task's shapes. The point wins only where the
-// median ratio is under 0.97 and it was faster in at least kMustWin of the
+// median ratio is under 0.97, it was faster in at least kMustWin of the
 // rounds (a sign test: on a noisy machine a median of a few rounds alone
-// kept a loss). It must also pass the small shapes. The best Adams2019
+// kept a loss), and its per-shape medians sum to 3% under the hand values'.
+// It must also pass the small shapes. The best Adams2019
 // schedule that passed the small shapes is re-created in a worker from the
 // same seed and cost model 3 times, and must beat the winner's median by 3%.
 #include "halformer/files.h"
@@ -97,7 +98,12 @@ void Tuner::retime(const Task &t, TaskResult &r, bool space, bool adams) {
 // and the verdict.
 void Tuner::decide(const Task &t, TaskResult &r, bool space, bool adams) {
     // 3%: below that, a win is within this machine's run-to-run noise.
-    const bool point_wins = space && r.rounds == kPairedRounds && r.ratio < 0.97 && r.rounds_won >= kMustWin;
+    // Both statistics must agree: the rounds' ratios (a noisy outlier in one
+    // round moves their median little), and the sum of the per-shape medians
+    // (which the record reports: a median ratio of 0.87 once came with
+    // per-shape medians 16% slower, one shape's times being bimodal).
+    const bool point_wins = space && r.rounds == kPairedRounds && r.ratio < 0.97 && r.rounds_won >= kMustWin &&
+                            r.best_confirm < r.hand_confirm * 0.97;
     if (point_wins) {
         Measured e = measure(t, t.edges, r.best, Sched::Hand, target_, threads_, /*timed=*/false);
         if (e.ok) {
@@ -125,10 +131,11 @@ void Tuner::decide(const Task &t, TaskResult &r, bool space, bool adams) {
     } else if (!r.edge_error.empty()) {
         r.verdict = "hand values kept: the best point failed a small shape: " + r.edge_error;
     } else if (space && r.rounds == kPairedRounds) {
-        char buf[160];
+        char buf[256];
         std::snprintf(buf, sizeof(buf),
-                      "hand values kept: the best point (%s) won %d of %d paired rounds, median ratio %.3f",
-                      point_key(r.best).c_str(), r.rounds_won, r.rounds, r.ratio);
+                      "hand values kept: the best point (%s) won %d of %d paired rounds, median ratio %.3f, "
+                      "medians %.3g ms against %.3g",
+                      point_key(r.best).c_str(), r.rounds_won, r.rounds, r.ratio, r.best_confirm, r.hand_confirm);
         r.verdict = buf;
     } else if (space || adams) {
         r.verdict = "hand values kept: no contender beat them when re-timed";
