@@ -24,7 +24,7 @@ void print_build_info() {
     std::printf("kernel variants compiled: %s\n", compiled.c_str());
     std::printf("kernel variant this CPU runs: %s\n", running_variant());
 #ifdef HALFORMER_HAS_GPU
-    std::printf("GPU builds: cuda (PTX for sm_86 and sm_80), opencl\n");
+    std::printf("GPU builds: cuda (sm_80 PTX; the driver compiles it for newer GPUs), opencl\n");
 #else
     std::printf("GPU builds: none (configured with HALFORMER_GPU=OFF)\n");
 #endif

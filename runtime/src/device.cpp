@@ -118,8 +118,9 @@ const Probe &probe(Device d) {
 
 }  // namespace
 
-// For the CUDA kernels' wrapper (halide_hooks.cpp): the sm_86 build runs only
-// on a device of compute capability 8.6 or newer, else the sm_80 one.
+// For the CUDA kernels' wrapper (halide_hooks.cpp): a build that lists an
+// sm_86 target in HALFORMER_CUDA_TARGETS runs it only on a device of compute
+// capability 8.6 or newer, else the sm_80 one.
 int cuda_capability() {
     return probe(Device::CUDA).capability;
 }
