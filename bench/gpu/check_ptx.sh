@@ -30,12 +30,12 @@ printf "%-34s %-14s %9s %12s\n" kernel ptx "max regs" "spill bytes"
 for f in "$tmp"/*.ptx; do
   base=$(basename "$f" .ptx)
   kernel=${base%%-*}; kernel=${kernel%.*}
-  ptx=$(grep -o 'cuda_capability_[0-9]*' <<< "$base" || echo "sm_80 (li2018)")
+  ptx=$(grep -m1 -o '^\.target sm_[0-9]*' "$f" | cut -d' ' -f2)  # the PTX's own target
   if ! "$ptxas" -arch="$arch" -v --maxrregcount="${HL_CUDA_JIT_MAX_REGISTERS:-256}" "$f" -o "$tmp/out.cubin" > "$tmp/log" 2>&1; then
     echo "FAILED: $kernel ($ptx)"; head -5 "$tmp/log"; status=1; continue
   fi
   regs=$(grep -o 'Used [0-9]* registers' "$tmp/log" | awk '{print $2}' | sort -n | tail -1)
   spill=$(grep -o '[0-9]* bytes spill stores' "$tmp/log" | awk '{s += $1} END {print s + 0}')
-  printf "%-34s %-14s %9s %12s\n" "$kernel" "${ptx#cuda_}" "$regs" "$spill"
+  printf "%-34s %-14s %9s %12s\n" "$kernel" "$ptx" "$regs" "$spill"
 done
 exit $status
