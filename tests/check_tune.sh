@@ -13,8 +13,10 @@ source "$(dirname "$0")/check_lib.sh"
 
 if [ "$part" = search ] || [ "$part" = all ]; then
 
-# A short run: the hand space of layer_norm and Adams2019 with retraining.
-"$hf" tune --ops layer_norm --budget 25s --out "$tmp/rec" --work "$tmp/work" > "$tmp/out" 2> "$tmp/err" \
+# A short run: the hand space of layer_norm and Adams2019 with retraining
+# (after every 2 samples, so that a retraining fits the budget on a slow or
+# busy machine too).
+"$hf" tune --ops layer_norm --budget 25s --adams-batch 2 --out "$tmp/rec" --work "$tmp/work" > "$tmp/out" 2> "$tmp/err" \
     || { cat "$tmp/err"; fail "tune run"; }
 rec=$tmp/rec/record.json
 for key in '"target": "' '"machine": ' '"date": ' '"command": "halformer tune --ops layer_norm' \
@@ -68,6 +70,7 @@ expect_error "no op 'nope'" "$hf" tune --ops nope
 expect_error "not a build target" "$hf" tune --target bogus
 expect_error "say which, cuda or opencl" "$hf" tune --target gpu
 expect_error "unknown argument" "$hf" tune --frobnicate
+expect_error "--adams-batch" "$hf" tune --adams-batch 0
 
 # --try: one point, checked as a search checks a candidate. This attention
 # point (300 keys: 19 blocks of 16) broke the causal chunks' bits until the

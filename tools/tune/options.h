@@ -20,6 +20,7 @@ struct Options {
     std::string out_dir;              // record directory (default: the source tree's)
     std::string work_dir;             // state, samples, weights
     int threads = 0;
+    int adams_batch = 6;              // Adams2019 samples between retrainings of the cost model
     Workload workload;
     // worker mode (one Adams2019 sample in a child process)
     std::string worker;

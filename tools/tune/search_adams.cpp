@@ -93,9 +93,10 @@ void Tuner::search_adams(const Task &t, TaskResult &r, double until) {
     consider(r.adams);
     progress_.show(t.id(), r.candidates, r.best_score, r.hand_score, "adams2019 default");
     // Batches as autotune_loop.sh: one best-effort schedule under the current
-    // model, then random probes biased by it; after each batch the cost model
-    // is retrained on every sample benchmarked so far (all tasks).
-    const int batch = 6;
+    // model, then random probes biased by it; after each batch (--adams-batch
+    // samples) the cost model is retrained on every sample benchmarked so far
+    // (all tasks).
+    const int batch = o_.adams_batch;
     int seed = 1;
     while (progress_.spent() < until && !g_stop) {
         std::string weights = retrains_ > 0 ? "cost_model_" + std::to_string(retrains_) + ".weights" : "";
