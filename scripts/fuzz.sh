@@ -17,7 +17,10 @@ if ! command -v clang++-14 >/dev/null || [ ! -f "$rt" ]; then
 fi
 cmake -S tests/fuzz -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j"$(nproc)" >/dev/null
-for t in safetensors config request; do
+# One target a core at a time (each fuzzer is single-threaded, and gets its
+# whole SECONDS on a core of its own).
+fuzz_one() {
+  local t=$1 work
   work=$(mktemp -d)
   cp -r "tests/fuzz/corpus/$t/." "$work/"
   echo "[fuzz] fuzz_$t: ${secs} s from $(ls "$work" | wc -l) seeds"
@@ -25,9 +28,23 @@ for t in safetensors config request; do
        -dict=tests/fuzz/json.dict -artifact_prefix=build-fuzz/crash-$t- "$work" > "build-fuzz/fuzz_$t.log" 2>&1; then
     tail -40 "build-fuzz/fuzz_$t.log"
     echo "[fuzz] fuzz_$t FAILED (input saved as build-fuzz/crash-$t-*)"
-    exit 1
+    rm -rf "$work"
+    return 1
   fi
   grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "build-fuzz/fuzz_$t.log" | sed "s/^/[fuzz] fuzz_$t /"
   echo "[fuzz] fuzz_$t: corpus grew to $(ls "$work" | wc -l) inputs"
   rm -rf "$work"
+}
+cores=$(nproc)
+failed=$(mktemp)
+for t in safetensors config request; do
+  while [ "$(jobs -rp | wc -l)" -ge "$cores" ]; do sleep 1; done
+  { fuzz_one "$t" || echo "$t" >> "$failed"; } &
 done
+wait
+if [ -s "$failed" ]; then
+  echo "[fuzz] failed: $(tr '\n' ' ' < "$failed")"
+  rm -f "$failed"
+  exit 1
+fi
+rm -f "$failed"
