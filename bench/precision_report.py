@@ -51,8 +51,9 @@ def run_kernels(exe, filt, out):
         if b.get("aggregate_name") != "median":
             continue
         op, shape, impl = b["name"].split("/")[:3]
-        rate = b.get("GFLOP/s", b.get("GB/s"))
-        rows.setdefault((op, shape), {})[impl] = {"rate": rate, "unit": "GFLOP/s" if "GFLOP/s" in b else "GB/s",
+        unit = "GFLOP/s" if b.get("GFLOP/s") else "GB/s"  # (the other is 0, or absent in older runs)
+        rate = b.get(unit)
+        rows.setdefault((op, shape), {})[impl] = {"rate": rate, "unit": unit,
                                                    "peak": b.get("peak")}
     return data.get("context", {}), rows
 
