@@ -47,6 +47,7 @@ public:
     GeneratorParam<bool> gated{"gated", false};
     // Schedule knobs (schedules/linear_packed_schedule.h).
     GeneratorParam<int> rows_m{"rows_m", 0};
+    GeneratorParam<int> vectors_n{"vectors_n", 0};
     GeneratorParam<int> task_blocks{"task_blocks", 0};
     GeneratorParam<std::string> int8_form_knob{"int8_form", ""};  // offset | sign | "" (the target's)
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};
@@ -112,11 +113,15 @@ public:
             break;
         }
         }
+        // acc(j, p, mi, mo): the sums of column p·cb + j (p counts slices
+        // of cb columns; cb divides the panel, so a slice lies in one panel)
+        // and row mo·rb + mi. (cb only reshapes, as rb does.)
+        const int cb = slice_columns(), slices = kPanel / cb;
         acc(j, p, mi, mo) = cast(sum_type, 0);
-        Expr wv = (*w)(r.x, j, r.y, p);
+        Expr wv = (*w)(r.x, (p % slices) * cb + j, r.y, p / slices);
         if (xsign.defined()) wv = wv ^ xsign(r.x, mi, r.y, mo);
         acc(j, p, mi, mo) += cast(sum_type, xin(r.x, mi, r.y, mo)) * cast(sum_type, wv);
-        Expr a = acc(n % kPanel, n / kPanel, m % rb, m / rb);
+        Expr a = acc(n % cb, n / cb, m % rb, m / rb);
         if (format == WeightFormat::Int8 && !xsign.defined()) a -= 128 * (*colsum)(n);
         if (xsign.defined()) a += negsum(m);
         Expr v = format == WeightFormat::Int8 ? cast<float>(a) * (step(m) * (*scale)(n)) : a;
@@ -151,18 +156,27 @@ public:
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         schedule_linear_packed_cpu({y, acc, xin, xsign, absmax, step, negsum, n, m, j, p, mi, mo, rr, kk, r},
-                                   {row_block(), k_group(format), rec.get("task_blocks", task_blocks)},
+                                   {row_block(), slice_columns(), k_group(format), rec.get("task_blocks", task_blocks)},
                                    get_pipeline(), get_target());
     }
 
 private:
     Var n{"n"}, m{"m"}, j{"j"}, p{"p"}, k{"k"}, rr{"rr"}, kk{"kk"}, mi{"mi"}, mo{"mo"};
 
+    // Vectors per register block row: the tuned or given vectors_n, else
+    // the target's (linear_packed_vectors); cb = that many vectors of 32-bit
+    // lanes, a divisor of the panel.
+    int block_vectors() {
+        Tuned rec(tuned_as, get_target());
+        return linear_packed_vectors(rec.get("vectors_n", vectors_n), rec.get("rows_m", rows_m), get_target(),
+                                     k_group(format));
+    }
+    int slice_columns() { return block_vectors() * f32_lanes(get_target()); }
     // Rows per register block: the tuned or given rows_m, else as many as
-    // the target's vector registers hold next to one panel (9 on AVX-512).
+    // the target's vector registers hold next to the block's weight vectors.
     int row_block() {
         Tuned rec(tuned_as, get_target());
-        return linear_packed_rows(rec.get("rows_m", rows_m), get_target(), k_group(format));
+        return linear_packed_rows(rec.get("rows_m", rows_m), block_vectors(), get_target(), k_group(format));
     }
     // int8: whether the products take the sign form (see the top).
     bool sign_form() {

@@ -22,17 +22,46 @@ struct LinearPackedStages {
     Halide::RDom r;       // r.x: the kf products one lane sums; r.y: k groups
 };
 
-// Register block height: `knob`, or as many rows as the vector registers
-// hold beside one panel's weight vectors and a broadcast; at most 4 for
-// float32 and int8 (kf 1, 4). Measured 2026-11-25 (sapphirerapids, AMD EPYC,
-// 2 threads, 512 → 2048, oneDNN = 1): f32 M=128 0.98 with 4 rows against
-// 0.94 with 9, M=32 0.90 / 0.83; int8 M=128 0.84 / 0.80, M=1024 0.87 / 0.87.
-// 12 accumulators are enough chains for two FMA ports of latency 4 (Intel)
-// and leave the loads room; bf16 keeps the full 9.
-inline int linear_packed_rows(int knob, const Halide::Target &t, int kf) {
+// Register block width, in vectors of 32-bit lanes: `knob`, else 2 vectors
+// for float32 on AVX2, the whole 48-wide panel everywhere else: AVX-512 (3
+// vectors), one-row blocks (the _dot kernels stream the panel with every
+// accumulator a chain of its own), bf16 and int8, and SSE4.1. It must
+// divide the panel. With 16 vector registers a whole panel is 6 (AVX2) or
+// 12 (SSE4.1) vectors and leaves room for one row: each FMA then needs a
+// weight load of its own, and the panel (48 × K floats, 96 KiB at K = 512)
+// streams from L2 for every row. 2 vectors × 6
+// rows is the classic AVX2 block: 2 loads and 6 broadcasts per 12 FMAs,
+// over a slice of the panel (16 × K floats) that stays in L1/L2 while the
+// rows pass. Measured 2026-11-29 (AVX2 AMD EPYC Zen 3, 2 threads, the
+// tuner's --try, float32 1024 × 512 → 2048): 26.8 → 12.2–13.7 ms, 1024 ×
+// 2048 → 512 29.9 → 16.6 ms (3 vectors × 4 rows: 16.5 and 19.9). int8's
+// sign form is bound by its three integer ops per product, not by loads:
+// 2 × 4, 2 × 6, 3 × 3 and 1 × 8 were all within the noise of the whole
+// panel there, so it keeps the panel (a record may narrow it). SSE4.1 (no
+// FMA; 4 lanes) was no faster with 2 vectors × 6 rows than with its panel
+// of 12 × 1 (same day: 1024 × 512 → 2048 40.8–50.4 against 34.3–47.5 ms).
+inline int linear_packed_vectors(int knob, int rows_knob, const Halide::Target &t, int kf) {
     const int panel_vectors = std::max(1, 48 / f32_lanes(t));
-    const int fit = std::max(1, (vector_registers(t) - panel_vectors - 2) / panel_vectors);
-    return or_default(knob, kf == 2 ? fit : std::min(fit, 4));
+    const bool narrow = f32_lanes(t) == 8 && vector_registers(t) == 16 && rows_knob != 1 && kf == 1;
+    const int vn = or_default(knob, narrow ? 2 : panel_vectors);
+    if (vn < 1 || panel_vectors % vn != 0) {
+        throw std::invalid_argument("linear_packed: vectors_n " + std::to_string(vn) + " does not divide the " +
+                                    std::to_string(panel_vectors) + " vectors of a 48-wide panel");
+    }
+    return vn;
+}
+
+// Register block height: `knob`, or as many rows as the vector registers
+// hold beside the block's weight vectors and a broadcast; at most 12
+// accumulators for float32 and int8 (kf 1, 4). Measured 2026-11-25
+// (sapphirerapids, AMD EPYC, 2 threads, 512 → 2048, oneDNN = 1, 3 vectors):
+// f32 M=128 0.98 with 4 rows against 0.94 with 9, M=32 0.90 / 0.83; int8
+// M=128 0.84 / 0.80, M=1024 0.87 / 0.87. 12 accumulators are enough chains
+// for two FMA ports of latency 4 (Intel) and leave the loads room; bf16
+// keeps the full register file.
+inline int linear_packed_rows(int knob, int vectors, const Halide::Target &t, int kf) {
+    const int fit = std::max(1, (vector_registers(t) - vectors - 2) / vectors);
+    return or_default(knob, kf == 2 ? fit : std::max(1, std::min(fit, 12 / vectors)));
 }
 
 // The two forms of int8 products (generators/linear_packed_generator.cpp),
@@ -106,6 +135,7 @@ private:
 
 struct LinearPackedKnobs {
     int rows;         // register block height (the algorithm's row block)
+    int cols;         // register block width in columns (the algorithm's panel slice)
     int kf;           // products per lane of one dot-product step (1 | 2 | 4)
     int task_blocks;  // register blocks per parallel task (0: the schedule's choice, below)
 };
@@ -129,16 +159,16 @@ class WidenAfterBroadcast : public Halide::Internal::IRMutator {
     }
 };
 
-// Each (panel, block of rows) task keeps a kPanel × rows block of sums in
-// vector registers and runs the whole k loop over it: per k group, kPanel/16
-// weight vectors loaded once and one broadcast per row feed one FMA /
-// vdpbf16ps / vpdpbusd per (vector, row). The activations are converted
-// (bf16) or quantized (int8) once per call, not once per panel.
+// Each (slice of a panel, block of rows) task keeps a cols × rows block of
+// sums in vector registers and runs the whole k loop over it: per k group,
+// cols/lanes weight vectors loaded once and one broadcast per row feed one
+// FMA / vdpbf16ps / vpdpbusd per (vector, row). The activations are
+// converted (bf16) or quantized (int8) once per call, not once per panel.
 inline void schedule_linear_packed_cpu(LinearPackedStages s, const LinearPackedKnobs &knobs,
                                        Halide::Pipeline pipeline, const Halide::Target &t) {
     using namespace Halide;
     const int lanes = f32_lanes(t);
-    const int rows = knobs.rows;
+    const int rows = knobs.rows, cols = knobs.cols;
     Var no("no"), ni("ni"), nio("nio"), mo("ymo"), mi("ymi"), task("task"), tasks("tasks"), jo("jo"), jv("jv");
     // Register blocks a parallel task: the knob, else 8 (one task per block:
     // the task overhead showed; measured 2026-11-23 int8 128 × 512 → 2048
@@ -147,20 +177,20 @@ inline void schedule_linear_packed_cpu(LinearPackedStages s, const LinearPackedK
     // blocks, from 1 (decode: few blocks, every thread busy) to 32 (measured
     // 2026-11-27, AVX2 AMD EPYC, int8 1024 × 512 → 2048: 9.6 ms against
     // 10.5 with 2 a task).
-    Expr blocks = ((s.y.output_buffer().dim(0).extent() + 47) / 48) *
+    Expr blocks = ((s.y.output_buffer().dim(0).extent() + cols - 1) / cols) *
                   ((s.y.output_buffer().dim(1).extent() + rows - 1) / rows);
     Expr blocks_per_task = knobs.task_blocks > 0 ? Expr(knobs.task_blocks)
                            : rows > 1            ? Expr(8)
                                                  : clamp(blocks / 64, 1, 32);
     s.y.compute_root()
-        .split(s.n, no, ni, 48, TailStrategy::GuardWithIf)
+        .split(s.n, no, ni, cols, TailStrategy::GuardWithIf)
         .split(s.m, mo, mi, rows, TailStrategy::GuardWithIf)
         .reorder(ni, mi, mo, no)
         .fuse(mo, no, task)
         .split(task, tasks, task, blocks_per_task, TailStrategy::GuardWithIf)
         .parallel(tasks)
         // The panel's vectors unrolled: each reads its sums at a constant
-        // index (vectorized over the whole panel, acc(n % 48) became a gather
+        // index (vectorized over the whole block, acc(n % 48) became a gather
         // from the stack: measured 2026-11-25, int8 1024 × 512 → 2048 at 0.57 of
         // oneDNN before, 0.87 after).
         .split(ni, nio, ni, lanes, TailStrategy::GuardWithIf)
@@ -169,7 +199,7 @@ inline void schedule_linear_packed_cpu(LinearPackedStages s, const LinearPackedK
         .unroll(mi);
     s.acc.compute_at(s.y, task)
         .store_in(MemoryType::Register)
-        .bound_extent(s.j, 48)
+        .bound_extent(s.j, cols)
         .bound_extent(s.p, 1)
         .bound_extent(s.mi, rows)
         .bound_extent(s.mo, 1)

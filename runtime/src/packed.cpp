@@ -5,16 +5,21 @@
 // refuses set_precision(BF16 / INT8) and runs float32 unpacked.
 //
 // Float32 inference packs too (Fp32Packing, halformer/build_info.h): every
-// projection where the panel kernels beat the unpacked ones (an AVX-512
-// variant: 48 columns are 3 of its 32 vector registers): measured 2026-11-25,
-// AMD EPYC, 2 threads, 512 → 2048 against oneDNN: M=32 0.90 packed vs 0.55
+// projection where the panel kernels beat the unpacked ones. AVX-512
+// (48 columns are 3 of its 32 vector registers): measured 2026-11-25, AMD
+// EPYC, 2 threads, 512 → 2048 against oneDNN: M=32 0.90 packed vs 0.55
 // unpacked, M=128 0.98 vs 0.79, M=1 0.89 vs 0.69 (bench/results/
-// amd-epyc-2026-11-25). Elsewhere (AVX2's 16 registers leave a 48-wide panel
-// a one-row block) the decoding steps' shapes only (up to dot_rows rows),
-// with prefill on W as stored: both sum each output's products in k order
-// from zero, so a row has the same bits in a step of any row count
-// (tests/test_row_invariance.cpp, tests/runtime/test_batch_invariance.cpp),
-// which W as stored's one-row dot products (lane partial sums) would break.
+// amd-epyc-2026-11-25). AVX2, with 16-column blocks of 6 rows
+// (schedules/linear_packed_schedule.h): measured 2026-11-29, AMD EPYC Zen
+// 3, 2 threads, the tuner's --try at M × 512 → 1536: M=32 0.35–0.58 ms
+// packed vs 0.53–0.73 unpacked, M=128 1.23–1.44 vs 1.53–1.79, M=1024
+// 8.8–11.3 vs 14.5. SSE4.1 (its 12-vector panel leaves one-row blocks, and
+// narrower ones were no faster) packs the decoding steps' shapes only (up
+// to dot_rows rows), with prefill on W as stored: both sum each output's
+// products in k order from zero, so a row has the same bits in a step of
+// any row count (tests/test_row_invariance.cpp,
+// tests/runtime/test_batch_invariance.cpp), which W as stored's one-row dot
+// products (lane partial sums) would break.
 // A model whose weights change (the trainer's) never packs float32.
 #include "session.h"
 
@@ -163,7 +168,7 @@ Fp32Packing fp32_packing() {
     if (v && std::string(v) == "0") return Fp32Packing::None;
     if (v && std::string(v) == "1") return Fp32Packing::All;
     const Isa isa = selected_isa();
-    return isa == Isa::AVX512 || isa == Isa::SapphireRapids ? Fp32Packing::All : Fp32Packing::Steps;
+    return isa == Isa::SSE41 ? Fp32Packing::Steps : Fp32Packing::All;
 #endif
 }
 

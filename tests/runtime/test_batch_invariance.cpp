@@ -110,7 +110,7 @@ void expect_batch_invariant(Model &m, const std::vector<Sequence> &src, Generate
 }
 
 // fn(model, encoder-decoder?, sources) for both architectures at each
-// precision, float32 with the CPU's default packing (AVX2: the steps'
+// precision, float32 with the CPU's default packing (SSE4.1: the steps'
 // shapes packed, prefill on W as stored) and with every projection packed.
 // The CPU's kernels only (a GPU picks its kernels by row count: no promise
 // there).

@@ -140,12 +140,19 @@ inline bool panel_fits(const Point &p, int regs) {
     return rows >= 1 && vn * rows + vn + 1 <= regs;
 }
 
-// linear_packed's register block: rows_m rows × one 48-wide panel (3 vectors
-// on AVX-512, 6 with 8 lanes) beside the panel's weight vectors and a
-// broadcast; 0 is the schedule's default (linear_packed_rows).
-inline bool packed_fits(const Point &p, int regs) {
-    int vn = regs == 32 ? 3 : 6;
-    int rows = p.at("rows_m") > 0 ? p.at("rows_m") : std::max(1, (regs - vn - 2) / vn);
+// linear_packed's register block: rows_m rows × vectors_n vectors, a slice
+// of the 48-wide panel (3 vectors on AVX-512, 6 with 8 lanes), beside the
+// block's weight vectors and a broadcast; 0s are the schedule's defaults
+// (linear_packed_vectors, linear_packed_rows). The width must divide the panel.
+inline bool packed_fits(const Point &p, int regs, int kf) {
+    const int panel = regs == 32 ? 3 : 6;
+    const int knob_vn = p.count("vectors_n") ? p.at("vectors_n") : 0;
+    const int knob_rows = p.at("rows_m");
+    // (16 registers: AVX2 assumed, whose float32 default is narrower; SSE4.1's
+    // panel is 12 vectors, of which these widths are divisors too)
+    const int vn = knob_vn > 0 ? knob_vn : regs == 32 || knob_rows == 1 || kf != 1 ? panel : 2;
+    if (panel % vn != 0) return false;
+    const int rows = knob_rows > 0 ? knob_rows : std::max(1, (regs - vn - 2) / vn);
     return vn * rows + vn + 1 <= regs;
 }
 
@@ -182,15 +189,17 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
             return std::vector<std::string>{k,           k + "_relu",     k + "_gelu",           k + "_gelu_tanh",
                                             k + "_silu", k + "_residual", k + "_gelu_tanh_gated", k + "_silu_gated"};
         };
-        // (past 8 rows the block spills on AVX-512: packed_fits)
+        // (past 8 rows the block spills on AVX-512, past 6 at 2 vectors on
+        // AVX2: packed_fits)
         const std::vector<int> rows_m{0, 1, 2, 3, 4, 5, 6, 7, 8};
         const std::vector<int> task_blocks{0, 1, 2, 4, 8, 16, 32};
         Task pre{std::string("linear_") + fmt, "prefill", base, variants(base),
-                 {{"rows_m", rows_m}, {"task_blocks", task_blocks}},
+                 {{"vectors_n", {0, 1, 2, 3, 6}}, {"rows_m", rows_m}, {"task_blocks", task_blocks}},
                  {linear_shape(P, d, 3 * d), linear_shape(P, d, d), linear_shape(P, d, F), linear_shape(P, F, d),
                   linear_shape(R, d, 3 * d)},
                  {linear_shape(1, d, 3 * d), linear_shape(17, 33, 71)}};
-        pre.feasible = packed_fits;
+        const int kf = std::string(fmt) == "f32" ? 1 : std::string(fmt) == "bf16" ? 2 : 4;
+        pre.feasible = [kf](const Point &p, int regs) { return packed_fits(p, regs, kf); };
         // (a decoding step of 2 to 4 rows takes these: docs/precision.md)
         pre.same_bits = fewer_rows(linear_shape(P, d, 3 * d), {linear_shape(1, d, 3 * d), linear_shape(3, d, 3 * d)});
         tasks.push_back(pre);
@@ -198,7 +207,7 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
                  {{"rows_m", {0, 1, 2}}, {"task_blocks", task_blocks}},
                  {linear_shape(1, d, 3 * d), linear_shape(1, d, F), linear_shape(1, F, d)},
                  {linear_shape(3, 33, 71)}};
-        dec.feasible = packed_fits;
+        dec.feasible = pre.feasible;
         tasks.push_back(dec);
     }
     return tasks;

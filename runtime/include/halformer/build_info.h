@@ -57,11 +57,12 @@ std::string record_note(const TunedRecord *r);
 // Which float32 inference projections run on weights packed once into
 // 48-column panels (hf_linear_f32*) on this CPU (the rest: W as stored,
 // hf_linear*):
-//   All    every one: an AVX-512 variant runs (or HALFORMER_FP32_PACK=1);
+//   All    every one: an AVX-512 or AVX2 variant runs (or
+//          HALFORMER_FP32_PACK=1);
 //   Steps  those of a decoding step's shape (up to 4 rows) only, prefill on
-//          W as stored: the other x86 variants (AVX2's registers leave a
-//          48-wide panel one-row blocks). Both paths sum in k order, so a
-//          row's bits do not depend on its batch;
+//          W as stored: the SSE4.1 variant (its registers leave a 48-wide
+//          panel one-row blocks). Both paths sum in k order, so a row's bits
+//          do not depend on its batch;
 //   None   none: HALFORMER_FP32_PACK=0 (no second copy of the weights; a
 //          one-row step then takes dot products along k, and a row's bits
 //          can depend on its batch), or a build without the packed kernels.
