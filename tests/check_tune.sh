@@ -81,6 +81,11 @@ grep -q "checked against the reference and 3 bit-identities; small shapes pass" 
 expect_error "must name one task" "$hf" tune --try query_tile=4
 expect_error "has no knob 'bogus'" "$hf" tune --ops attention/prefill --try bogus=1
 expect_error "is not a whole number" "$hf" tune --ops attention/prefill --try query_tile=x
+# A decoding step's one-row kernel keeps the prefill kernel's bits for its
+# row (a request alone takes the one, in a batch the other).
+"$hf" tune --ops linear_f32/decode --try task_blocks=0 > "$tmp/try2" 2>&1 \
+    || { cat "$tmp/try2"; fail "--try linear_f32/decode"; }
+grep -q "checked against the reference and 1 bit-identities; small shapes pass" "$tmp/try2" || fail "--try decode output"
 # The packed block's width must divide the 48-wide panel (3 or 6 vectors on
 # AVX-512 and AVX2, 12 on SSE4.1): 5 divides none of them.
 expect_error "does not divide" "$hf" tune --ops linear_f32/prefill --rows 16 --try vectors_n=5

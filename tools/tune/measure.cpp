@@ -169,15 +169,10 @@ bool same_bits_within(const Halide::Buffer<> &part, const Halide::Buffer<> &whol
     return same;
 }
 
-// SameBits::Rows: the call at sb.part against the first rows of the call
-// at sb.whole, bit for bit.
-std::string check_rows(Halide::Pipeline &pipe, const Task &task, const std::map<std::string, std::string> &params,
-                       const SameBits &sb, const Halide::Target &target) {
-    auto whole = make_op_data(task.generator(), params, sb.whole);
-    auto part = make_op_data(task.generator(), params, sb.part);
-    std::vector<InputValue> wi = whole->inputs(), pi = part->inputs();
-    // The check means something only if the part's inputs are the first
-    // of the whole's (ops.h fills every buffer in memory order).
+// Whether the inputs of the call at `part` are the first of those at
+// `whole`: the check means something only then (ops.h fills every buffer in
+// memory order).
+void require_prefix(const std::vector<InputValue> &wi, const std::vector<InputValue> &pi, const SameBits &sb) {
     for (const InputValue &v : pi) {
         auto w = std::find_if(wi.begin(), wi.end(), [&](const InputValue &x) { return x.name == v.name; });
         const bool prefix = w != wi.end() && (v.buf.defined() ? w->buf.defined() && same_bits_within(v.buf, w->buf)
@@ -186,15 +181,57 @@ std::string check_rows(Halide::Pipeline &pipe, const Task &task, const std::map<
             throw halformer::Error("tuner: input " + v.name + " at " + sb.part.label + " is not the first rows of " +
                                    sb.whole.label + "'s");
     }
-    Halide::Realization wo = whole->outputs(), po = part->outputs();
-    bind_values(pipe, wi, false);
-    realize_to_host(pipe, wo, target);
-    bind_values(pipe, pi, false);
-    realize_to_host(pipe, po, target);
-    for (size_t i = 0; i < po.size(); i++)
-        if (!same_bits_within(po[i], wo[i]))
-            return "breaks row invariance: a call at " + sb.part.label + " gives other bits than the same rows at " +
-                   sb.whole.label;
+}
+
+// A compiled pipeline's outputs on one shape's data.
+Halide::Realization run_rows(Halide::Pipeline &pipe, OpData &data, const Halide::Target &target) {
+    Halide::Realization out = data.outputs();
+    bind_values(pipe, data.inputs(), false);
+    realize_to_host(pipe, out, target);
+    return out;
+}
+
+// The other kernel of a StepRows / PrefillRows pair, built with its own
+// parameters and hand values, at one shape: its outputs are the same for
+// every candidate, so they are made once.
+const Halide::Realization &other_rows(const std::string &kernel, const Shape &shape, const Halide::Target &target) {
+    static std::map<std::string, std::unique_ptr<Halide::Realization>> made;
+    const std::string key = kernel + " " + shape.label + " " + target.to_string();
+    auto it = made.find(key);
+    if (it != made.end()) return *it->second;
+    const KernelInfo &info = kernel_info(kernel);
+    auto params = parse_params(info.params);
+    for (const auto &[k, v] : shape.gen) params[k] = v;
+    Halide::Pipeline pipe = build_pipeline(info.generator, params, target);
+    pipe.compile_jit(target);
+    auto data = make_op_data(info.generator, params, shape);
+    auto out = std::make_unique<Halide::Realization>(run_rows(pipe, *data, target));
+    return *made.emplace(key, std::move(out)).first->second;
+}
+
+// SameBits::Rows: the call at sb.part against the first rows of the call
+// at sb.whole, bit for bit; StepRows and PrefillRows: one of the two calls
+// made by the other kernel.
+std::string check_rows(Halide::Pipeline &pipe, const Task &task, const std::map<std::string, std::string> &params,
+                       const SameBits &sb, const Halide::Target &target) {
+    auto whole = make_op_data(task.generator(), params, sb.whole);
+    auto part = make_op_data(task.generator(), params, sb.part);
+    require_prefix(whole->inputs(), part->inputs(), sb);
+    const Halide::Realization wo = sb.kind == SameBits::StepRows ? other_rows(sb.other, sb.whole, target)
+                                                                 : run_rows(pipe, *whole, target);
+    const Halide::Realization po = sb.kind == SameBits::PrefillRows ? other_rows(sb.other, sb.part, target)
+                                                                    : run_rows(pipe, *part, target);
+    for (size_t i = 0; i < po.size(); i++) {
+        if (same_bits_within(po[i], wo[i])) continue;
+        if (sb.kind == SameBits::StepRows)
+            return "breaks row invariance: a call at " + sb.part.label + " gives other bits than " + sb.other +
+                   " (the prefill kernel) at " + sb.whole.label;
+        if (sb.kind == SameBits::PrefillRows)
+            return "breaks row invariance: a call at " + sb.whole.label + " gives its first rows other bits than " +
+                   sb.other + " (the one-row kernel) at " + sb.part.label;
+        return "breaks row invariance: a call at " + sb.part.label + " gives other bits than the same rows at " +
+               sb.whole.label;
+    }
     return "";
 }
 
@@ -255,10 +292,12 @@ std::string check_causal_chunks(Halide::Pipeline &pipe, const Task &task,
 std::string check_same_bits(Halide::Pipeline &pipe, const Task &task, const Point &p, Sched s,
                             const std::string &group, const Halide::Target &target) {
     for (const SameBits &sb : task.same_bits) {
-        if (gen_key(sb.whole) != group) continue;
-        auto params = gen_params(task, sb.whole, p, s);
-        std::string err = sb.kind == SameBits::Rows ? check_rows(pipe, task, params, sb, target)
-                                                    : check_causal_chunks(pipe, task, params, sb, target);
+        // (the candidate's shape: StepRows runs it at the part only)
+        const Shape &mine = sb.kind == SameBits::StepRows ? sb.part : sb.whole;
+        if (gen_key(mine) != group) continue;
+        auto params = gen_params(task, mine, p, s);
+        std::string err = sb.kind == SameBits::CausalChunks ? check_causal_chunks(pipe, task, params, sb, target)
+                                                            : check_rows(pipe, task, params, sb, target);
         if (!err.empty()) return err;
     }
     return "";

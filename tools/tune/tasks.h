@@ -75,9 +75,17 @@ struct Knob {
 //   CausalChunks: a causal prefill at `whole` run as the runtime runs it, a
 //         call per chunk of queries over just the keys the chunk sees
 //         (runtime/src/layers/causal_chunks.h), gives one call's bits.
+//   StepRows: as Rows, across the two kernels of one projection: the
+//         candidate (a decoding step's one-row kernel) at `part` against
+//         `other` (the prefill kernel, its build parameters and hand values)
+//         at `whole`. A request decoding alone takes the one-row kernel, in
+//         a batch the prefill one (runtime/src/packed.cpp).
+//   PrefillRows: the same pair the other way round: `other` (the one-row
+//         kernel, hand values) at `part` against the candidate at `whole`.
 struct SameBits {
-    enum Kind { Rows, CausalChunks } kind;
+    enum Kind { Rows, CausalChunks, StepRows, PrefillRows } kind;
     Shape whole, part;  // (CausalChunks: part unused)
+    std::string other = "";  // StepRows, PrefillRows: the other kernel
 };
 
 struct Task {
@@ -202,12 +210,14 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
         pre.feasible = [kf](const Point &p, int regs) { return packed_fits(p, regs, kf); };
         // (a decoding step of 2 to 4 rows takes these: docs/precision.md)
         pre.same_bits = fewer_rows(linear_shape(P, d, 3 * d), {linear_shape(1, d, 3 * d), linear_shape(3, d, 3 * d)});
+        pre.same_bits.push_back({SameBits::PrefillRows, linear_shape(P, d, 3 * d), linear_shape(1, d, 3 * d), base + "_dot"});
         tasks.push_back(pre);
         Task dec{std::string("linear_") + fmt, "decode", base + "_dot", variants(base + "_dot"),
                  {{"rows_m", {0, 1, 2}}, {"task_blocks", task_blocks}},
                  {linear_shape(1, d, 3 * d), linear_shape(1, d, F), linear_shape(1, F, d)},
                  {linear_shape(3, 33, 71)}};
         dec.feasible = pre.feasible;
+        dec.same_bits = {{SameBits::StepRows, linear_shape(4, d, 3 * d), linear_shape(1, d, 3 * d), base}};
         tasks.push_back(dec);
     }
     return tasks;
