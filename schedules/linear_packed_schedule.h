@@ -29,10 +29,9 @@ struct LinearPackedStages {
 // divide the panel. With 16 vector registers a whole panel is 6 (AVX2) or
 // 12 (SSE4.1) vectors and leaves room for one row: each FMA then needs a
 // weight load of its own, and the panel (48 × K floats, 96 KiB at K = 512)
-// streams from L2 for every row. 2 vectors × 6
-// rows is the classic AVX2 block: 2 loads and 6 broadcasts per 12 FMAs,
-// over a slice of the panel (16 × K floats) that stays in L1/L2 while the
-// rows pass. Measured 2026-11-29 (AVX2 AMD EPYC Zen 3, 2 threads, the
+// streams from L2 for every row. 2 vectors × 6 rows is the classic AVX2
+// block: 2 loads and 6 broadcasts per 12 FMAs, over a slice of the panel
+// (16 × K floats) that stays in L1/L2 while the rows pass. Measured 2026-11-29 (AVX2 AMD EPYC Zen 3, 2 threads, the
 // tuner's --try, float32 1024 × 512 → 2048): 26.8 → 12.2–13.7 ms, 1024 ×
 // 2048 → 512 29.9 → 16.6 ms (3 vectors × 4 rows: 16.5 and 19.9). int8's
 // sign form is bound by its three integer ops per product, not by loads:
