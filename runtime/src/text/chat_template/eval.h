@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,8 @@ private:
     static std::string replace_all(std::string s, const std::string &from, const std::string &to);
     static std::string recase(const std::string &s, const std::string &how);
     Value filter(const Node &n);
+    std::optional<Value> text_filter(const std::string &f, const Value &v, const std::vector<Value> &a);
+    std::optional<Value> sequence_filter(const std::string &f, const Value &v, const std::vector<Value> &a);
     bool test(const Node &n);
 
     std::string &out_;

@@ -4,7 +4,7 @@
 
 #include <cctype>
 #include <cstdlib>
-#include <memory>
+#include <optional>
 #include <sstream>
 
 namespace halformer::jinja {
@@ -113,16 +113,9 @@ std::string Eval::recase(const std::string &s, const std::string &how) {
     return out;
 }
 
-Value Eval::filter(const Node &n) {
-    const Value v = eval(*n.kids[0]);
-    std::vector<Value> a;
-    for (size_t k = 1; k < n.kids.size(); k++) a.push_back(eval(*n.kids[k]));
-    auto kw = [&](const char *key) -> const Value * {
-        for (auto &[k, e] : n.kwargs)
-            if (k == key) return new Value(eval(*e));  // (freed below by the caller's unique_ptr)
-        return nullptr;
-    };
-    const std::string &f = n.name;
+// The filters of one string or scalar (trim, length, case, default,
+// string, int, replace); nothing when f is none of them.
+std::optional<Value> Eval::text_filter(const std::string &f, const Value &v, const std::vector<Value> &a) {
     if (f == "trim") {
         const std::string s = to_str(v);
         const size_t b = s.find_first_not_of(" \t\n\r\f\v");
@@ -154,6 +147,16 @@ Value Eval::filter(const Node &n) {
         }
         return Value::integer(0);
     }
+    if (f == "replace") {
+        if (a.size() < 2) fail(at_, "replace takes two strings");
+        return Value::str(replace_all(to_str(v), to_str(a[0]), to_str(a[1])));
+    }
+    return std::nullopt;
+}
+
+// The filters of a sequence, a list or a string's characters (first, last,
+// join, list, reverse); nothing when f is none of them.
+std::optional<Value> Eval::sequence_filter(const std::string &f, const Value &v, const std::vector<Value> &a) {
     if (f == "first" || f == "last") {
         if (v.kind == Value::List) {
             if (v.list->empty()) return Value{};
@@ -182,10 +185,7 @@ Value Eval::filter(const Node &n) {
         return Value::array(std::move(out));
     }
     if (f == "reverse") {
-        if (v.kind == Value::List) {
-            Array out(v.list->rbegin(), v.list->rend());
-            return Value::array(std::move(out));
-        }
+        if (v.kind == Value::List) return Value::array(Array(v.list->rbegin(), v.list->rend()));
         if (v.kind == Value::String) {
             auto cs = utf8_chars(v.s);
             std::string out;
@@ -194,14 +194,24 @@ Value Eval::filter(const Node &n) {
         }
         fail(at_, std::string("reverse of a ") + kind_name(v));
     }
-    if (f == "replace") {
-        if (a.size() < 2) fail(at_, "replace takes two strings");
-        return Value::str(replace_all(to_str(v), to_str(a[0]), to_str(a[1])));
-    }
+    return std::nullopt;
+}
+
+Value Eval::filter(const Node &n) {
+    const Value v = eval(*n.kids[0]);
+    std::vector<Value> a;
+    for (size_t k = 1; k < n.kids.size(); k++) a.push_back(eval(*n.kids[k]));
+    const std::string &f = n.name;
+    if (auto r = text_filter(f, v, a)) return *r;
+    if (auto r = sequence_filter(f, v, a)) return *r;
     if (f == "tojson") {
         int indent = -1;
-        std::unique_ptr<const Value> ind(kw("indent"));
-        if (ind && ind->kind == Value::Int) indent = (int)ind->i;
+        for (auto &[key, e] : n.kwargs) {
+            if (key != "indent") continue;
+            const Value ind = eval(*e);
+            if (ind.kind == Value::Int) indent = (int)ind.i;
+            break;
+        }
         if (!a.empty() && a[0].kind == Value::Int) indent = (int)a[0].i;
         std::string out;
         tojson(v, out, indent, 0);
