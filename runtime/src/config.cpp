@@ -151,54 +151,62 @@ Config Config::from_file(const std::string &path) {
     return from_json(ss.str(), path);
 }
 
-void Config::validate() const {
-    auto need = [](bool ok, const std::string &msg) {
-        if (!ok) throw Error(msg);
-    };
-    // An encoder's table is split in two halves (keys before and after the
-    // query), each of at least two buckets.
-    auto bidirectional_min_buckets = [&] { return has_encoder() ? 4 : 2; };
-    auto range = [&](const char *name, long v, long lo, long hi) {
-        need(v >= lo && v <= hi, std::string("field \"") + name + "\" = " + std::to_string(v) +
-                                     " is out of range [" + std::to_string(lo) + ", " +
-                                     std::to_string(hi) + "]");
-    };
-    range("d_model", d_model, 1, 65536);
-    range("num_heads", num_heads, 1, 1024);
-    if (d_kv == 0) {
-        need(d_model % num_heads == 0, "d_model = " + std::to_string(d_model) +
-                                           " is not divisible by num_heads = " + std::to_string(num_heads));
+namespace {
+
+void need(bool ok, const std::string &msg) {
+    if (!ok) throw Error(msg);
+}
+
+void range(const char *name, long v, long lo, long hi) {
+    need(v >= lo && v <= hi, std::string("field \"") + name + "\" = " + std::to_string(v) + " is out of range [" +
+                                 std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+// Widths and heads: d_model, the heads (grouped-query included) and an
+// encoder-decoder's decoder widths.
+void validate_heads(const Config &c) {
+    range("d_model", c.d_model, 1, 65536);
+    range("num_heads", c.num_heads, 1, 1024);
+    if (c.d_kv == 0) {
+        need(c.d_model % c.num_heads == 0, "d_model = " + std::to_string(c.d_model) +
+                                               " is not divisible by num_heads = " + std::to_string(c.num_heads));
     } else {
-        range("d_kv", d_kv, 1, 65536);
+        range("d_kv", c.d_kv, 1, 65536);
     }
-    if (decoder_num_heads != 0 || decoder_d_ff != 0) {
-        need(architecture == Architecture::EncoderDecoder,
+    if (c.decoder_num_heads != 0 || c.decoder_d_ff != 0) {
+        need(c.architecture == Architecture::EncoderDecoder,
              "decoder_num_heads / decoder_d_ff: only an encoder-decoder has a decoder of its own widths");
-        need(d_kv == 0 && num_kv_heads == 0, "decoder_num_heads: not with d_kv or num_kv_heads");
-        if (decoder_num_heads != 0) {
-            range("decoder_attention_heads", decoder_num_heads, 1, 1024);
-            need(d_model % decoder_num_heads == 0, "d_model = " + std::to_string(d_model) +
-                                                       " is not divisible by decoder_attention_heads = " +
-                                                       std::to_string(decoder_num_heads));
+        need(c.d_kv == 0 && c.num_kv_heads == 0, "decoder_num_heads: not with d_kv or num_kv_heads");
+        if (c.decoder_num_heads != 0) {
+            range("decoder_attention_heads", c.decoder_num_heads, 1, 1024);
+            need(c.d_model % c.decoder_num_heads == 0, "d_model = " + std::to_string(c.d_model) +
+                                                           " is not divisible by decoder_attention_heads = " +
+                                                           std::to_string(c.decoder_num_heads));
         }
-        if (decoder_d_ff != 0) range("decoder_ffn_dim", decoder_d_ff, 1, 1 << 20);
+        if (c.decoder_d_ff != 0) range("decoder_ffn_dim", c.decoder_d_ff, 1, 1 << 20);
     }
-    if (num_kv_heads != 0) {
-        range("num_kv_heads", num_kv_heads, 1, num_heads);
-        need(num_heads % num_kv_heads == 0, "num_heads = " + std::to_string(num_heads) +
-                                                " is not a multiple of num_kv_heads = " +
-                                                std::to_string(num_kv_heads));
+    if (c.num_kv_heads != 0) {
+        range("num_kv_heads", c.num_kv_heads, 1, c.num_heads);
+        need(c.num_heads % c.num_kv_heads == 0, "num_heads = " + std::to_string(c.num_heads) +
+                                                    " is not a multiple of num_kv_heads = " +
+                                                    std::to_string(c.num_kv_heads));
     }
-    if (positional_encoding == Positional::Rotary) {
-        need(head_dim() % 2 == 0, "rotary positions need an even head_dim, not " + std::to_string(head_dim()));
-        need(std::isfinite(rope_theta) && rope_theta > 1,
-             "field \"rope_theta\" must be a number > 1, not " + std::to_string(rope_theta));
-        const RopeScaling &s = rope_scaling;
-        if (s.kind != RopeScaling::Kind::None) {
+    range("d_ff", c.d_ff, 1, 1 << 20);
+}
+
+// Positions: rotary (and its scaling), relative buckets, sinusoids, the
+// sliding window and the longest sequence.
+void validate_positions(const Config &c) {
+    if (c.positional_encoding == Positional::Rotary) {
+        need(c.head_dim() % 2 == 0, "rotary positions need an even head_dim, not " + std::to_string(c.head_dim()));
+        need(std::isfinite(c.rope_theta) && c.rope_theta > 1,
+             "field \"rope_theta\" must be a number > 1, not " + std::to_string(c.rope_theta));
+        const Config::RopeScaling &s = c.rope_scaling;
+        if (s.kind != Config::RopeScaling::Kind::None) {
             need(std::isfinite(s.factor) && s.factor >= 1,
                  "rope_scaling: \"factor\" must be a number >= 1, not " + std::to_string(s.factor));
         }
-        if (s.kind == RopeScaling::Kind::Llama3) {
+        if (s.kind == Config::RopeScaling::Kind::Llama3) {
             need(std::isfinite(s.low_freq_factor) && std::isfinite(s.high_freq_factor) && s.low_freq_factor > 0 &&
                      s.high_freq_factor > s.low_freq_factor,
                  "rope_scaling: \"low_freq_factor\" = " + std::to_string(s.low_freq_factor) +
@@ -207,42 +215,55 @@ void Config::validate() const {
             range("original_max_position_embeddings", s.original_max_positions, 1, 1 << 24);
         }
     }
-    range("sliding_window", sliding_window, 0, 1 << 30);
-    if (has_decoder()) {
-        range("forced_eos_token_id", forced_eos_id, -1, tgt_vocab_size - 1);
-        for (int32_t id : stop_ids) range("eos_token_id", id, 0, tgt_vocab_size - 1);
+    range("sliding_window", c.sliding_window, 0, 1 << 30);
+    range("max_positions", c.max_positions, 1, 1 << 20);
+    if (c.positional_encoding == Positional::Relative) {
+        // An encoder's table is split in two halves (keys before and after
+        // the query), each of at least two buckets.
+        range("relative_attention_num_buckets", c.relative_buckets, c.has_encoder() ? 4 : 2, 1 << 16);
+        // The log-spaced buckets start at half the exact ones.
+        const int exact = c.relative_buckets / (c.has_decoder() ? 2 : 4);
+        range("relative_attention_max_distance", c.relative_max_distance, exact + 1, 1 << 20);
     }
-    range("num_beams", default_beams, 0, 1024);
-    range("max_length", default_max_length, 0, 1 << 24);
+    if (c.positional_encoding == Positional::Sinusoidal || c.positional_encoding == Positional::SinusoidalConcat) {
+        need(c.d_model % 2 == 0, "sinusoidal positional encoding needs an even d_model, not " +
+                                     std::to_string(c.d_model));
+    }
+}
+
+// Layers, vocabularies and the special token ids against them, and the
+// decoding defaults.
+void validate_vocab(const Config &c) {
+    if (c.has_encoder()) {
+        range("num_encoder_layers", c.num_encoder_layers, 1, 1024);
+        range("src_vocab_size", c.src_vocab_size, 1, 1 << 24);
+        range("pad_id", c.pad_id, 0, c.src_vocab_size - 1);
+    }
+    if (c.has_decoder()) {
+        range("num_decoder_layers", c.num_decoder_layers, 1, 1024);
+        range("tgt_vocab_size", c.tgt_vocab_size, 1, 1 << 24);
+        range("pad_id", c.pad_id, 0, c.tgt_vocab_size - 1);
+        if (c.eos_id != -1) range("eos_id", c.eos_id, 0, c.tgt_vocab_size - 1);
+        range("forced_eos_token_id", c.forced_eos_id, -1, c.tgt_vocab_size - 1);
+        for (int32_t id : c.stop_ids) range("eos_token_id", id, 0, c.tgt_vocab_size - 1);
+    }
+    if (c.architecture == Architecture::EncoderDecoder) range("bos_id", c.bos_id, 0, c.tgt_vocab_size - 1);
+    range("num_beams", c.default_beams, 0, 1024);
+    range("max_length", c.default_max_length, 0, 1 << 24);
+}
+
+}  // namespace
+
+void Config::validate() const {
+    validate_heads(*this);
+    validate_positions(*this);
+    validate_vocab(*this);
     need(std::isfinite(attention_scale) && attention_scale >= 0,
          "attention_scale must be a finite number >= 0, not " + std::to_string(attention_scale));
-    range("d_ff", d_ff, 1, 1 << 20);
-    range("max_positions", max_positions, 1, 1 << 20);
-    if (positional_encoding == Positional::Relative) {
-        range("relative_attention_num_buckets", relative_buckets, bidirectional_min_buckets(), 1 << 16);
-        // The log-spaced buckets start at half the exact ones.
-        const int exact = relative_buckets / (has_decoder() ? 2 : 4);
-        range("relative_attention_max_distance", relative_max_distance, exact + 1, 1 << 20);
-    }
-    if (positional_encoding == Positional::Sinusoidal || positional_encoding == Positional::SinusoidalConcat) {
-        need(d_model % 2 == 0, "sinusoidal positional encoding needs an even d_model, not " +
-                                   std::to_string(d_model));
-    }
-    if (has_encoder()) {
-        range("num_encoder_layers", num_encoder_layers, 1, 1024);
-        range("src_vocab_size", src_vocab_size, 1, 1 << 24);
-        range("pad_id", pad_id, 0, src_vocab_size - 1);
-    }
-    if (has_decoder()) {
-        range("num_decoder_layers", num_decoder_layers, 1, 1024);
-        range("tgt_vocab_size", tgt_vocab_size, 1, 1 << 24);
-        range("pad_id", pad_id, 0, tgt_vocab_size - 1);
-        if (eos_id != -1) range("eos_id", eos_id, 0, tgt_vocab_size - 1);
-    }
-    if (architecture == Architecture::EncoderDecoder) range("bos_id", bos_id, 0, tgt_vocab_size - 1);
     need(tokenizer.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
                  std::string::npos && tokenizer != "." && tokenizer != "..",
-         "field \"tokenizer\" must be a file name (letters, digits, . _ -) inside the model directory, not \"" + tokenizer + "\"");
+         "field \"tokenizer\" must be a file name (letters, digits, . _ -) inside the model directory, not \"" +
+             tokenizer + "\"");
     need(std::isfinite(layer_norm_eps) && layer_norm_eps > 0,
          "field \"layer_norm_eps\" must be a positive number, not " + std::to_string(layer_norm_eps));
 }
