@@ -109,6 +109,9 @@ TEST(ChatTemplate, HostileTemplatesAreNamedErrors) {
     EXPECT_NE(render_error("{{ raise_exception('no system role here') }}").find("no system role here"),
               std::string::npos);
     EXPECT_NE(render_error("{% set x.y = 1 %}").find("only of a namespace()"), std::string::npos);
+    // A closing mark inside a string literal does not end its tag.
+    EXPECT_EQ(ChatTemplate::parse("{{ '}}' ~ \"%}\" }}|{% if '%}' %}y{% endif %}").render({{"user", "hi"}}, false),
+              "}}%}|y");
     // Message contents are data: template syntax in them is printed as it is.
     EXPECT_EQ(ChatTemplate::parse("{{ messages[0].content }}").render({{"user", "{{ 1 + 1 }}{% if %}"}}, false),
               "{{ 1 + 1 }}{% if %}");

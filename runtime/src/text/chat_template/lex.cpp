@@ -26,6 +26,36 @@ Where where_of(const std::string &src, size_t pos) {
     return w;
 }
 
+// Where the next tag ({{, {% or {#) at or after pos starts; npos if none.
+size_t next_tag(const std::string &src, size_t pos) {
+    for (size_t k = src.find('{', pos); k != std::string::npos && k + 1 < src.size(); k = src.find('{', k + 1)) {
+        const char c = src[k + 1];
+        if (c == '{' || c == '%' || c == '#') return k;
+    }
+    return std::string::npos;
+}
+
+// Where the tag whose body starts at `body` closes (`close`: "}}", "%}" or
+// "#}"); npos if it never does. Outside a comment, a closing mark inside a
+// string literal does not end the tag (unless the literal is never closed:
+// then the first mark does, and the tokenizer names the literal).
+size_t tag_end(const std::string &src, size_t body, const std::string &close, bool comment) {
+    if (comment) return src.find(close, body);
+    char quote = 0;
+    for (size_t k = body; k + 1 < src.size(); k++) {
+        const char c = src[k];
+        if (quote) {
+            if (c == '\\') k++;
+            else if (c == quote) quote = 0;
+        } else if (c == '\'' || c == '"') {
+            quote = c;
+        } else if (src.compare(k, 2, close) == 0) {
+            return k;
+        }
+    }
+    return src.find(close, body);
+}
+
 }  // namespace
 
 // The template's pieces with jinja2's whitespace rules as transformers
@@ -43,14 +73,7 @@ std::vector<Piece> lex(const std::string &src) {
         text.clear();
     };
     while (pos <= src.size()) {
-        size_t tag = std::string::npos;
-        for (size_t k = src.find('{', pos); k != std::string::npos && k + 1 < src.size(); k = src.find('{', k + 1)) {
-            const char c = src[k + 1];
-            if (c == '{' || c == '%' || c == '#') {
-                tag = k;
-                break;
-            }
-        }
+        const size_t tag = next_tag(src, pos);
         size_t start = pos;  // the text's first character in src
         if (newline_next && src.compare(start, 1, "\n") == 0) start += 1;
         else if (newline_next && src.compare(start, 2, "\r\n") == 0) start += 2;
@@ -86,23 +109,7 @@ std::vector<Piece> lex(const std::string &src) {
         const Where at = where_of(src, tag);
         const std::string close = kind == '{' ? "}}" : kind == '%' ? "%}" : "#}";
         const size_t body = tag + 2 + (minus_left || plus_left ? 1 : 0);
-        size_t end = src.find(close, body);
-        if (kind != '#') {
-            // (A closing mark inside a string literal does not end the tag.)
-            char quote = 0;
-            for (size_t k = body; k + 1 < src.size(); k++) {
-                const char c = src[k];
-                if (quote) {
-                    if (c == '\\') k++;
-                    else if (c == quote) quote = 0;
-                } else if (c == '\'' || c == '"') {
-                    quote = c;
-                } else if (src.compare(k, 2, close) == 0) {
-                    end = k;
-                    break;
-                }
-            }
-        }
+        const size_t end = tag_end(src, body, close, kind == '#');
         if (end == std::string::npos) {
             throw Error("chat template: " + at.str() + ": the tag opened here is never closed (no \"" + close + "\")");
         }
