@@ -77,7 +77,7 @@ public:
     GeneratorParam<int> search_bits{"search_bits", 2};
     // Hand schedule knobs (schedules/sample_schedule.h).
     GeneratorParam<int> vectors{"vectors", 0};          // CPU: partial-sum vectors per reduction (0: 4)
-    GeneratorParam<int> gpu_threads{"gpu_threads", 0};  // GPU rows (threads) per block (0: 32)
+    GeneratorParam<int> gpu_threads{"gpu_threads", 0};  // GPU: lanes (threads) a row (0: 256)
 
     Input<Buffer<float, 2>> logits{"logits"};
     Input<float> temperature{"temperature"};
@@ -89,6 +89,16 @@ public:
     void generate() {
         /* THE ALGORITHM */
         Expr V = logits.dim(0).extent();
+        // Every reduction over the row is split into L lanes: lane t takes
+        // ids t, t + L, t + 2L, ... in order, and every value computed from
+        // the reductions (thresholds, search states, the draw) is a Func of
+        // (t, r), one copy per lane, each copy folding all L parts in lane
+        // order. So lane t never waits for another lane's scalar: on a GPU a
+        // row is a block of L threads, each stage a loop over t (a block
+        // whose per-row scalars ran on one thread put its barriers inside
+        // them in Halide 14). On a CPU L = 1: one lane, the plain reduction,
+        // and the schedule splits it into vectors itself.
+        const int L = lanes();
 
         // Order-preserving int32 image of a float: −x ↦ −bits(x), so −0 and
         // +0 meet at 0; NaN becomes −inf.
@@ -96,13 +106,10 @@ public:
         Expr mag = bits & 0x7fffffff;
         key(v, r) = select(mag > 0x7f800000, kNegInf, select(bits < 0, -mag, bits));
 
-        RDom rall(0, V, "rall");
-        kmax(r) = kNegInf;
-        kmax(r) = max(kmax(r), key(rall, r));
-        kmin(r) = kPosInf;
-        kmin(r) = min(kmin(r), key(rall, r));
-        add_reduction(kmax, rall.x);
-        add_reduction(kmin, rall.x);
+        Func kmax = reduce("kmax", Expr(true), {Expr(kNegInf)}, {Op::Max}, [&](Expr e) { return std::vector<Expr>{key(e, r)}; });
+        end_phase(kmax);
+        Func kmin = reduce("kmin", Expr(true), {Expr(kPosInf)}, {Op::Min}, [&](Expr e) { return std::vector<Expr>{key(e, r)}; });
+        Expr kmax_t = kmax(t, r);
 
         // Weights. The float of a finite key (±inf keys give 0: never used).
         auto finite_float = [&](Expr k) {
@@ -111,13 +118,13 @@ public:
         };
         Expr tbits = reinterpret<int32_t>(temperature);
         Expr greedy = tbits <= 0 || tbits > 0x7f800000;  // <= 0, −0 or NaN
-        Expr t = clamp(reinterpret<float>(select(greedy, 0x3f800000, min(tbits, 0x7f7fffff))), 1e-30f, 1e30f);
+        Expr temp = clamp(reinterpret<float>(select(greedy, 0x3f800000, min(tbits, 0x7f7fffff))), 1e-30f, 1e30f);
         // (x − max) / t from halves, clamped at −100 before the division:
         // finite for any finite x, max and t.
-        Expr half_diff = finite_float(key(v, r)) * 0.5f - finite_float(kmax(r)) * 0.5f;
-        Expr d = max(half_diff, -50.0f * t) / (0.5f * t);
-        Expr plain = !greedy && kmax(r) != kPosInf && key(v, r) != kNegInf && d > -87.0f;
-        w(v, r) = select(key(v, r) == kmax(r), 1.0f, plain, exp(d), 0.0f);
+        Expr half_diff = finite_float(key(v, r)) * 0.5f - finite_float(kmax_t) * 0.5f;
+        Expr d = max(half_diff, -50.0f * temp) / (0.5f * temp);
+        Expr plain = !greedy && kmax_t != kPosInf && key(v, r) != kNegInf && d > -87.0f;
+        w(v, t, r) = select(key(v, r) == kmax_t, 1.0f, plain, exp(d), 0.0f);
 
         // Masses are summed in double: a row's float weights then add up
         // with an error far below their own rounding (~1e-7), whatever the
@@ -126,31 +133,19 @@ public:
         // total: enough to draw the neighbouring candidate.)
         const Expr zero = cast<double>(0);
 
-        // count(key >= t) or mass(key >= t) at each threshold t, over a
-        // reduction domain: one Func of the row, one value per threshold.
-        auto measure = [&](const std::string &name, const std::vector<Expr> &thr, RDom dom, bool count) {
-            Func f(name);
-            const int n = (int)thr.size();
-            std::vector<Expr> init(n, count ? Expr(0) : zero), next;
-            if (n == 1) {
-                f(r) = init[0];
-            } else {
-                f(r) = Tuple(init);
-            }
-            for (int j = 0; j < n; j++) {
-                Expr in = key(dom, r) >= thr[j];
-                Expr add = count ? select(in, 1, 0) : select(in, cast<double>(w(dom, r)), zero);
-                next.push_back((n == 1 ? Expr(f(r)) : Expr(f(r)[j])) + add);
-            }
-            if (n == 1) {
-                f(r) = next[0];
-            } else {
-                f(r) = Tuple(next);
-            }
-            add_reduction(f, dom.x);
-            return f;
+        // count(key >= t) or mass(key >= t) at each threshold, over the row
+        // (none when `on` is false): one Func, one value per threshold.
+        auto measure = [&](const std::string &name, const std::vector<Expr> &thr, Expr on, bool count) {
+            std::vector<Expr> init(thr.size(), count ? Expr(0) : zero);
+            return reduce(name, on, init, std::vector<Op>(thr.size(), Op::Add), [&](Expr e) {
+                std::vector<Expr> terms;
+                for (const Expr &x : thr) {
+                    Expr in = key(e, r) >= x;
+                    terms.push_back(count ? select(in, 1, 0) : select(in, cast<double>(w(e, t, r)), zero));
+                }
+                return terms;
+            });
         };
-        auto value = [&](Func f, int j) { return f.outputs() == 1 ? Expr(f(r)) : Expr(f(r)[j]); };
         // The largest t in [lo, hi] for which pred(measure at t) holds
         // (given that it holds at lo and that pred is monotone): a search
         // that splits [lo, hi] into 2^bits parts per step (bits = 1: a
@@ -158,39 +153,36 @@ public:
         // holding the step's 2^bits − 1 measures, one pass over the row.
         const int B = search_bits, parts = 1 << B, steps = (32 + B - 1) / B;
         if (B < 1 || B > 4) throw std::invalid_argument("sample: search_bits must be 1 to 4");
-        auto search = [&](const std::string &name, Expr lo, Expr hi, RDom dom, bool count,
+        auto search = [&](const std::string &name, Expr lo, Expr hi, Expr on, bool count,
                           std::function<Expr(Expr)> pred) {
             Func st(name + "_0");
-            st(r) = Tuple(lo, hi);
-            scalars.push_back(st);
+            st(t, r) = Tuple(lo, hi);
+            scalar(st);
             for (int i = 0; i < steps; i++) {
-                Expr l = st(r)[0], h = st(r)[1];
+                Expr l = st(t, r)[0], h = st(t, r)[1];
                 Expr size = cast<int64_t>(h) - l + 1;
                 std::vector<Expr> thr;
                 for (int j = 1; j < parts; j++) thr.push_back(cast<int32_t>(cast<int64_t>(l) + ((size * j) >> B)));
-                Func m = measure(name + "_m" + std::to_string(i), thr, dom, count);
+                Func m = measure(name + "_m" + std::to_string(i), thr, on, count);
                 Expr nl = l, nh = h;
-                for (int j = 0; j < parts - 1; j++) nl = select(pred(value(m, j)), thr[j], nl);
-                for (int j = parts - 2; j >= 0; j--) nh = select(pred(value(m, j)), nh, thr[j] - 1);
+                for (int j = 0; j < parts - 1; j++) nl = select(pred(value(m, j, parts - 1)), thr[j], nl);
+                for (int j = parts - 2; j >= 0; j--) nh = select(pred(value(m, j, parts - 1)), nh, thr[j] - 1);
                 Func next(name + "_" + std::to_string(i + 1));
-                next(r) = Tuple(nl, max(nh, nl));
-                scalars.push_back(next);
+                next(t, r) = Tuple(nl, max(nh, nl));
+                scalar(next);
                 st = next;
             }
-            return Expr(st(r)[0]);
-        };
-        auto mass_at_least = [&](const std::string &name, Expr thr, RDom dom) {
-            return measure(name, {thr}, dom, false);
+            return Expr(st(t, r)[0]);
         };
 
         // Top-k: count(key >= t) >= k.
         Expr on_k = top_k > 0 && top_k < V;
-        RDom rk(0, select(on_k, V, 0), "rk");
         // (Off, no step's test holds and the search stays at kmin. No select
         // on on_k alone around a Func: Mullapudi2016 fails on those.)
-        tk(r) = search("topk", kmin(r), kmax(r), rk, true, [&](Expr c) { return on_k && c >= top_k; });
-        scalars.push_back(tk);
-        Func mass_k = mass_at_least("mass_k", tk(r), rall);
+        tk(t, r) = search("topk", kmin(t, r), kmax_t, on_k, true, [&](Expr c) { return on_k && c >= top_k; });
+        scalar(tk);
+        end_phase(tk);
+        Func mass_k = measure("mass_k", {tk(t, r)}, Expr(true), false);
 
         // Top-p: mass(key >= t) >= p · mass_k.
         Expr pbits = reinterpret<int32_t>(top_p);
@@ -199,69 +191,80 @@ public:
         // the reduction domains' extents at the estimates, can fold it; a
         // NaN top_p is either off, or on with p = 1: the same candidates.)
         Expr on_p = top_p < 1.0f;
-        RDom rp(0, select(on_p, V, 0), "rp");
-        tp(r) = search("topp", tk(r), kmax(r), rp, false, [&](Expr m) { return on_p && m >= cast<double>(p) * mass_k(r); });
-        scalars.push_back(tp);
-        Func mass_p = mass_at_least("mass_p", tp(r), rall);
-        total(r) = mass_p(r);
-        scalars.push_back(total);
+        tp(t, r) = search("topp", tk(t, r), kmax_t, on_p, false,
+                          [&](Expr m) { return on_p && m >= cast<double>(p) * mass_k(t, r); });
+        scalar(tp);
+        end_phase(tp);
+        Func mass_p = measure("mass_p", {tp(t, r)}, Expr(true), false);
+        total(t, r) = mass_p(t, r);
+        scalar(total);
+
+        // The draw's target: u of the candidates' mass.
+        Expr ubits = reinterpret<int32_t>(u(r));
+        Expr uc = reinterpret<float>(select(ubits <= 0 || ubits > 0x7f800000, 0, min(ubits, 0x3f7fffff)));
+        target(t, r) = cast<double>(uc) * total(t, r);
+        scalar(target);
+        end_phase(target);
 
         // The lowest candidate key with a nonzero weight: where the draw's
         // level search starts (the max itself weighs 1).
-        low(r) = kPosInf;
-        low(r) = min(low(r), select(key(rall, r) >= tp(r) && w(rall, r) > 0.0f, key(rall, r), kPosInf));
-        add_reduction(low, rall.x);
-
+        Func low = reduce("low", Expr(true), {Expr(kPosInf)}, {Op::Min}, [&](Expr e) {
+            return std::vector<Expr>{select(key(e, r) >= tp(t, r) && w(e, t, r) > 0.0f, key(e, r), kPosInf)};
+        });
         // The draw level: mass(key >= t) > target.
-        Expr ubits = reinterpret<int32_t>(u(r));
-        Expr uc = reinterpret<float>(select(ubits <= 0 || ubits > 0x7f800000, 0, min(ubits, 0x3f7fffff)));
-        target(r) = cast<double>(uc) * total(r);
-        scalars.push_back(target);
-        level(r) = search("level", low(r), kmax(r), rall, false, [&](Expr m) { return m > target(r); });
-        scalars.push_back(level);
+        level(t, r) = search("level", low(t, r), kmax_t, Expr(true), false, [&](Expr m) { return m > target(t, r); });
+        scalar(level);
+        end_phase(level);
+
         // Mass strictly better than the level.
-        above(r) = zero;
-        above(r) += select(key(rall, r) > level(r), cast<double>(w(rall, r)), zero);
-        add_reduction(above, rall.x);
+        Func above = reduce("above", Expr(true), {zero}, {Op::Add}, [&](Expr e) {
+            return std::vector<Expr>{select(key(e, r) > level(t, r), cast<double>(w(e, t, r)), zero)};
+        });
 
         // Among the level's tokens, in id order: the mass of each chunk of
-        // kChunk ids (clamped reads past V count nothing) ...
+        // kChunk ids (clamped reads past V count nothing), lane t taking
+        // chunks t, t + L, ... (chunk_mass(t, c, r): chunk c·L + t) ...
         Expr chunks = (V + kChunk - 1) / kChunk;
         RDom rj(0, kChunk, "rj");
-        Expr cv = c * kChunk + rj;
+        Expr cv = (c * L + t) * kChunk + rj;
         Expr cvc = clamp(cv, 0, V - 1);
-        chunk_mass(c, r) = zero;
-        chunk_mass(c, r) += select(cv < V && key(cvc, r) == level(r), cast<double>(w(cvc, r)), zero);
+        chunk_mass(t, c, r) = zero;
+        chunk_mass(t, c, r) += select(cv < V && key(cvc, r) == level(t, r), cast<double>(w(cvc, t, r)), zero);
+        stage(chunk_mass);
         chunk_rvar = rj.x;
         // ... the first chunk whose cumulative mass exceeds the target (else
         // the last with any: the target rounded up to the total) ...
         RDom rs(0, chunks, "rs");
         scan_rvar = rs.x;
-        chunk_scan(r) = Tuple(above(r), -1, zero, -1, zero);  // cum, found, its cum, last, its cum
+        chunk_scan(t, r) = Tuple(above(t, r), -1, zero, -1, zero);  // cum, found, its cum, last, its cum
         {
-            Expr cum = chunk_scan(r)[0], found = chunk_scan(r)[1];
-            Expr m = chunk_mass(rs, r);
-            Expr hit = found < 0 && cum + m > target(r);
-            chunk_scan(r) = Tuple(cum + m, select(hit, rs, found), select(hit, cum, chunk_scan(r)[2]),
-                                  select(m > zero, rs, chunk_scan(r)[3]),
-                                  select(m > zero, cum, chunk_scan(r)[4]));
+            Expr cum = chunk_scan(t, r)[0], found = chunk_scan(t, r)[1];
+            Expr m = chunk_mass(rs % L, rs / L, r);
+            Expr hit = found < 0 && cum + m > target(t, r);
+            chunk_scan(t, r) = Tuple(cum + m, select(hit, rs, found), select(hit, cum, chunk_scan(t, r)[2]),
+                                     select(m > zero, rs, chunk_scan(t, r)[3]),
+                                     select(m > zero, cum, chunk_scan(t, r)[4]));
         }
-        Expr hit_chunk = chunk_scan(r)[1] >= 0;
-        Expr cstar = select(hit_chunk, chunk_scan(r)[1], chunk_scan(r)[3]);
-        Expr cum0 = select(hit_chunk, chunk_scan(r)[2], chunk_scan(r)[4]);
+        stage(chunk_scan);
+        Expr hit_chunk = chunk_scan(t, r)[1] >= 0;
+        Expr cstar = select(hit_chunk, chunk_scan(t, r)[1], chunk_scan(t, r)[3]);
+        Expr cum0 = select(hit_chunk, chunk_scan(t, r)[2], chunk_scan(t, r)[4]);
         // ... and the first id inside it (else its last id of the level).
         RDom ri(0, kChunk, "ri");
         Expr iv = cstar * kChunk + ri;
         Expr ivc = clamp(iv, 0, V - 1);
-        pick(r) = Tuple(cum0, -1, -1);  // cum, found, last
+        pick(t, r) = Tuple(cum0, -1, -1);  // cum, found, last
         {
-            Expr tied = iv < V && key(ivc, r) == level(r);
-            Expr wv = select(tied, cast<double>(w(ivc, r)), zero);
-            Expr hit = pick(r)[1] < 0 && tied && pick(r)[0] + wv > target(r);
-            pick(r) = Tuple(pick(r)[0] + wv, select(hit, iv, pick(r)[1]), select(tied, iv, pick(r)[2]));
+            Expr tied = iv < V && key(ivc, r) == level(t, r);
+            Expr wv = select(tied, cast<double>(w(ivc, t, r)), zero);
+            Expr hit = pick(t, r)[1] < 0 && tied && pick(t, r)[0] + wv > target(t, r);
+            pick(t, r) = Tuple(pick(t, r)[0] + wv, select(hit, iv, pick(t, r)[1]), select(tied, iv, pick(t, r)[2]));
         }
-        Expr drawn = select(pick(r)[1] >= 0, pick(r)[1], pick(r)[2]);
-        ids(r) = select(kmax(r) == kNegInf, 0, drawn);
+        stage(pick);
+        Expr drawn = select(pick(t, r)[1] >= 0, pick(t, r)[1], pick(t, r)[2]);
+        result(t, r) = select(kmax_t == kNegInf, 0, drawn);
+        scalar(result);
+        ids(r) = result(0, r);
 
         /* ESTIMATES: a decode step of 8 rows over 37000 words */
         logits.set_estimates({{0, 37000}, {0, 8}});
@@ -277,26 +280,88 @@ public:
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         SampleStages s{ids, key, w, reductions, reduction_rvars, scalars, chunk_mass, chunk_rvar,
-                       chunk_scan, scan_rvar, pick, v, r, c};
+                       chunk_scan, scan_rvar, pick, phases, phase_roots, v, t, r, c};
         if (get_target().has_gpu_feature()) {
-            schedule_sample_gpu(s, rec.get("gpu_threads", gpu_threads));
+            schedule_sample_gpu(s);
             return;
         }
         schedule_sample_cpu(s, {rec.get("vectors", vectors)}, get_target());
     }
 
 private:
-    void add_reduction(Func f, RVar rv) {
-        reductions.push_back(f);
-        reduction_rvars.push_back(rv);
+    enum class Op { Add, Max, Min };
+
+    int lanes() {
+        if (!get_target().has_gpu_feature()) return 1;
+        return or_default(Tuned(tuned_as, get_target()).get("gpu_threads", gpu_threads), 256);
     }
 
-    Var v{"v"}, r{"r"}, c{"c"};
-    Func key{"key"}, w{"w"}, kmax{"kmax"}, kmin{"kmin"}, tk{"tk"}, tp{"tp"}, total{"total"};
-    Func low{"low"}, target{"target"}, level{"level"}, above{"above"};
+    // Value j of a Func of n values, at lane t.
+    Expr value(Func f, int j, int n) { return n == 1 ? Expr(f(t, r)) : Expr(f(t, r)[j]); }
+    void define(Func f, const std::vector<Expr> &values) {
+        if (values.size() == 1) {
+            f(t, r) = values[0];
+        } else {
+            f(t, r) = Tuple(values);
+        }
+    }
+    static Expr combine(Op op, Expr a, Expr b) { return op == Op::Add ? a + b : op == Op::Max ? max(a, b) : min(a, b); }
+
+    // A reduction over the row's ids (none when `on` is false), `term` the
+    // values one id adds: lane t's part over ids t, t + L, ..., then (L > 1)
+    // each lane's copy of every lane's parts, folded in lane order.
+    Func reduce(const std::string &name, Expr on, const std::vector<Expr> &init, const std::vector<Op> &ops,
+                std::function<std::vector<Expr>(Expr)> term) {
+        const int L = lanes(), n = (int)init.size();
+        Expr V = logits.dim(0).extent();
+        RDom dom(0, select(on, (V + (L - 1)) / L, 0), name + "_r");
+        Expr e = L == 1 ? t + dom.x : t + L * dom.x;
+        std::vector<Expr> terms = term(L == 1 ? e : min(e, V - 1)), next;
+        Func part(L == 1 ? name : name + "_part");
+        define(part, init);
+        for (int j = 0; j < n; j++) {
+            Expr x = L == 1 ? terms[j] : select(e < V, terms[j], init[j]);
+            next.push_back(combine(ops[j], value(part, j, n), x));
+        }
+        define(part, next);
+        reductions.push_back(part);
+        reduction_rvars.push_back(dom.x);
+        stage(part);
+        if (L == 1) return part;
+        Func fold(name);
+        RDom lane(0, L, name + "_lane");
+        define(fold, init);
+        next.clear();
+        for (int j = 0; j < n; j++) {
+            Expr x = n == 1 ? Expr(part(lane.x, r)) : Expr(part(lane.x, r)[j]);
+            next.push_back(combine(ops[j], value(fold, j, n), x));
+        }
+        define(fold, next);
+        stage(fold);
+        return fold;
+    }
+
+    // The stages in the algorithm's phases: the row's max; the top-k
+    // threshold; the top-p threshold; the draw's target; its level; the
+    // draw. Each phase but the last ends in the value later phases read
+    // (phase_roots): a schedule may run each phase as a kernel of its own.
+    void stage(Func f) { phases.back().push_back(f); }
+    void scalar(Func f) {
+        scalars.push_back(f);
+        stage(f);
+    }
+    void end_phase(Func root) {
+        phase_roots.push_back(root);
+        phases.emplace_back();
+    }
+
+    Var v{"v"}, t{"t"}, r{"r"}, c{"c"};
+    Func key{"key"}, w{"w"}, tk{"tk"}, tp{"tp"}, total{"total"};
+    Func target{"target"}, level{"level"}, result{"result"};
     Func chunk_mass{"chunk_mass"}, chunk_scan{"chunk_scan"}, pick{"pick"};
     RVar chunk_rvar, scan_rvar;
-    std::vector<Func> reductions, scalars;
+    std::vector<Func> reductions, scalars, phase_roots;
+    std::vector<std::vector<Func>> phases{1};
     std::vector<RVar> reduction_rvars;
 };
 
