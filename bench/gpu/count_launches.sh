@@ -6,13 +6,17 @@
 # reads zeros back (so that decoding goes on). Two runs that differ only in
 # the number of new tokens; the difference over the difference in steps is
 # one step's count (`halformer bench` decodes three times: a warm-up, greedy
-# and beam 1, all greedy steps).
+# and beam 1, all greedy steps). With --sample, two more runs in which the
+# second call samples (temperature 1, top-k 50, top-p 0.9): a sampled step's
+# count is what those add over the greedy runs.
 #
-#   bench/gpu/count_launches.sh [BUILD_DIR] [BATCH] [MODEL_DIR] [SRC_LEN]
+#   bench/gpu/count_launches.sh [--sample] [BUILD_DIR] [BATCH] [MODEL_DIR] [SRC_LEN]
 #       (default: build, 8, the base model with random weights, 64; a model
 #       directory: e.g. tests/fixtures/hf/llama_gqa 16)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+sample=0
+if [ "${1:-}" = "--sample" ]; then sample=1; shift; fi
 build=${1:-build}
 batch=${2:-8}
 model=${3:-}
@@ -22,15 +26,20 @@ lib="$build/tests/fake_cuda"
 [ -f "$lib/libcuda.so.1" ] || { echo "count_launches: $lib/libcuda.so.1 missing (build the tests)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for n in 1 9; do
+runs=(1 9)
+[ "$sample" = 1 ] && runs+=(s1 s9)
+for run in "${runs[@]}"; do
+  n=${run#s}
+  flags=()
+  [ "$run" != "$n" ] && flags=(--sample)
   LD_LIBRARY_PATH="$lib" HALFORMER_FAKE_CUDA_ZERO_READS=1 HALFORMER_FAKE_CUDA_PTXAS=none \
-    HALFORMER_FAKE_CUDA_REPORT="$tmp/$n.txt" "$build/halformer" bench "${what[@]}" --device cuda \
-    --batch "$batch" --src-len "$src_len" --new-tokens $n --beam 1 --iters 1 --json > "$tmp/$n.log" 2>&1 ||
-    { cat "$tmp/$n.log" >&2; exit 1; }
+    HALFORMER_FAKE_CUDA_REPORT="$tmp/$run.txt" "$build/halformer" bench "${what[@]}" --device cuda \
+    --batch "$batch" --src-len "$src_len" --new-tokens "$n" --beam 1 --iters 1 "${flags[@]}" --json > "$tmp/$run.log" 2>&1 ||
+    { cat "$tmp/$run.log" >&2; exit 1; }
 done
-python3 - "$tmp" "$batch" "$label" <<'PY'
+python3 - "$tmp" "$batch" "$label" "$sample" <<'PY'
 import sys
-d, batch, label = sys.argv[1], sys.argv[2], sys.argv[3]
+d, batch, label, sample = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
 def read(n):
     r = {}
     for line in open(f"{d}/{n}.txt"):
@@ -38,13 +47,18 @@ def read(n):
         if f and f[0] in ("launches", "to_device", "to_host", "allocs", "frees"):
             r[f[0]] = [int(x) for x in f[1:]]
     return r
-a, b = read(1), read(9)
-steps = 8 * 3  # 8 more tokens, in each of bench's 3 generate calls
-launch = (b["launches"][0] - a["launches"][0]) / steps
-up, up_b = [(b["to_device"][i] - a["to_device"][i]) / steps for i in (0, 1)]
-down, down_b = [(b["to_host"][i] - a["to_host"][i]) / steps for i in (0, 1)]
-alloc, free = [(b[k][0] - a[k][0]) / steps for k in ("allocs", "frees")]
-print(f"{label}, batch {batch}, one greedy step: {launch:.0f} kernel launches, "
-      f"{up:.0f} copies to the device ({up_b:.0f} bytes), {down:.0f} copies to the host ({down_b:.0f} bytes), "
-      f"{alloc:.0f} device allocations and {free:.0f} frees")
+def per_step(a, b, k, i=0):
+    return (b[k][i] - a[k][i]) / (8 * 3)  # 8 more tokens, in each of bench's 3 generate calls
+def report(kind, step):
+    print(f"{label}, batch {batch}, one {kind} step: {step('launches'):.0f} kernel launches, "
+          f"{step('to_device'):.0f} copies to the device ({step('to_device', 1):.0f} bytes), "
+          f"{step('to_host'):.0f} copies to the host ({step('to_host', 1):.0f} bytes), "
+          f"{step('allocs'):.0f} device allocations and {step('frees'):.0f} frees")
+g1, g9 = read(1), read(9)
+greedy = lambda k, i=0: per_step(g1, g9, k, i)
+report("greedy", greedy)
+if sample:
+    # The sampled runs' second call samples; their other two are greedy.
+    s1, s9 = read("s1"), read("s9")
+    report("sampled", lambda k, i=0: 3 * per_step(s1, s9, k, i) - 2 * greedy(k, i))
 PY

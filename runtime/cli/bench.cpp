@@ -2,7 +2,7 @@
 // workload as bench/torch_baseline.py runs in PyTorch): medians over --iters
 // runs.
 //
-//   halformer bench DIR|--config base [--batch B] [--src-len S] [--beam K] [--new-tokens N] [--iters N] [--json]
+//   halformer bench DIR|--config base [--batch B] [--src-len S] [--beam K] [--new-tokens N] [--iters N] [--sample] [--json]
 //
 //   encoder_ms          encoder forward over the batch (decoder-only: the
 //                       prompt's forward pass)
@@ -11,6 +11,10 @@
 //   greedy_tokens_per_s batch × new tokens / greedy generate time (encoder
 //                       included), never stopping at eos
 //   beam_tokens_per_s   the same with beam search (best hypothesis)
+//
+// --sample: the beam-1 run (greedy_tokens_per_s, decoder_step_ms) draws
+// each token (temperature 1, top-k 50, top-p 0.9, from --seed) instead of
+// taking the argmax.
 #include "common.h"
 
 #include "halformer/build_info.h"
@@ -34,7 +38,7 @@ struct BenchOptions {
     std::string dir, config;
     int batch = 1, src_len = 32, tgt_len = 0, beam = 4, new_tokens = 32, iters = 5;
     uint64_t seed = 1;
-    bool json = false;
+    bool json = false, sample = false;
     MachineOptions machine;
 };
 
@@ -94,6 +98,12 @@ Timings measure(Model &m, const std::vector<Sequence> &src, const BenchOptions &
     greedy.stop_at_eos = false;
     GenerateOptions beam = greedy;
     beam.beam = b.beam;
+    if (b.sample) {
+        greedy.sample = true;
+        greedy.top_k = 50;
+        greedy.top_p = 0.9f;
+        greedy.seed = b.seed;
+    }
     // Warm-up: first calls choose kernel variants, start threads, grow buffers.
     m.generate(src, beam);
     Timings t;
@@ -121,12 +131,12 @@ void print_report(const Model &m, const std::string &source, const BenchOptions 
     const double rss = peak_rss_mb();
     if (b.json) {
         std::printf("{\"model\": \"%s\", \"architecture\": \"%s\", \"parameters\": %lld, \"batch\": %d, "
-                    "\"src_len\": %d, \"beam\": %d, \"new_tokens\": %d, \"threads\": %d, \"iters\": %d, "
+                    "\"src_len\": %d, \"beam\": %d, \"sample\": %s, \"new_tokens\": %d, \"threads\": %d, \"iters\": %d, "
                     "\"variant\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"encoder_ms\": %.4f, "
                     "\"decoder_step_ms\": %.4f, \"greedy_tokens_per_s\": %.2f, \"beam_tokens_per_s\": %.2f, "
                     "\"peak_rss_mb\": %.1f, \"schedules\": %s}\n",
                     source.c_str(), architecture_name(c.architecture), (long long)m.parameter_count(), b.batch,
-                    b.src_len, b.beam, b.new_tokens,
+                    b.src_len, b.beam, b.sample ? "true" : "false", b.new_tokens,
                     b.machine.threads ? b.machine.threads : (int)std::thread::hardware_concurrency(), b.iters,
                     device == Device::CPU ? running_variant() : device_name(device), precision_name(m.precision()),
                     device_description(device).c_str(), median(t.encoder_ms), median(t.step_ms),
@@ -140,8 +150,8 @@ void print_report(const Model &m, const std::string &source, const BenchOptions 
     if (device == Device::CPU) {
         std::printf("schedules: %s\n", record_note(tuned_record(selected_isa())).c_str());
     }
-    std::printf("workload: batch %d, source length %d, %d new tokens, beam %d; medians of %d runs\n", b.batch,
-                b.src_len, b.new_tokens, b.beam, b.iters);
+    std::printf("workload: batch %d, source length %d, %d new tokens, beam %d%s; medians of %d runs\n", b.batch,
+                b.src_len, b.new_tokens, b.beam, b.sample ? ", the beam-1 run sampled" : "", b.iters);
     std::printf("  encoder_ms            %10.3f\n", median(t.encoder_ms));
     std::printf("  decoder_step_ms       %10.3f\n", median(t.step_ms));
     std::printf("  greedy_tokens_per_s   %10.1f\n", median(t.greedy_tps));
@@ -162,6 +172,7 @@ int cmd_bench(int argc, char **argv) {
     app.add_option("--beam", b.beam, "beam size of the beam search timing");
     app.add_option("--new-tokens", b.new_tokens, "tokens generated (never stopping at eos)");
     app.add_option("--iters", b.iters, "runs (the report: their medians)");
+    app.add_flag("--sample", b.sample, "the beam-1 run samples (temperature 1, top-k 50, top-p 0.9) instead of greedy");
     app.add_flag("--json", b.json, "one JSON object instead of the table");
     app.add_option("--seed", b.seed, "the random sources");
     add_machine_options(app, b.machine);

@@ -390,6 +390,47 @@ TEST(DeviceAgreement, SameTokensAndLogitsAsTheCpu) {
     }
 }
 
+// Sampling on a device draws there (hf_sample's GPU build: only the ids come
+// back) the tokens the CPU draws from the same seeds: with top-k, top-p and a
+// temperature, alone and beside a greedy input, and with the drawn tokens'
+// log-probabilities (read from the step's scores brought to the host).
+// (Logits within 1e-5 could in principle put a uniform on the other side of
+// a decision; at these few draws none lies that close.)
+TEST(DeviceAgreement, SampledTokensAsTheCpu) {
+    if (test_device() == Device::CPU)
+        GTEST_SKIP() << "no device under test (HALFORMER_DEVICE=opencl or cuda): nothing to compare the CPU with";
+    for (const char *name : kGenerators) {
+        Model dev = load_model(name), cpu = Model::load(fixture(name));
+        Sequence src = {5, 9, 11, 3, 7, 20, 4};
+        GenerateOptions o;
+        o.max_new_tokens = 10;
+        o.sample = true;
+        o.temperature = 0.8f;
+        o.top_k = 20;
+        o.top_p = 0.9f;
+        for (uint64_t seed : {1, 2, 3}) {
+            o.seed = seed;
+            o.return_logprobs = seed == 3;
+            auto a = dev.generate({src, {4, 8}}, o), b = cpu.generate({src, {4, 8}}, o);
+            ASSERT_EQ(a.size(), 2u);
+            ASSERT_EQ(b.size(), 2u);
+            for (size_t i = 0; i < a.size(); i++) {
+                ASSERT_FALSE(b[i][0].tokens.empty());
+                EXPECT_EQ(a[i][0].tokens, b[i][0].tokens) << name << " seed " << seed << " input " << i;
+                ASSERT_EQ(a[i][0].log_probs.size(), b[i][0].log_probs.size());
+                for (size_t k = 0; k < a[i][0].log_probs.size(); k++) {
+                    EXPECT_NEAR(a[i][0].log_probs[k], b[i][0].log_probs[k], 1e-4) << name << " token " << k;
+                }
+            }
+        }
+        // One input greedy, one sampled, in one batch.
+        GenerateOptions g = o;
+        g.sampling_each = {Sampling{}, Sampling{true, 1.2f, 0, 0.95f}};
+        auto a = dev.generate({src, {4, 8}}, g), b = cpu.generate({src, {4, 8}}, g);
+        for (size_t i = 0; i < a.size(); i++) EXPECT_EQ(a[i][0].tokens, b[i][0].tokens) << name << " mixed, input " << i;
+    }
+}
+
 // Weights go to the device once, on first use: every parameter's bytes (a
 // tied head shares the embedding's upload), and a second call uploads
 // nothing more. Skipped on the CPU (nothing is held on a device there).

@@ -5,6 +5,7 @@
 #include "hf_topk8.h"
 
 HF_DEVICE_KERNELS(hf_argmax)
+HF_DEVICE_KERNELS(hf_sample)
 HF_DEVICE_KERNELS(hf_topk8)
 
 #include <utility>
@@ -103,9 +104,9 @@ void Sampler::argmax(View &vs, int R, float *topv, int32_t *topi, bool logp) {
 // Without beams, each input greedy or sampling with its own settings
 // (sampling_each): the greedy rows take hf_argmax's ids, one call for
 // the step's rows; each run of consecutive rows that sample alike, one
-// hf_sample call, which draws each row's id from the row's uniform on
-// the CPU (hf_sample has no GPU build: a GPU session brings the step's
-// logits to the host first).
+// hf_sample call, which draws each row's id from the row's uniform. On a
+// GPU both run on the device and only the ids come back (and, with
+// return_logprobs, a sampled step's scores, to read the drawn ids').
 StepResult Sampler::draw(const std::vector<int> &inputs, const std::vector<int> &slots, float *scores,
                           View &vs, float *topv, int32_t *topi) {
     const int R = (int)slots.size();
@@ -119,7 +120,7 @@ StepResult Sampler::draw(const std::vector<int> &inputs, const std::vector<int> 
     }
     const bool logp = o.return_logprobs;
     if (greedy_rows) argmax(vs, R, topv, topi, logp);
-    if (sampled_rows && s.dev->on_gpu()) s.dev->to_host(scores, (size_t)R * V * sizeof(float));
+    if (sampled_rows && logp && s.dev->on_gpu()) s.dev->to_host(scores, (size_t)R * V * sizeof(float));
     for (int c0 = 0, c1 = 0; c0 < R; c0 = c1) {
         const Sampling &a = row_sampling[(size_t)c0];
         for (c1 = c0 + 1; c1 < R && same_sampling(row_sampling[(size_t)c1], a); c1++) {}
@@ -127,8 +128,12 @@ StepResult Sampler::draw(const std::vector<int> &inputs, const std::vector<int> 
         const int n = c1 - c0;
         View vh(scores + (size_t)c0 * V, {{V, 1}, {n, V}}), vu(uf.data() + c0, {{n, 1}}),
             vid(topi + c0, {{n, 1}}, true);
-        s.run("sample", [&] { return hf_sample(vh.host(), a.temperature, a.top_k, a.top_p, vu.host(), vid.host()); });
+        vu.per_call();  // this step's uniforms, at an address the next step reuses
+        s.run("sample", [&] {
+            return HF_PICK(s.device(), hf_sample)(vh.get(), a.temperature, a.top_k, a.top_p, vu.get(), vid.get());
+        });
     }
+    if (sampled_rows && s.dev->on_gpu()) s.dev->to_host(topi, (size_t)R * sizeof(int32_t));
     StepResult res{topi, nullptr, 1};
     if (logp) {
         // The chosen ids' log-probabilities: a greedy row's is its
