@@ -10,7 +10,7 @@ struct AttentionStages {
     Halide::Func row_max, weight, denom, numer;
     Halide::Var d, j, i, h, b, kb;
     Halide::RDom rd, rj, rb;
-    Halide::Func q;  // the query input (the GPU schedule stages its tile)
+    Halide::Func q;  // the query input (the schedules stage its tile)
     Halide::Func v;  // the value input (the CPU schedule copies a head's rows)
 };
 
@@ -203,13 +203,22 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
 // every FMA loaded and stored global scratch or shared memory, and the tile
 // held 8 queries: 0.02× SDPA on an H100. tests/check_gpu_accumulators.py
 // now fails any CUDA kernel whose inner loop does that.)
-// The query tile (dk × query_tile floats) is staged once per block in
-// shared memory, with the row statistics; everything that grows with the
-// keys (the tile's scores and p, query_tile × Tkv floats each, the per-
-// block max, sum and weight, the partial outputs) lives in global scratch
-// per block (MemoryType::Heap), so no length of sequence outgrows shared
-// memory. K and V are read from global memory, V coalesced along d.
-inline void schedule_attention_gpu(AttentionStages s, int query_tile_knob) {
+// Shared memory holds the query tile (dk × query_tile floats, staged once
+// per block), one chunk of 32 keys at a time (33 · dk floats) and the row
+// statistics: (query_tile + 33) · dk floats, 16.3 KiB at dk = 64 and 32.5 KiB
+// at dk = 128 with 32 queries a block. Returns query_tile + 33, which the
+// generator makes a requirement of (at most kGpuSharedBytes a block: a
+// wider head is an error that names its size, not a launch that fails).
+// Everything that grows with the keys (the tile's scores and p, query_tile
+// × Tkv floats each, the per-block max, sum and weight, the partial
+// outputs) lives in global scratch per block (MemoryType::Heap), so no
+// length of sequence outgrows shared memory. V is read in place, coalesced
+// along d. (Until 2026-11-29 K was read in place too: each warp load
+// touched 32 rows of K. Read from shared memory, the queries' loads take
+// 32-bit addresses at constant offsets: the Q·Kᵀ loop's PTX is 10 shared
+// loads, 8 FMAs and 11 other instructions per 2 steps of d, against 46
+// instructions with the queries read from global memory.)
+inline int schedule_attention_gpu(AttentionStages s, int query_tile_knob) {
     using namespace Halide;
     // At least 2 thread rows a block: with one, Halide 14 hoists the d-tail
     // guard of block_out and numer over their pure and update stages and puts
@@ -256,22 +265,40 @@ inline void schedule_attention_gpu(AttentionStages s, int query_tile_knob) {
             .gpu_threads(xi);
         f.compute_at(w, xo).store_in(MemoryType::Register);
     };
+    // The tile's queries, staged once per block. Its rows are clamped at the
+    // end of the sequence, so their count varies: a guarded split keeps the
+    // thread count constant.
     Func qs = s.q.in(s.score);
     Var q0 = qs.args()[0], q1 = qs.args()[1], qo("qo"), qi("qi");
-    // The tile's rows are clamped at the end of the sequence, so their count
-    // varies: a guarded split keeps the thread count constant.
     qs.compute_at(s.out, io)
         .store_in(MemoryType::GPUShared)
         .split(q0, xo, xi, tx, TailStrategy::GuardWithIf)
         .split(q1, qo, qi, ty, TailStrategy::GuardWithIf)
         .reorder(xo, qo, xi, qi)
         .gpu_threads(xi, qi);
-    // Q·Kᵀ: a thread per key and group of queries, `rows` sums in registers
-    // (the queries from shared memory, one address across a warp).
+    // Q·Kᵀ: key chunks of tx keys in a serial loop of the block; per chunk,
+    // a thread per key and group of queries, `rows` sums in registers (the
+    // queries from shared memory, one address across a warp).
     Func sw = s.score.in();
-    per_block(sw, s.j, MemoryType::Heap).reorder(yi, xo, xi, yo).unroll(yi);
-    s.score.compute_at(sw, xo).store_in(MemoryType::Register).unroll(s.i);
+    per_block(sw, s.j, MemoryType::Heap).reorder(yi, xi, yo, xo).unroll(yi);
+    s.score.compute_at(sw, xi).store_in(MemoryType::Register).unroll(s.i);
     s.score.update().reorder(s.i, s.j, s.rd).unroll(s.i);
+    // The chunk's keys staged in shared memory, key-minor (a warp's threads,
+    // one key each, read consecutive words at every d): the block's threads
+    // load them along d (coalesced), and the rows are padded to tx + 1
+    // words so that those stores do not collide in a bank. Read in place,
+    // each warp load of K touched tx rows of K (tx L1 wavefronts for `rows`
+    // FMAs, the matmul's problem of issue 40). Past the last key the chunk
+    // reads clamped rows (never stored: their scores are masked).
+    Var kdo("kdo"), kdi("kdi"), kjo("kjo"), kji("kji");
+    s.kt.compute_at(sw, xo)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(s.j, tx)
+        .align_storage(s.j, tx + 1)
+        .split(s.d, kdo, kdi, tx, TailStrategy::GuardWithIf)
+        .split(s.j, kjo, kji, ty, TailStrategy::GuardWithIf)
+        .reorder(kdo, kjo, kdi, kji)
+        .gpu_threads(kdi, kji);
     in_registers(s.block_max, s.kb);
     per_block(s.p, s.j, MemoryType::Heap);
     in_registers(s.block_sum, s.kb);
@@ -287,6 +314,7 @@ inline void schedule_attention_gpu(AttentionStages s, int query_tile_knob) {
     per_query(s.denom);
     // The combination over blocks, per output element, in a register.
     s.numer.compute_at(s.out, xo).store_in(MemoryType::Register);
+    return tq + tx + 1;
 }
 
 }  // namespace halformer

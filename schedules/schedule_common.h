@@ -14,6 +14,10 @@ inline int f32_lanes(const Halide::Target &t) {
     return t.natural_vector_size<float>();
 }
 
+// Shared memory a GPU block may use without opting in: 48 KiB on every CUDA
+// device (ops.cuda_limits' fake driver refuses a launch past it).
+constexpr int kGpuSharedBytes = 48 * 1024;
+
 // Number of architectural vector registers: 32 zmm on AVX-512, 16 otherwise
 // on x86, 32 on ARM64. Register blocks are sized from this.
 inline int vector_registers(const Halide::Target &t) {

@@ -74,12 +74,38 @@ void run_case(const Kernel<AttnFn> &fn, bool causal, const Case &c, uint32_t see
 
 class AttentionTest : public OpTest<AttnFn> {};
 
-// Self-attention over T = 1, 3, 17, 129 with head dims 32, 64, 80.
+// Self-attention over T = 1, 3, 17, 129 with head dims 32, 64, 80 and 128
+// (Llama's, Mistral's: the widest of the families; a GPU block stages its
+// queries and a chunk of keys in shared memory, and ops.cuda_limits checks
+// that they fit).
 TEST_P(AttentionTest, SelfAttention) {
     const bool causal = is_causal(GetParam().name);
     uint32_t seed = 40;
     for (int T : {1, 3, 17, 129})
-        for (int dk : {32, 64, 80}) run_case(GetParam().fn, causal, {2, 3, T, T, dk, {}, 0, 1.f}, seed += 3);
+        for (int dk : {32, 64, 80, 128}) run_case(GetParam().fn, causal, {2, 3, T, T, dk, {}, 0, 1.f}, seed += 3);
+}
+
+// Heads of 256 dims: the CPU builds take any size; a GPU build whose block
+// would need more than 48 KiB of shared memory for them refuses the call
+// with an error that names the head size (a launch past the limit would fail
+// with CUDA's bare "invalid value"), and computes it right where it fits.
+TEST_P(AttentionTest, WideHeadsRightOrRefusedByName) {
+    const bool causal = is_causal(GetParam().name);
+    for (int T : {1, 40}) {
+        const Case c{1, 2, T, T, 256, {}, 0, 1.f};
+        Inputs in(c, 500 + T);
+        Buffer<float> o(c.dk, c.Tq, c.H, c.B);
+        const int rc = GetParam().fn(in.q, in.k, in.v, in.len, 0, 0.0625f, o);
+        if (rc != 0 && test_device() != TestDevice::CPU) {
+            EXPECT_NE(halformer::last_kernel_error().find("heads of 256 dims need"), std::string::npos)
+                << halformer::last_kernel_error();
+            continue;
+        }
+        ASSERT_EQ(rc, 0) << halformer::last_kernel_error();
+        auto r = ref::attention(ref::to_array(in.q), ref::to_array(in.k), ref::to_array(in.v), in.lens, 0, 0.0625f,
+                                causal);
+        EXPECT_LE(ref::rel_error(o, r), ref::kTolerance) << "T=" << T;
+    }
 }
 
 // Key padding: each sequence of the batch has its own length, one has none
