@@ -199,12 +199,12 @@ public:
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         if (get_target().has_gpu_feature()) {
-            // (query tile + a chunk of keys) × dk floats of shared memory a block
-            const int words = schedule_attention_gpu(s, rec.get("gpu_query_tile", gpu_query_tile));
+            const AttentionGpuShared use =
+                schedule_attention_gpu(s, rec.get("gpu_query_tile", gpu_query_tile), rec.get("key_block", key_block), page > 0);
             Expr dk = q.dim(0).extent();
-            add_requirement(dk * (4 * words) <= kGpuSharedBytes, "attention: heads of", dk, "dims need",
-                            dk * (4 * words), "bytes of GPU shared memory a block, more than the", kGpuSharedBytes,
-                            "allowed; this GPU build takes heads of up to", kGpuSharedBytes / (4 * words), "dims");
+            add_requirement(use.bytes(dk) <= kGpuSharedBytes, "attention: heads of", dk, "dims need",
+                            use.bytes(dk), "bytes of GPU shared memory a block, more than the", kGpuSharedBytes,
+                            "allowed; this GPU build takes heads of up to", use.max_head(kGpuSharedBytes), "dims");
             return;
         }
         schedule_attention_cpu(s,

@@ -204,21 +204,37 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
 // held 8 queries: 0.02× SDPA on an H100. tests/check_gpu_accumulators.py
 // now fails any CUDA kernel whose inner loop does that.)
 // Shared memory holds the query tile (dk × query_tile floats, staged once
-// per block), one chunk of 32 keys at a time (33 · dk floats) and the row
-// statistics: (query_tile + 33) · dk floats, 16.3 KiB at dk = 64 and 32.5 KiB
-// at dk = 128 with 32 queries a block. Returns query_tile + 33, which the
-// generator makes a requirement of (at most kGpuSharedBytes a block: a
-// wider head is an error that names its size, not a launch that fails).
-// Everything that grows with the keys (the tile's scores and p, query_tile
-// × Tkv floats each, the per-block max, sum and weight, the partial
-// outputs) lives in global scratch per block (MemoryType::Heap), so no
-// length of sequence outgrows shared memory. V is read in place, coalesced
-// along d. (Until 2026-11-29 K was read in place too: each warp load
-// touched 32 rows of K. Read from shared memory, the queries' loads take
-// 32-bit addresses at constant offsets: the Q·Kᵀ loop's PTX is 10 shared
-// loads, 8 FMAs and 11 other instructions per 2 steps of d, against 46
-// instructions with the queries read from global memory.)
-inline int schedule_attention_gpu(AttentionStages s, int query_tile_knob) {
+// per block), one chunk of 32 keys at a time (33 · dk floats), the row
+// statistics and, for P·V, a key block's p and a chunk of its V rows:
+// (query_tile + 33) · dk + key_block · 32 floats, 24.3 KiB at dk = 64 and
+// 40.5 KiB at dk = 128 with 32 queries a block (AttentionGpuShared, which
+// the generator makes a requirement of: at most kGpuSharedBytes a block,
+// so that a wider head is an error that names its size, not a launch that
+// fails). Everything that grows with the keys (the tile's scores and p,
+// query_tile × Tkv floats each, the per-block max, sum and weight, the
+// partial outputs) lives in global scratch per block (MemoryType::Heap),
+// so no length of sequence outgrows shared memory. (Until 2026-11-29 K and
+// V were read in place: each warp load of K touched 32 rows of K. Read
+// from shared memory, the queries' loads take 32-bit addresses at constant
+// offsets: the Q·Kᵀ loop's PTX is 10 shared loads, 8 FMAs and 11 other
+// instructions per 2 steps of d, against 46 instructions with the queries
+// read from global memory.)
+// The GPU attention block's shared memory. Halide 14 lets stages whose
+// lifetimes do not overlap share a space, which on these kernels (read from
+// their OpenCL code) gives three: the query tile, later p; a chunk of keys,
+// later the row statistics; a chunk of V.
+struct AttentionGpuShared {
+    int query_tile, key_chunk;  // floats per head dim: the query tile's, a key chunk's (padded)
+    int p = 0, v = 0;           // floats of a key block's p and of a chunk of its V rows (0: read in place)
+    // Bytes a block needs at head size dk.
+    Halide::Expr bytes(Halide::Expr dk) const {
+        return 4 * (Halide::max(query_tile * dk, p) + Halide::max(key_chunk * dk, 2 * query_tile) + v);
+    }
+    // The widest head within `limit` bytes (heads at least p / query_tile wide).
+    int max_head(int limit) const { return (limit / 4 - v) / (query_tile + key_chunk); }
+};
+
+inline AttentionGpuShared schedule_attention_gpu(AttentionStages s, int query_tile_knob, int key_block, bool paged) {
     using namespace Halide;
     // At least 2 thread rows a block: with one, Halide 14 hoists the d-tail
     // guard of block_out and numer over their pure and update stages and puts
@@ -302,19 +318,47 @@ inline int schedule_attention_gpu(AttentionStages s, int query_tile_knob) {
     in_registers(s.block_max, s.kb);
     per_block(s.p, s.j, MemoryType::Heap);
     in_registers(s.block_sum, s.kb);
-    // P·V: threads over (d, query groups), each thread's key blocks in a
-    // serial loop, `rows` sums over the block's keys in registers (p the
-    // same address across a warp).
+    // P·V: the key blocks in a serial loop of the block, and in it the head
+    // dims in chunks of tx; per chunk, threads over (d, query groups), `rows`
+    // sums over the block's keys in registers. Unless the keys are paged,
+    // the block's p (key_block × query_tile floats) and the chunk's V
+    // (key_block × tx) are first staged in shared memory by the block's
+    // threads, both loaded along their contiguous dimension, so that the
+    // loop's loads take 32-bit shared addresses at constant offsets (read in
+    // place, its PTX spent 52 instructions per 8 FMAs, mostly on 64-bit
+    // global addresses and V's clamped rows). A paged cache's rows come
+    // through the block table, so V's region there is the whole pool: the
+    // decode kernels read it in place.
     Func bo = s.block_out.in();
-    per_block(bo, s.d, MemoryType::Heap).reorder(yi, s.kb, xo, xi, yo).unroll(yi);
-    s.block_out.compute_at(bo, s.kb).store_in(MemoryType::Register).unroll(s.i);
+    per_block(bo, s.d, MemoryType::Heap).reorder(yi, xi, yo, xo, s.kb).unroll(yi);
+    s.block_out.compute_at(bo, xi).store_in(MemoryType::Register).unroll(s.i);
     s.block_out.update().reorder(s.i, s.d, s.kb, s.rj).unroll(s.i);
+    AttentionGpuShared use{tq, tx + 1};
+    if (!paged) {
+        Var a0("a0"), a1("a1"), b0("b0"), b1("b1");
+        Func vs = s.v.in(s.block_out);
+        vs.compute_at(bo, xo)
+            .store_in(MemoryType::GPUShared)
+            .split(vs.args()[0], a0, a1, tx, TailStrategy::GuardWithIf)
+            .split(vs.args()[1], b0, b1, ty, TailStrategy::GuardWithIf)
+            .reorder(a0, b0, a1, b1)
+            .gpu_threads(a1, b1);
+        Func ps = s.p.in(s.block_out);
+        ps.compute_at(bo, s.kb)
+            .store_in(MemoryType::GPUShared)
+            .split(s.j, a0, a1, tx, TailStrategy::GuardWithIf)
+            .split(s.i, b0, b1, ty, TailStrategy::GuardWithIf)
+            .reorder(a0, b0, a1, b1)
+            .gpu_threads(a1, b1);
+        use.p = key_block * tq;
+        use.v = key_block * tx;
+    }
     per_query(s.row_max);
     per_block(s.weight, s.kb, MemoryType::Heap);
     per_query(s.denom);
     // The combination over blocks, per output element, in a register.
     s.numer.compute_at(s.out, xo).store_in(MemoryType::Register);
-    return tq + tx + 1;
+    return use;
 }
 
 }  // namespace halformer

@@ -85,27 +85,31 @@ TEST_P(AttentionTest, SelfAttention) {
         for (int dk : {32, 64, 80, 128}) run_case(GetParam().fn, causal, {2, 3, T, T, dk, {}, 0, 1.f}, seed += 3);
 }
 
-// Heads of 256 dims: the CPU builds take any size; a GPU build whose block
-// would need more than 48 KiB of shared memory for them refuses the call
-// with an error that names the head size (a launch past the limit would fail
-// with CUDA's bare "invalid value"), and computes it right where it fits.
+// Wide heads: the CPU builds take any size; a GPU build whose block would
+// need more than 48 KiB of shared memory refuses the call with an error
+// that names the head size (a launch past the limit would fail with CUDA's
+// bare "invalid value") and computes it right where it fits. 152 dims fit
+// the default tile (40 KiB plus 608 bytes a dim): a GPU build must run them,
+// and ops.cuda_limits checks the launch against the limit; 256 do not.
 TEST_P(AttentionTest, WideHeadsRightOrRefusedByName) {
     const bool causal = is_causal(GetParam().name);
-    for (int T : {1, 40}) {
-        const Case c{1, 2, T, T, 256, {}, 0, 1.f};
-        Inputs in(c, 500 + T);
-        Buffer<float> o(c.dk, c.Tq, c.H, c.B);
-        const int rc = GetParam().fn(in.q, in.k, in.v, in.len, 0, 0.0625f, o);
-        if (rc != 0 && test_device() != TestDevice::CPU) {
-            EXPECT_NE(halformer::last_kernel_error().find("heads of 256 dims need"), std::string::npos)
-                << halformer::last_kernel_error();
-            continue;
+    for (int dk : {152, 256})
+        for (int T : {1, 40}) {
+            const Case c{1, 2, T, T, dk, {}, 0, 1.f};
+            Inputs in(c, 500 + T + dk);
+            Buffer<float> o(c.dk, c.Tq, c.H, c.B);
+            const float scale = 1.0f / std::sqrt((float)dk);
+            const int rc = GetParam().fn(in.q, in.k, in.v, in.len, 0, scale, o);
+            if (rc != 0 && dk == 256 && test_device() != TestDevice::CPU) {
+                EXPECT_NE(halformer::last_kernel_error().find("heads of 256 dims need"), std::string::npos)
+                    << halformer::last_kernel_error();
+                continue;
+            }
+            ASSERT_EQ(rc, 0) << "dk=" << dk << " T=" << T << ": " << halformer::last_kernel_error();
+            auto r = ref::attention(ref::to_array(in.q), ref::to_array(in.k), ref::to_array(in.v), in.lens, 0, scale,
+                                    causal);
+            EXPECT_LE(ref::rel_error(o, r), ref::kTolerance) << "dk=" << dk << " T=" << T;
         }
-        ASSERT_EQ(rc, 0) << halformer::last_kernel_error();
-        auto r = ref::attention(ref::to_array(in.q), ref::to_array(in.k), ref::to_array(in.v), in.lens, 0, 0.0625f,
-                                causal);
-        EXPECT_LE(ref::rel_error(o, r), ref::kTolerance) << "T=" << T;
-    }
 }
 
 // Key padding: each sequence of the batch has its own length, one has none
