@@ -214,11 +214,10 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
 // query_tile × Tkv floats each, the per-block max, sum and weight, the
 // partial outputs) lives in global scratch per block (MemoryType::Heap),
 // so no length of sequence outgrows shared memory. (Until 2026-11-29 K and
-// V were read in place: each warp load of K touched 32 rows of K. Read
-// from shared memory, the queries' loads take 32-bit addresses at constant
-// offsets: the Q·Kᵀ loop's PTX is 10 shared loads, 8 FMAs and 11 other
-// instructions per 2 steps of d, against 46 instructions with the queries
-// read from global memory.)
+// V were read in place: each warp load of K touched 32 rows of K. The Q·Kᵀ
+// loop's PTX is 30 instructions per 8 FMAs with both operands in shared
+// memory, 29 before, 46 with the queries read from global memory instead:
+// shared loads take 32-bit addresses at constant offsets.)
 // The GPU attention block's shared memory. Halide 14 lets stages whose
 // lifetimes do not overlap share a space, which on these kernels (read from
 // their OpenCL code) gives three: the query tile, later p; a chunk of keys,
@@ -325,8 +324,8 @@ inline AttentionGpuShared schedule_attention_gpu(AttentionStages s, int query_ti
     // (key_block × tx) are first staged in shared memory by the block's
     // threads, both loaded along their contiguous dimension, so that the
     // loop's loads take 32-bit shared addresses at constant offsets (read in
-    // place, its PTX spent 52 instructions per 8 FMAs, mostly on 64-bit
-    // global addresses and V's clamped rows). A paged cache's rows come
+    // place, its PTX spent 58 instructions per 8 FMAs, mostly on 64-bit
+    // global addresses and V's clamped rows; staged, 28). A paged cache's rows come
     // through the block table, so V's region there is the whole pool: the
     // decode kernels read it in place.
     Func bo = s.block_out.in();
