@@ -216,7 +216,7 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
 // so no length of sequence outgrows shared memory. (Until 2026-11-29 K and
 // V were read in place: each warp load of K touched 32 rows of K. The Q·Kᵀ
 // loop's PTX is 30 instructions per 8 FMAs with both operands in shared
-// memory, 29 before, 46 with the queries read from global memory instead:
+// memory, 29 before, about 46 with the queries read from global memory instead:
 // shared loads take 32-bit addresses at constant offsets.)
 // The GPU attention block's shared memory. Halide 14 lets stages whose
 // lifetimes do not overlap share a space, which on these kernels (read from
