@@ -3,6 +3,8 @@
 
 #include "schedule_common.h"
 
+#include <algorithm>
+
 namespace halformer {
 
 struct AttentionStages {
@@ -225,24 +227,46 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
 struct AttentionGpuShared {
     int query_tile, key_chunk;  // floats per head dim: the query tile's, a key chunk's (padded)
     int p = 0, v = 0;           // floats of a key block's p and of a chunk of its V rows (0: read in place)
-    // Bytes a block needs at head size dk.
-    Halide::Expr bytes(Halide::Expr dk) const {
-        return 4 * (Halide::max(query_tile * dk, p) + Halide::max(key_chunk * dk, 2 * query_tile) + v);
+    // Bytes a block needs at head size dk (an int, or an Expr for the
+    // generator's requirement).
+    template <typename T>
+    T bytes(T dk) const {
+        using Halide::max;
+        using std::max;
+        return 4 * (max(query_tile * dk, T(p)) + max(key_chunk * dk, T(2 * query_tile)) + v);
     }
     // The widest head within `limit` bytes (heads at least p / query_tile wide).
     int max_head(int limit) const { return (limit / 4 - v) / (query_tile + key_chunk); }
 };
 
+// The block's shape: tq queries (the knob; at least 2: with one, Halide 14
+// hoists the d-tail guard of block_out and numer over their pure and update
+// stages and puts a barrier inside that branch, a divergent barrier: wrong
+// results on PoCL at head sizes below 32, undefined on a GPU; seen
+// 2026-11-22 in the kernel's stmt with one query a block), tx = 32 threads
+// along keys or head dims, `rows` queries a thread and ty = tq / rows
+// thread rows.
+struct AttentionGpuBlock {
+    int tq, tx = 32, rows, ty;
+    explicit AttentionGpuBlock(int query_tile_knob)
+        : tq(std::max(2, or_default(query_tile_knob, 32))),
+          rows(tq >= 8 && tq % 4 == 0 ? 4 : tq >= 4 && tq % 2 == 0 ? 2 : 1),
+          ty(tq / rows) {}
+    // Its shared memory (the keys paged: V and p read in place).
+    AttentionGpuShared shared(int key_block, bool paged) const {
+        AttentionGpuShared use{tq, tx + 1};
+        if (!paged) {
+            use.p = key_block * tq;
+            use.v = key_block * tx;
+        }
+        return use;
+    }
+};
+
 inline AttentionGpuShared schedule_attention_gpu(AttentionStages s, int query_tile_knob, int key_block, bool paged) {
     using namespace Halide;
-    // At least 2 thread rows a block: with one, Halide 14 hoists the d-tail
-    // guard of block_out and numer over their pure and update stages and puts
-    // a barrier inside that branch (divergent barrier: wrong results on PoCL
-    // at head sizes below 32, undefined on a GPU). Seen 2026-11-22 in the
-    // kernel's stmt with one query a block.
-    const int tq = std::max(2, or_default(query_tile_knob, 32)), tx = 32;
-    const int rows = tq >= 8 && tq % 4 == 0 ? 4 : tq >= 4 && tq % 2 == 0 ? 2 : 1;
-    const int ty = tq / rows;
+    const AttentionGpuBlock blk(query_tile_knob);
+    const int tq = blk.tq, tx = blk.tx, rows = blk.rows, ty = blk.ty;
     Var io("io"), ii("ii"), xo("xo"), xi("xi"), yo("yo"), yi("yi");
     s.out.compute_root()
         .split(s.i, io, ii, tq, TailStrategy::GuardWithIf)
@@ -332,7 +356,6 @@ inline AttentionGpuShared schedule_attention_gpu(AttentionStages s, int query_ti
     per_block(bo, s.d, MemoryType::Heap).reorder(yi, xi, yo, xo, s.kb).unroll(yi);
     s.block_out.compute_at(bo, xi).store_in(MemoryType::Register).unroll(s.i);
     s.block_out.update().reorder(s.i, s.d, s.kb, s.rj).unroll(s.i);
-    AttentionGpuShared use{tq, tx + 1};
     if (!paged) {
         Var a0("a0"), a1("a1"), b0("b0"), b1("b1");
         Func vs = s.v.in(s.block_out);
@@ -349,15 +372,13 @@ inline AttentionGpuShared schedule_attention_gpu(AttentionStages s, int query_ti
             .split(s.i, b0, b1, ty, TailStrategy::GuardWithIf)
             .reorder(a0, b0, a1, b1)
             .gpu_threads(a1, b1);
-        use.p = key_block * tq;
-        use.v = key_block * tx;
     }
     per_query(s.row_max);
     per_block(s.weight, s.kb, MemoryType::Heap);
     per_query(s.denom);
     // The combination over blocks, per output element, in a register.
     s.numer.compute_at(s.out, xo).store_in(MemoryType::Register);
-    return use;
+    return blk.shared(key_block, paged);
 }
 
 }  // namespace halformer

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "ops.h"
+#include "schedules/attention_schedule.h"
 #include "halformer/config.h"
 
 #include <algorithm>
@@ -414,12 +415,12 @@ inline std::vector<Task> make_gpu_tasks(const halformer::Config &c, const Worklo
     like("linear/decode", {{"gpu_tile_n", {8, 4, 16, 32}}, {"gpu_tile_m", {4, 1, 2, 8}}}, gpu_dot_fits);
     // (The decode kernels keep their 2 queries a block: their build sets it.)
     // A block stages its queries, 32 keys, and a key block's p and a chunk of
-    // its V in shared memory (schedules/attention_schedule.h,
-    // AttentionGpuShared), within 48 KiB at the model's head size.
+    // its V in shared memory: within 48 KiB at the model's head size, with
+    // key blocks of 64 (the decode kernels' 16 need less).
     const int dk = c.head_dim();
     auto attention_fits = [dk](const Point &p, int) {
-        const int t = p.at("gpu_query_tile"), key_block = 64;
-        return 4 * (std::max(t * dk, key_block * t) + 33 * dk + key_block * 32) <= 48 * 1024;
+        return halformer::AttentionGpuBlock(p.at("gpu_query_tile")).shared(64, false).bytes(dk) <=
+               halformer::kGpuSharedBytes;
     };
     like("attention/prefill", {{"gpu_query_tile", {32, 8, 16, 64}}}, attention_fits);
     like("attention/decode", {{"gpu_query_tile", {2, 4, 8}}}, attention_fits);
