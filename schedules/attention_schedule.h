@@ -190,36 +190,6 @@ inline void schedule_attention_cpu(AttentionStages s, const AttentionKnobs &knob
         .reorder_storage(qw.args()[1], qw.args()[0]);
 }
 
-// GPU: one block per (tile of query_tile queries, head, sequence), 32 × ty
-// threads: x over keys, head dims or key blocks, y over groups of `rows`
-// queries (ty = query_tile / rows; rows = 4 from 8 queries a tile up, so the
-// default tile of 32 runs 256 threads). In the block, in order, with a
-// barrier between stages: the tile's scores against all keys, the per-key-
-// block max, p = exp(s − max), the per-block sums and partial P·V, the row's
-// max and denominator over blocks, then the combination.
-// Every reduction accumulates in registers and is stored once: each stage's
-// storage is a wrapper (`Func::in()`) and the reduction itself is computed
-// per thread (MemoryType::Register). Q·Kᵀ and P·V keep `rows` queries' sums
-// a thread, so each load of K or V serves `rows` FMAs. (Scheduled on the
-// reductions themselves, as before 2026-11-27, P·V's and the combination's
-// every FMA loaded and stored global scratch or shared memory, and the tile
-// held 8 queries: 0.02× SDPA on an H100. tests/check_gpu_accumulators.py
-// now fails any CUDA kernel whose inner loop does that.)
-// Shared memory holds the query tile (dk × query_tile floats, staged once
-// per block), one chunk of 32 keys at a time (33 · dk floats), the row
-// statistics and, for P·V, a key block's p and a chunk of its V rows:
-// (query_tile + 33) · dk + key_block · 32 floats, 24.3 KiB at dk = 64 and
-// 40.5 KiB at dk = 128 with 32 queries a block (AttentionGpuShared, which
-// the generator makes a requirement of: at most kGpuSharedBytes a block,
-// so that a wider head is an error that names its size, not a launch that
-// fails). Everything that grows with the keys (the tile's scores and p,
-// query_tile × Tkv floats each, the per-block max, sum and weight, the
-// partial outputs) lives in global scratch per block (MemoryType::Heap),
-// so no length of sequence outgrows shared memory. (Until 2026-11-29 K and
-// V were read in place: each warp load of K touched 32 rows of K. The Q·Kᵀ
-// loop's PTX is 30 instructions per 8 FMAs with both operands in shared
-// memory, 29 before, about 46 with the queries read from global memory instead:
-// shared loads take 32-bit addresses at constant offsets.)
 // The GPU attention block's shared memory. Halide 14 lets stages whose
 // lifetimes do not overlap share a space, which on these kernels (read from
 // their OpenCL code) gives three: the query tile, later p; a chunk of keys,
@@ -263,6 +233,36 @@ struct AttentionGpuBlock {
     }
 };
 
+// GPU: one block per (tile of query_tile queries, head, sequence), 32 × ty
+// threads: x over keys, head dims or key blocks, y over groups of `rows`
+// queries (ty = query_tile / rows; rows = 4 from 8 queries a tile up, so the
+// default tile of 32 runs 256 threads). In the block, in order, with a
+// barrier between stages: the tile's scores against all keys, the per-key-
+// block max, p = exp(s − max), the per-block sums and partial P·V, the row's
+// max and denominator over blocks, then the combination.
+// Every reduction accumulates in registers and is stored once: each stage's
+// storage is a wrapper (`Func::in()`) and the reduction itself is computed
+// per thread (MemoryType::Register). Q·Kᵀ and P·V keep `rows` queries' sums
+// a thread, so each load of K or V serves `rows` FMAs. (Scheduled on the
+// reductions themselves, as before 2026-11-27, P·V's and the combination's
+// every FMA loaded and stored global scratch or shared memory, and the tile
+// held 8 queries: 0.02× SDPA on an H100. tests/check_gpu_accumulators.py
+// now fails any CUDA kernel whose inner loop does that.)
+// Shared memory holds the query tile (dk × query_tile floats, staged once
+// per block), one chunk of 32 keys at a time (33 · dk floats), the row
+// statistics and, for P·V, a key block's p and a chunk of its V rows:
+// (query_tile + 33) · dk + key_block · 32 floats, 24.3 KiB at dk = 64 and
+// 40.5 KiB at dk = 128 with 32 queries a block (AttentionGpuShared, which
+// the generator makes a requirement of: at most kGpuSharedBytes a block,
+// so that a wider head is an error that names its size, not a launch that
+// fails). Everything that grows with the keys (the tile's scores and p,
+// query_tile × Tkv floats each, the per-block max, sum and weight, the
+// partial outputs) lives in global scratch per block (MemoryType::Heap),
+// so no length of sequence outgrows shared memory. (Until 2026-11-29 K and
+// V were read in place: each warp load of K touched 32 rows of K. The Q·Kᵀ
+// loop's PTX is 30 instructions per 8 FMAs with both operands in shared
+// memory, 29 before, about 46 with the queries read from global memory instead:
+// shared loads take 32-bit addresses at constant offsets.)
 inline AttentionGpuShared schedule_attention_gpu(AttentionStages s, int query_tile_knob, int key_block, bool paged) {
     using namespace Halide;
     const AttentionGpuBlock blk(query_tile_knob);
