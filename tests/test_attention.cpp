@@ -89,8 +89,9 @@ TEST_P(AttentionTest, SelfAttention) {
 // need more than 48 KiB of shared memory refuses the call with an error
 // that names the head size (a launch past the limit would fail with CUDA's
 // bare "invalid value") and computes it right where it fits. 152 dims fit
-// the default tile (40 KiB plus 608 bytes a dim): a GPU build must run them,
-// and ops.cuda_limits checks the launch against the limit; 256 do not.
+// the default tile (260 bytes a dim plus 8 KiB: 47,712 bytes): a GPU build
+// must run them, and ops.cuda_limits checks the launch against the limit;
+// 256 do not.
 TEST_P(AttentionTest, WideHeadsRightOrRefusedByName) {
     const bool causal = is_causal(GetParam().name);
     for (int dk : {152, 256})
