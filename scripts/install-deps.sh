@@ -27,7 +27,7 @@ else
 pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev libopenblas-dev libdnnl-dev
       ocl-icd-opencl-dev pocl-opencl-icd g++-aarch64-linux-gnu qemu-user python3-matplotlib
       libcli11-dev libopenmpi-dev openmpi-bin gettext libsentencepiece-dev libicu-dev python3-nltk libcpp-httplib-dev nlohmann-json3-dev pkg-config
-      pybind11-dev python3-dev python3-numpy python3-pytest)
+      pybind11-dev python3-dev python3-numpy python3-pytest gdb)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

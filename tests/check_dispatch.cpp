@@ -41,6 +41,11 @@ namespace {
 // A kernel every committed record tunes (each record's layer_norm task).
 constexpr const char *kProbe = "hf_layer_norm";
 
+// The marker features of the records' variants, in the order
+// cmake/HalformerTuned.cmake assigns them (HALFORMER_TUNED_MARKERS): the
+// variant a record's kernels were compiled for is its target plus this.
+constexpr const char *kMarkerNames[] = {"arm_dot_prod", "arm_fp16", "armv81a", "cl_doubles", "cl_half", "cl_atomics64"};
+
 int fail(const std::string &why) {
     std::fprintf(stderr, "check_dispatch: FAIL: %s\n", why.c_str());
     return 1;
@@ -137,6 +142,11 @@ int main(int argc, char **argv) {
     const bool says = want ? note.find(rec->path) != std::string::npos && note.find("runs on this") != std::string::npos
                            : note.find("hand schedules") != std::string::npos && note.find(rec->name) != std::string::npos;
     if (!says) return fail("record_note says: " + note);
+    // For check_dispatch_ran.sh, which reads the function that ran in gdb.
+    const int marker = want ? rec->marker : -1;
+    if (marker >= (int)(sizeof kMarkerNames / sizeof *kMarkerNames)) return fail("marker out of range");
+    std::printf("check_dispatch: the variant that must run: %s, marker %s\n", isa_name(isa),
+                marker >= 0 ? kMarkerNames[marker] : "none");
     std::printf("check_dispatch: %s on %s: %s (%s)\n", isa_name(isa), cpu.c_str(),
                 want ? "the record's kernel set" : "the hand kernel set", note.c_str());
     return 0;
