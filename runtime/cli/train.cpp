@@ -372,6 +372,8 @@ void add_options(CLI::App &app, Opts &o) {
     app.add_option("--dropout", o.t.dropout, "dropout rate")->check(CLI::Range(0.0, 0.99));
     app.add_option("--label-smoothing", o.t.label_smoothing, "ε_ls")->check(CLI::Range(0.0, 1.0));
     app.add_option("--clip", o.t.clip_norm, "clip the gradient's global norm (0: off)");
+    app.add_option("--adam-eps", o.t.adam_eps, "Adam's epsilon (the paper: 1e-9)")->check(CLI::PositiveNumber);
+    app.add_option("--adam-beta2", o.t.beta2, "Adam's beta2 (the paper: 0.98)")->check(CLI::Range(0.0, 0.9999999));
     app.add_option("--weight-decay", o.t.weight_decay, "L2 weight decay");
     app.add_option("--seed", o.t.seed, "initialisation, data order and dropout");
     app.add_option("--labels", o.t.head_rows, "encoder-only: the number of labels of the new head");
