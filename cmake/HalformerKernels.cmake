@@ -146,6 +146,51 @@ endif ()
 
 set(HALFORMER_AUTOSCHEDULE_TARGET host CACHE STRING
     "Halide target(s) the Adams2019 and Mullapudi2016 builds are scheduled for (host: the build machine's variant)")
+# The kernels this build compiles: `all`, or a file naming them (one a line,
+# `#` comments). scripts/main.sh's build compiles the float32
+# encoder-decoder translator's (cmake/translator_kernels.txt): a kernel left
+# out still has its header and its entry, which fails with an error naming
+# it and this build, so the runtime and the CLI link as they are.
+set(HALFORMER_KERNEL_SET all CACHE STRING
+    "Kernels to compile: all, or a file listing them (cmake/translator_kernels.txt: scripts/main.sh)")
+set(HALFORMER_KERNEL_SET_LIST "")
+if (NOT HALFORMER_KERNEL_SET STREQUAL "all")
+  get_filename_component(set_file "${HALFORMER_KERNEL_SET}" ABSOLUTE BASE_DIR ${PROJECT_SOURCE_DIR})
+  if (NOT EXISTS "${set_file}")
+    message(FATAL_ERROR "HALFORMER_KERNEL_SET: '${HALFORMER_KERNEL_SET}' is neither `all` nor a file")
+  endif ()
+  if (HALFORMER_TESTS OR HALFORMER_BENCH OR HALFORMER_TRAINING OR HALFORMER_GPU OR HALFORMER_ARM
+      OR HALFORMER_AUTOSCHEDULED)
+    message(FATAL_ERROR "HALFORMER_KERNEL_SET=${HALFORMER_KERNEL_SET} builds the CPU inference kernels it "
+                        "names only: configure with HALFORMER_TESTS, HALFORMER_BENCH, HALFORMER_TRAINING, "
+                        "HALFORMER_GPU, HALFORMER_ARM and HALFORMER_AUTOSCHEDULED OFF (as scripts/main.sh does)")
+  endif ()
+  file(STRINGS "${set_file}" HALFORMER_KERNEL_SET_LIST REGEX "^[a-z]")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${set_file}")
+  list(LENGTH HALFORMER_KERNEL_SET_LIST n)
+  message(STATUS "Halformer: ${n} kernels compiled (HALFORMER_KERNEL_SET=${HALFORMER_KERNEL_SET}); "
+                 "the others fail naming themselves")
+endif ()
+
+# A kernel HALFORMER_KERNEL_SET leaves out: its generator writes only its
+# header (no code: a fraction of a second), and _absent.cpp defines its
+# entry points from the header's prototype; they fail with an error that
+# names the kernel (cmake/HalformerAbsentKernel.cmake).
+function(_halformer_absent_kernel NAME GENERATOR PARAMS)
+  set(dir ${CMAKE_CURRENT_BINARY_DIR})
+  list(GET HALFORMER_X86_TARGETS 0 target)
+  add_custom_command(OUTPUT ${dir}/${NAME}.h ${dir}/${NAME}_absent.cpp
+    COMMAND halformer_generators -n ${NAME} -d 0 -g ${GENERATOR} -f ${NAME} -e c_header -o ${dir}
+            target=${target}-no_runtime ${PARAMS}
+    COMMAND ${CMAKE_COMMAND} -DNAME=${NAME} -DHEADER=${dir}/${NAME}.h -DOUT=${dir}/${NAME}_absent.cpp
+            -DKERNEL_SET=${HALFORMER_KERNEL_SET} -P ${PROJECT_SOURCE_DIR}/cmake/HalformerAbsentKernel.cmake
+    DEPENDS halformer_generators ${PROJECT_SOURCE_DIR}/cmake/HalformerAbsentKernel.cmake
+    VERBATIM)
+  add_library(${NAME} STATIC ${dir}/${NAME}_absent.cpp)
+  target_include_directories(${NAME} PUBLIC ${dir})
+  target_link_libraries(${NAME} PUBLIC Halide::Runtime)
+endfunction()
+
 set(HALFORMER_AUTOSCHEDULE_TARGETS "")   # resolved, most specific first
 set(HALFORMER_AUTOSCHEDULED_ISAS "")     # their variants, same order
 if (HALFORMER_AUTOSCHEDULED)
@@ -273,14 +318,6 @@ function(halformer_kernel NAME)
   if (HALFORMER_EMIT_STMT)
     list(APPEND extra STMT ${NAME}_stmt ASSEMBLY ${NAME}_asm)
   endif ()
-  _halformer_shared_runtime(HALFORMER_HALIDE_RUNTIME runtime rt)
-  # tuned_as: the name the tuned records (schedules/tuned/) know this kernel by.
-  add_halide_library(${NAME} FROM halformer_generators
-                     GENERATOR ${ARG_GENERATOR}
-                     TARGETS ${x86_targets}
-                     ${rt}
-                     PARAMS ${ARG_PARAMS} tuned_as=${NAME}
-                     ${extra})
   list(JOIN ARG_PARAMS " " plist)
   if (ARG_STRICT_FLOAT)
     set(strict true)
@@ -300,12 +337,26 @@ function(halformer_kernel NAME)
   endif ()
   set_property(GLOBAL APPEND_STRING PROPERTY HALFORMER_KERNEL_DOC_LIST
                "HF_KERNEL(${NAME}, \"${ARG_GENERATOR}\", \"${plist}\", \"${builds}\")\n")
+  set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${NAME} CACHE INTERNAL "")
+  # A kernel this build's HALFORMER_KERNEL_SET leaves out: its header, and
+  # an entry that fails naming it (scripts/main.sh's translator build).
+  if (HALFORMER_KERNEL_SET_LIST AND NOT NAME IN_LIST HALFORMER_KERNEL_SET_LIST)
+    _halformer_absent_kernel(${NAME} ${ARG_GENERATOR} "${ARG_PARAMS}")
+    return()
+  endif ()
+  _halformer_shared_runtime(HALFORMER_HALIDE_RUNTIME runtime rt)
+  # tuned_as: the name the tuned records (schedules/tuned/) know this kernel by.
+  add_halide_library(${NAME} FROM halformer_generators
+                     GENERATOR ${ARG_GENERATOR}
+                     TARGETS ${x86_targets}
+                     ${rt}
+                     PARAMS ${ARG_PARAMS} tuned_as=${NAME}
+                     ${extra})
   if (NOT runtime)
     # The first kernel's runtime becomes the one every kernel shares.
     set(runtime ${NAME}.runtime)
     set_property(GLOBAL PROPERTY HALFORMER_HALIDE_RUNTIME ${runtime})
   endif ()
-  set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${NAME} CACHE INTERNAL "")
   set(all "")
   if (HALFORMER_GPU AND NOT ARG_CPU_ONLY AND NOT ARG_NO_GPU)
     foreach (api IN ITEMS opencl cuda)
