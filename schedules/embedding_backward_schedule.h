@@ -8,7 +8,7 @@ namespace halformer {
 
 // sum(d, u) += … over the tokens (a scatter into the batch's slots), then
 // out(d, row(u)) += sum(d, u) over the slots.
-struct ScatterStages {
+struct TableScatterStages {
     Halide::Func sum, out;
     Halide::Var d, u;
     Halide::RDom r_in, r_out;  // the tokens; the slots
@@ -24,7 +24,7 @@ inline void reorder_d_inside(Halide::Stage st, Halide::Var din, Halide::RDom r, 
 // CPU: the scatters run serially over tokens (two may share a slot) and in
 // parallel over d, vectorized; the slots' sums are U × D floats (L2).
 // GPU: threads over d, each looping over the tokens in order.
-inline void schedule_scatter_rows(ScatterStages s, int threads_knob, const Halide::Target &t) {
+inline void schedule_scatter_rows(TableScatterStages s, int threads_knob, const Halide::Target &t) {
     using namespace Halide;
     Var dout("dout"), din("din");
     s.sum.compute_root();
