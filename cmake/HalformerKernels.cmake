@@ -175,7 +175,9 @@ endif ()
 # A kernel HALFORMER_KERNEL_SET leaves out: its generator writes only its
 # header (no code: a fraction of a second), and _absent.cpp defines its
 # entry points from the header's prototype; they fail with an error that
-# names the kernel (cmake/HalformerAbsentKernel.cmake).
+# names the kernel (cmake/HalformerAbsentKernel.cmake). The entry points of
+# all of them are one library (compiled in a few unity batches), and the
+# kernel's own target an interface to it.
 function(_halformer_absent_kernel NAME GENERATOR PARAMS)
   set(dir ${CMAKE_CURRENT_BINARY_DIR})
   list(GET HALFORMER_X86_TARGETS 0 target)
@@ -186,9 +188,14 @@ function(_halformer_absent_kernel NAME GENERATOR PARAMS)
             -DKERNEL_SET=${HALFORMER_KERNEL_SET} -P ${PROJECT_SOURCE_DIR}/cmake/HalformerAbsentKernel.cmake
     DEPENDS halformer_generators ${PROJECT_SOURCE_DIR}/cmake/HalformerAbsentKernel.cmake
     VERBATIM)
-  add_library(${NAME} STATIC ${dir}/${NAME}_absent.cpp)
-  target_include_directories(${NAME} PUBLIC ${dir})
-  target_link_libraries(${NAME} PUBLIC Halide::Runtime)
+  if (NOT TARGET halformer_absent_kernels)
+    add_library(halformer_absent_kernels STATIC)
+    target_include_directories(halformer_absent_kernels PUBLIC ${dir})
+    target_link_libraries(halformer_absent_kernels PUBLIC Halide::Runtime)
+  endif ()
+  target_sources(halformer_absent_kernels PRIVATE ${dir}/${NAME}_absent.cpp)
+  add_library(${NAME} INTERFACE)
+  target_link_libraries(${NAME} INTERFACE halformer_absent_kernels)
 endfunction()
 
 set(HALFORMER_AUTOSCHEDULE_TARGETS "")   # resolved, most specific first
