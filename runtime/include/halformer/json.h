@@ -30,6 +30,13 @@ struct Value {
     const Value *find(const std::string &key) const;
 };
 
+// An object's member, or nullptr if it is absent or null (tokenizer files
+// write null for "not set").
+inline const Value *member(const Value &obj, const char *key) {
+    const Value *v = obj.find(key);
+    return v && v->kind != Value::Kind::Null ? v : nullptr;
+}
+
 // Throws halformer::Error("<what>: invalid JSON at byte N: ...").
 Value parse(const std::string &text, const std::string &what);
 

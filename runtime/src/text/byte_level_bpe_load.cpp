@@ -27,10 +27,6 @@ json::Value parse_file(const std::string &path) {
     return json::parse(files::read_text(path), path);
 }
 
-const json::Value *member(const json::Value &obj, const char *key) {
-    const json::Value *v = obj.find(key);
-    return v && v->kind != json::Value::Kind::Null ? v : nullptr;
-}
 bool get_bool(const json::Value &obj, const char *key, bool fallback, const std::string &what) {
     const json::Value *v = member(obj, key);
     if (!v) return fallback;

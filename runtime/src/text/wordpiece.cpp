@@ -89,10 +89,6 @@ std::u32string strip_accents(const std::u32string &s) {
 
 // ---- tokenizer_config.json ----
 
-const json::Value *member(const json::Value &obj, const char *key) {
-    const json::Value *v = obj.find(key);
-    return v && v->kind != json::Value::Kind::Null ? v : nullptr;
-}
 void read_bool(const json::Value &obj, const char *key, bool &into, const std::string &path) {
     if (const json::Value *v = member(obj, key)) {
         if (!v->is_bool()) throw Error(path + ": \"" + key + "\" is " + json::kind_name(v->kind) + ", expected true or false");
