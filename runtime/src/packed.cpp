@@ -120,7 +120,7 @@ int kind_of(const Act *act) {
 // The kernels as untyped pointers, cast to the signature where called.
 using AnyFn = void (*)();
 #define HF_FN(f) reinterpret_cast<AnyFn>(&f)
-const AnyFn kKernels[3][2][kKinds] = {
+const AnyFn kPackedKernels[3][2][kKinds] = {
     {{HF_FN(hf_linear_f32), HF_FN(hf_linear_f32_relu), HF_FN(hf_linear_f32_gelu), HF_FN(hf_linear_f32_gelu_tanh), HF_FN(hf_linear_f32_silu), HF_FN(hf_linear_f32_residual), HF_FN(hf_linear_f32_gelu_tanh_gated), HF_FN(hf_linear_f32_silu_gated)},
      {HF_FN(hf_linear_f32_dot), HF_FN(hf_linear_f32_dot_relu), HF_FN(hf_linear_f32_dot_gelu), HF_FN(hf_linear_f32_dot_gelu_tanh), HF_FN(hf_linear_f32_dot_silu), HF_FN(hf_linear_f32_dot_residual), HF_FN(hf_linear_f32_dot_gelu_tanh_gated), HF_FN(hf_linear_f32_dot_silu_gated)}},
     {{HF_FN(hf_linear_bf16), HF_FN(hf_linear_bf16_relu), HF_FN(hf_linear_bf16_gelu), HF_FN(hf_linear_bf16_gelu_tanh), HF_FN(hf_linear_bf16_silu), HF_FN(hf_linear_bf16_residual), HF_FN(hf_linear_bf16_gelu_tanh_gated), HF_FN(hf_linear_bf16_silu_gated)},
@@ -230,7 +230,7 @@ void Session::run_packed(const char *name, const float *x, int M, int x_stride, 
                          const float *bias, int kind, const float *extra, float *y, int y_stride) {
     const PackedLinear &p = pack(weight, N, K);
     const Format f = format_of(w->precision);
-    const AnyFn any = kKernels[f][M <= kDotRows ? 1 : 0][kind];
+    const AnyFn any = kPackedKernels[f][M <= kDotRows ? 1 : 0][kind];
     View vx(x, {{K, 1}, {M, x_stride}}), vb(bias, {{N, 1}}), vy(y, {{N, 1}, {M, y_stride}}), vp = packed_view(p, f),
         ve(extra ? extra : y, {{N, 1}, {M, y_stride}});
     if (f == kInt8) {
