@@ -31,6 +31,9 @@
 //                            gains bias(clamp(j − (i + q_offset), −R, R), h)
 //                            (T5's bucketed table, generators/position_bias_
 //                            generator.cpp: constant beyond ±R)
+//   softcap                  only with soft_cap=true (Gemma 2): the scaled
+//                            score s becomes softcap · tanh(s / softcap)
+//                            before any mask (softcap > 0)
 //   window                   only with sliding_window=true (Mistral): a
 //                            query at position p sees keys j > p − window
 //                            as well (window ≤ 0: no limit). p = min(i +
@@ -66,6 +69,7 @@ public:
     GeneratorParam<int> page{"page", 0};  // > 0: keys through block_table (rows per block)
     GeneratorParam<bool> position_bias{"position_bias", false};
     GeneratorParam<bool> sliding_window{"sliding_window", false};
+    GeneratorParam<bool> soft_cap{"soft_cap", false};
     // Schedule knobs (schedules/attention_schedule.h).
     GeneratorParam<int> query_tile{"query_tile", 8};
     GeneratorParam<int> heads_per_task{"heads_per_task", 1};
@@ -86,11 +90,13 @@ public:
     Input<Buffer<int32_t, 2>> *block_table = nullptr;
     Input<Buffer<float, 2>> *bias = nullptr;
     Input<int32_t> *window = nullptr;
+    Input<float> *softcap = nullptr;
 
     void configure() {
         if (page > 0) block_table = add_input<Buffer<int32_t, 2>>("block_table");
         if (position_bias) bias = add_input<Buffer<float, 2>>("bias");
         if (sliding_window) window = add_input<int32_t>("window");
+        if (soft_cap) softcap = add_input<float>("softcap");
     }
 
     void generate() {
@@ -129,6 +135,7 @@ public:
             valid = valid && (*window <= 0 || j > query_position - *window);
         }
         Expr scaled = score(j, i, h, b) * scale;
+        if (softcap) scaled = *softcap * tanh(scaled / *softcap);
         if (position_bias) {
             scaled += (*bias)(clamp(j - (i + q_offset), bias->dim(0).min(), bias->dim(0).max()), h);
         }
@@ -174,6 +181,10 @@ public:
         numer(d, i, h, b) = 0.0f;
         numer(d, i, h, b) = strict_float(numer(d, i, h, b) + weight(rb, i, h, b) * block_out(d, rb, i, h, b));
         o(d, i, h, b) = select(denom(i, h, b) > 0.0f, numer(d, i, h, b) / denom(i, h, b), 0.0f);
+        if (softcap) {
+            Expr cap = *softcap;
+            add_requirement(cap > 0.0f, "attention: the soft-cap is", cap, "(it must be positive)");
+        }
         add_requirement(Hkv > 0 && H % max(Hkv, 1) == 0 && v.dim(2).extent() == Hkv,
                         "attention:", H, "query heads are not a whole multiple of the", Hkv,
                         "key heads, or v has", v.dim(2).extent(), "heads where k has", Hkv);
@@ -189,6 +200,7 @@ public:
         if (block_table) block_table->set_estimates({{0, (128 + P - 1) / std::max(P, 1)}, {0, 1}});
         if (bias) bias->set_estimates({{-128, 257}, {0, 8}});
         if (window) window->set_estimate(4096);
+        if (softcap) softcap->set_estimate(50.0f);
     }
 
     void schedule() {

@@ -15,6 +15,10 @@
 //
 // rms=true: RMSNorm (T5LayerNorm), y = γ·h/√(mean(h²) + ε) — no mean
 // subtracted, no β input (the kernel's inputs are x, gamma, eps [, residual]).
+//
+// add_after=true: the norm of a sub-layer's output joining the stream after
+// it (OLMo 2, Gemma 2/3's post-norms: x + Norm(Sublayer(x))):
+// y = residual + norm(x), h = x; the same inputs as residual=true.
 #include "Halide.h"
 #include "common.h"
 #include "../schedules/layer_norm_schedule.h"
@@ -28,6 +32,7 @@ class LayerNorm : public Generator<LayerNorm> {
 public:
     GeneratorParam<bool> residual_add{"residual", false};
     GeneratorParam<bool> rms{"rms", false};
+    GeneratorParam<bool> add_after{"add_after", false};
     GeneratorParam<int> rows_per_task{"rows_per_task", 4};
     GeneratorParam<int> gpu_threads{"gpu_threads", 0};  // GPU threads per row (0: 256)
     // The kernel name tuned records know this build by (set by the build; see
@@ -45,20 +50,25 @@ public:
         // Declared here so that the order stays x, gamma, [beta,] eps.
         if (!rms) beta = add_input<Buffer<float, 1>>("beta");
         eps = add_input<float>("eps");
-        if (residual_add) residual = add_input<Buffer<float, 2>>("residual");
+        if (residual_add || add_after) residual = add_input<Buffer<float, 2>>("residual");
     }
 
     void generate() {
         /* THE ALGORITHM */
         Expr D = x.dim(0).extent();
         Expr v = x(d, r);
+        if (residual_add && add_after) {
+            throw std::invalid_argument("layer_norm: residual (added before the norm) and add_after (after it) "
+                                        "exclude each other");
+        }
         if (residual_add) v += (*residual)(d, r);
         h(d, r) = v;
         k = RDom(0, D, "k");
         if (rms) {
             sq(r) = 0.0f;
             sq(r) += h(k, r) * h(k, r);
-            y(d, r) = h(d, r) * (1.0f / sqrt(sq(r) / cast<float>(D) + *eps)) * gamma(d);
+            Expr out = h(d, r) * (1.0f / sqrt(sq(r) / cast<float>(D) + *eps)) * gamma(d);
+            y(d, r) = add_after ? (*residual)(d, r) + out : out;
         } else {
             sum(r) = 0.0f;
             sum(r) += h(k, r);
@@ -71,12 +81,13 @@ public:
             Expr mean = mean0 + shift;
             Expr var = max(sq(r) / cast<float>(D) - shift * shift, 0.0f);
             Expr inv_std = 1.0f / sqrt(var + *eps);
-            y(d, r) = (h(d, r) - mean) * inv_std * gamma(d) + (*beta)(d);
+            Expr out = (h(d, r) - mean) * inv_std * gamma(d) + (*beta)(d);
+            y(d, r) = add_after ? (*residual)(d, r) + out : out;
         }
 
         /* ESTIMATES: Transformer-base, 128 tokens */
         x.set_estimates({{0, 512}, {0, 128}});
-        if (residual_add) residual->set_estimates({{0, 512}, {0, 128}});
+        if (residual) residual->set_estimates({{0, 512}, {0, 128}});
         gamma.set_estimates({{0, 512}});
         if (beta) beta->set_estimates({{0, 512}});
         eps->set_estimate(1e-5f);

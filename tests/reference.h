@@ -178,10 +178,12 @@ inline Array rms_norm(Array x, Array *res, Array g, double eps) {
 // head (g = h / (H / G): grouped-query attention; G = H: multi-head); bias
 // (T5): bias[h](j − (i + q_offset)) added to the scaled score; window > 0
 // (Mistral): the query at position p = min(i + q_offset, kv_len − 1) sees
-// keys j > p − window only.
+// keys j > p − window only; softcap > 0 (Gemma 2): each scaled score s is
+// softcap·tanh(s/softcap).
 using RelBias = std::vector<std::function<double(int)>>;
 inline Array attention(Array q, Array k, Array v, const std::vector<int> &kv_len, int q_offset,
-                       double scale, bool causal, const RelBias *bias = nullptr, int window = 0) {
+                       double scale, bool causal, const RelBias *bias = nullptr, int window = 0,
+                       double softcap = 0) {
     const int dk = q.dims[0], Tq = q.dims[1], H = q.dims[2], B = q.dims[3], Tkv = k.dims[1];
     const int group = H / k.dims[2];
     Array o({dk, Tq, H, B});
@@ -196,7 +198,8 @@ inline Array attention(Array q, Array k, Array v, const std::vector<int> &kv_len
                     if (window > 0) ok[j] = ok[j] && j > std::min(i + q_offset, kv_len[b] - 1) - window;
                     double acc = 0;
                     for (int d = 0; d < dk; d++) acc += q(d, i, h, b) * k(d, j, h / group, b);
-                    s[j] = acc * scale + (bias ? (*bias)[h](j - (i + q_offset)) : 0.0);
+                    const double scaled = softcap > 0 ? softcap * std::tanh(acc * scale / softcap) : acc * scale;
+                    s[j] = scaled + (bias ? (*bias)[h](j - (i + q_offset)) : 0.0);
                     if (ok[j]) mx = std::max(mx, s[j]);
                 }
                 double sum = 0;

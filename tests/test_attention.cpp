@@ -17,6 +17,8 @@
 #include "hf_attention_causal_window.h"
 #include "hf_attention_causal_decode_window.h"
 #include "hf_attention_causal_decode_paged_window.h"
+#include "hf_attention_causal_window_softcap.h"
+#include "hf_attention_causal_decode_window_softcap.h"
 
 HF_DECLARE_LI(hf_attention)
 HF_DECLARE_LI(hf_attention_causal)
@@ -31,6 +33,8 @@ HF_DECLARE_GPU(hf_attention_causal_decode_paged_bias)
 HF_DECLARE_GPU(hf_attention_causal_window)
 HF_DECLARE_GPU(hf_attention_causal_decode_window)
 HF_DECLARE_GPU(hf_attention_causal_decode_paged_window)
+HF_DECLARE_GPU(hf_attention_causal_window_softcap)
+HF_DECLARE_GPU(hf_attention_causal_decode_window_softcap)
 
 using ref::Buffer;
 using AttnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
@@ -533,3 +537,48 @@ TEST(AttentionPaged, ReadsTheWindowThroughBlockTables) {
         check_paged(HF_KERNEL(hf_attention_causal_decode_paged_window), true, 1, 7, 2900 + window, window);
     }
 }
+
+// Gemma 2's soft-capped scores: softcap·tanh(s/softcap) for each scaled
+// score s, before the mask, with and without a window (0: every key), caps
+// that bite (2: the scores here reach ±4) and that hardly do (50), and a
+// cap that is not positive refused.
+using SoftCapFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
+                          int32_t, float, halide_buffer_t *);
+class AttentionSoftCapTest : public OpTest<SoftCapFn> {};
+
+TEST_P(AttentionSoftCapTest, ScoresAreCappedBeforeTheMask) {
+    const bool decode = GetParam().name.find("decode") != std::string::npos;
+    uint32_t seed = 4100;
+    for (float cap : {2.0f, 50.0f}) {
+        for (int window : {0, 5}) {
+            std::vector<Case> cases;
+            if (!decode) cases.push_back({2, 4, 37, 37, 32, {37, 20}, 0, 2.f, 2});
+            cases.push_back({3, 4, 1, 70, 32, {70, 41, 5}, 69, 2.f, 1});
+            for (const Case &c : cases) {
+                Inputs in(c, seed += 7);
+                Buffer<float> o(c.dk, c.Tq, c.H, c.B);
+                const float scale = 2.0f / std::sqrt((float)c.dk);
+                HF_CALL(GetParam().fn(in.q, in.k, in.v, in.len, c.q_offset, scale, window, cap, o));
+                auto r = ref::attention(ref::to_array(in.q), ref::to_array(in.k), ref::to_array(in.v), in.lens,
+                                        c.q_offset, scale, true, nullptr, window, cap);
+                EXPECT_LE(ref::rel_error(o, r), ref::kTolerance) << "cap=" << cap << " window=" << window;
+                if (cap == 2.0f) {
+                    auto uncapped = ref::attention(ref::to_array(in.q), ref::to_array(in.k), ref::to_array(in.v),
+                                                   in.lens, c.q_offset, scale, true, nullptr, window);
+                    EXPECT_GT(ref::rel_error_arrays(uncapped, r), 1e-3) << "the cap must bite here";
+                }
+            }
+        }
+    }
+    Case c{1, 2, 1, 8, 16, {8}, 7, 1.f, 1};
+    Inputs in(c, 4199);
+    Buffer<float> o(c.dk, c.Tq, c.H, c.B);
+    EXPECT_NE(GetParam().fn(in.q, in.k, in.v, in.len, c.q_offset, 0.25f, 0, 0.0f, o), 0) << "a cap of 0";
+}
+
+INSTANTIATE_TEST_SUITE_P(All, AttentionSoftCapTest,
+                         testing::ValuesIn(on_device(std::vector<Impl<SoftCapFn>>{
+                             {"hf_attention_causal_window_softcap", HF_KERNEL(hf_attention_causal_window_softcap)},
+                             {"hf_attention_causal_decode_window_softcap",
+                              HF_KERNEL(hf_attention_causal_decode_window_softcap)}})),
+                         impl_name<SoftCapFn>);

@@ -5,11 +5,13 @@
 #include "hf_layer_norm_residual.h"
 #include "hf_rms_norm.h"
 #include "hf_rms_norm_residual.h"
+#include "hf_rms_norm_add.h"
 
 HF_DECLARE_LI(hf_layer_norm)
 HF_DECLARE_LI(hf_layer_norm_residual)
 HF_DECLARE_GPU(hf_rms_norm)
 HF_DECLARE_GPU(hf_rms_norm_residual)
+HF_DECLARE_GPU(hf_rms_norm_add)
 
 using ref::Buffer;
 using LnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float,
@@ -133,6 +135,26 @@ TEST(RmsNorm, ResidualAddedFirst) {
             auto rr = ref::to_array(res);
             auto r = ref::rms_norm(ref::to_array(x), &rr, ref::to_array(g), 1e-6);
             EXPECT_LE(ref::rel_error(y, r), ref::kTolerance) << fn.name << " D=" << D << " R=" << R;
+        }
+    }
+}
+
+// The post-norm join (OLMo 2, Gemma): y = residual + RMSNorm(x), the
+// residual NOT inside the norm — against the double-precision norm of x
+// alone plus the residual, and the residual left out of the statistics (a
+// residual of a large mean must not change the scale).
+TEST(RmsNorm, NormThenAdd) {
+    for (auto fn : on_device(std::vector<Impl<RmsResFn>>{{"hf_rms_norm_add", HF_KERNEL(hf_rms_norm_add)}})) {
+        uint32_t seed = 81;
+        for (auto [D, R] : kShapes) {
+            Buffer<float> x = ref::random_buffer({D, R}, seed++, -3, 3), res = ref::random_buffer({D, R}, seed++, -3, 3);
+            Buffer<float> g = ref::random_buffer({D}, seed++, 0.5f, 1.5f), y(D, R);
+            for (int r = 0; r < R; r++) res(0, r) += 100.0f * (r % 3);  // (a large residual: outside the norm)
+            HF_CALL(fn.fn(x, g, 1e-6f, res, y));
+            ref::Array want = ref::rms_norm(ref::to_array(x), nullptr, ref::to_array(g), 1e-6);
+            const ref::Array rr = ref::to_array(res);
+            for (size_t k = 0; k < want.v.size(); k++) want.v[k] += rr.v[k];
+            EXPECT_LE(ref::rel_error(y, want), ref::kTolerance) << fn.name << " D=" << D << " R=" << R;
         }
     }
 }
