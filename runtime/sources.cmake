@@ -20,9 +20,15 @@ set(HALFORMER_RUNTIME_SOURCES
   src/generate.cpp
   src/hf/families.cpp
   src/hf/families/bert.cpp
+  src/hf/families/gemma2.cpp
+  src/hf/families/gemma3.cpp
   src/hf/families/gpt2.cpp
   src/hf/families/llama.cpp
   src/hf/families/marian.cpp
+  src/hf/families/mixtral.cpp
+  src/hf/families/olmo2.cpp
+  src/hf/families/qwen3.cpp
+  src/hf/families/qwen3_moe.cpp
   src/hf/families/t5.cpp
   src/hf/hf_config.cpp
   src/hf/hf_weights.cpp
@@ -34,6 +40,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/layers/embedding.cpp
   src/layers/feed_forward.cpp
   src/layers/linear.cpp
+  src/layers/moe.cpp
   src/layers/norm.cpp
   src/layers/output_head.cpp
   src/layers/residual.cpp

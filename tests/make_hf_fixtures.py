@@ -82,6 +82,81 @@ scaled to |x| ~ 2-5 where gelu_new and erf gelu differ):
                   add_bias_logits/add_final_layer_norm. activation "gelu", scale_embedding false, d_model 32,
                   4 heads, ffn 48 (enc and dec), F32.
 
+The 2026 decoders (fixtures_2026(); one reference, dec_forward, written from modeling_qwen3.py, modeling_gemma3.py,
+modeling_olmo2.py, modeling_gemma2.py, modeling_phi3.py, modeling_mixtral.py, modeling_qwen3_moe.py, masking_utils.py
+and modeling_rope_utils.py). Every sliding window is transformers' masking_utils rule: a query at position q sees
+the keys kv with q - sliding_window < kv <= q, i.e. sliding_window keys counting itself. No tokenizer files.
+
+  qwen3           Qwen3ForCausalLM (config as transformers 4.51 writes it), F32, hidden 32, 4 query heads over 2
+                  kv heads, head_dim 16 (!= 32 / 4; scale head_dim**-0.5), intermediate 64, 2 layers, no
+                  biases, `self_attn.q_norm.weight` / `k_norm.weight` [16]: RMSNorm (eps rms_norm_eps, weight w)
+                  of each head of q and k before rotary; rope_theta 1e6; tied head (no lm_head.weight); vocab
+                  301, bos 298, eos 300.
+  gemma3_text     Gemma3ForCausalLM, model_type gemma3_text, config as transformers 4.50 writes it (no
+                  tie_word_embeddings: true by default; no layer_types), F32, hidden 32, heads 4 over 2,
+                  head_dim 16, intermediate 48, 4 layers, vocab 211, pad 0 eos 1 bos 2. Every RMSNorm computes
+                  x * rsqrt(mean(x^2) + eps) * (1 + w) (weights stored as w, here uniform in +-0.5); embeddings
+                  times hidden_size**0.5 as a float32 scalar cast to the weights' dtype; input_layernorm ->
+                  attention -> post_attention_layernorm -> residual add, pre_feedforward_layernorm -> MLP
+                  (down(gelu_pytorch_tanh(gate) * up)) -> post_feedforward_layernorm -> residual add; q_norm /
+                  k_norm per head (1 + w) before rotary; scores scaled by query_pre_attn_scalar**-0.5 (24, not
+                  head_dim 16); no soft-caps. Layer i slides iff (i + 1) % sliding_window_pattern != 0
+                  (transformers 4.50: is_sliding = bool((layer_idx + 1) % sliding_window_pattern); pattern 3:
+                  layers 0, 1, 3 slide, layer 2 is global); sliding_window 5. Sliding layers: rope base
+                  rope_local_base_freq 1e4, default rope; global layers: rope_theta 1e6 with rope_scaling
+                  {"rope_type": "linear", "factor": 2} (inv_freq / 2), on the global layers only.
+  gemma3_text_v5  The same family as transformers 5 writes it: BF16, hidden 48 (sqrt(48) = 6.9282 is 6.9375 in
+                  bfloat16: the embedding scale used), heads 4 over 1, head_dim 16, intermediate 64, 4 layers,
+                  query_pre_attn_scalar 32, sliding_window 6, "layer_types" [sliding, full, full, sliding] (what
+                  the layers are; no pattern gives this list), "rope_parameters" {"full_attention": {"rope_type":
+                  "linear", "factor": 4, "rope_theta": 1e6}, "sliding_attention": {"rope_type": "default",
+                  "rope_theta": 1e4}}, "dtype" for torch_dtype, use_bidirectional_attention false; vocab 199.
+  olmo2           Olmo2ForCausalLM (transformers 4.47 config; no bos_token_id), F32, hidden 32, heads 4 over 2
+                  (head_dim 8), intermediate 64, 2 layers, untied lm_head, vocab 263, eos 262, pad 261. No
+                  pre-norms: x = x + post_attention_layernorm(attn(x)); x = x + post_feedforward_layernorm(mlp(x));
+                  `self_attn.q_norm.weight` [32] / `k_norm.weight` [16] are RMSNorms over the WHOLE projected
+                  width (all heads together, heads * head_dim), applied before the split into heads and rotary;
+                  plain w (not 1 + w); rope_theta 5e5.
+  gemma2          Gemma2ForCausalLM (transformers 4.42 config: hidden_act and hidden_activation both, no
+                  tie_word_embeddings), F32, hidden 32, heads 4 over 2, head_dim 16, intermediate 48, 4 layers,
+                  vocab 211, pad 0 eos 1 bos 2; like gemma3_text without q/k norms and with one rope base
+                  (rope_theta 1e4). Layers 0 and 2 slide (window 5), 1 and 3 are global: is_sliding = not
+                  bool(layer_idx % 2) (transformers 5: layer_types from (i + 1) % 2). Attention soft-cap
+                  attn_logit_softcapping 2.0: scores = tanh(scores * scale / cap) * cap, before the mask; final
+                  logits tanh(logits / 5.0) * 5.0 (final_logit_softcapping). "softcap_check" in golden.json.
+  phi3            Phi3ForCausalLM (transformers 4.49 config), F32, hidden 48, heads 4 over 2 (head_dim 12),
+                  intermediate 64, 2 layers, untied, vocab 203, bos 1, eos = pad 202. `self_attn.qkv_proj.weight`
+                  [(4 + 2 * 2) * 12, 48]: rows q (heads * head_dim), then k, then v; `mlp.gate_up_proj.weight`
+                  [128, 48]: rows 0-63 gate, 64-127 up (down(silu(gate) * up)). partial_rotary_factor 0.5: the
+                  first 6 of each head's 12 dims rotate (rotate_half within those 6), the other 6 pass. rope
+                  "longrope" (rope_scaling "type"), rope_theta 1e4, short_factor [1, 1.5, 2.5], long_factor
+                  [1, 4, 12], original_max_position_embeddings 32 (top-level field), max_position_embeddings
+                  128: inv_freq = 1 / (ext * theta ** (2j / 6)) with ext = short_factor while the sequence
+                  (max position id + 1) is <= original_max_position_embeddings and long_factor beyond it
+                  (longrope_frequency_update, recomputed per forward); cos and sin multiplied by the attention
+                  factor sqrt(1 + ln(128 / 32) / ln(32)) = 1.18322 (rope_scaling's attention_factor when given),
+                  in both regimes. Every golden sequence has <= 32 positions: all short regime.
+                  sliding_window 7 on every layer.
+  mixtral         MixtralForCausalLM (transformers 4.46 config), F32, hidden 32, heads 4 over 2, 2 layers, 8
+                  experts (num_local_experts), top 2, intermediate 24, untied, vocab 157, bos 1 eos 2, no
+                  window. `block_sparse_moe.gate.weight` [8, 32]; `block_sparse_moe.experts.E.w1` (gate), `w3`
+                  (up) [24, 32], `w2` (down) [32, 24]. Router: softmax over all 8 logits, top 2, the two
+                  probabilities divided by their sum (always), output = sum of weight * w2(silu(w1 x) * w3 x).
+  qwen3_moe       Qwen3MoeForCausalLM (transformers 4.51 config), F32, hidden 32, heads 4 over 2, head_dim 16,
+                  q/k norms as qwen3, 3 layers, 4 experts top 2, moe_intermediate_size 24, norm_topk_prob false
+                  (the top-2 softmax probabilities used as they are), mlp_only_layers [1], decoder_sparse_step 1:
+                  layer i is sparse iff i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0 (so
+                  layers 0 and 2; layer 1 a dense `mlp.gate_proj/up_proj/down_proj` of intermediate_size 48).
+                  `mlp.gate.weight` [4, 32], `mlp.experts.E.gate_proj/up_proj` [24, 32], `down_proj` [32, 24];
+                  untied, vocab 163, bos 160, eos 162.
+  qwen3_moe_v5    Qwen3-MoE as transformers 5 saves it: experts fused, `mlp.experts.gate_up_proj` [4, 48, 32]
+                  (per expert rows 0-23 gate_proj, 24-47 up_proj) and `mlp.experts.down_proj` [4, 32, 24] (no
+                  ".weight"), router `mlp.gate.weight`; rope_parameters {"rope_type": "default", "rope_theta":
+                  1e6}, "dtype"; 4 layers, decoder_sparse_step 2, mlp_only_layers []: layers 1 and 3 sparse, 0
+                  and 2 dense; norm_topk_prob true (top-2 renormalized); vocab 131, bos 128, eos 130.
+                  The MoE fixtures' tokens belong to clusters the routers favour (cluster_routing), so that no
+                  top-k choice is a near tie.
+
 golden.json (floats are float64 references rounded to 8 significant digits; ids are ints):
   "info": {"fixture", "family" ("gpt2"|"bert"|"t5"|"marian"), "architecture" (the config's), "dtype" (stored
            weights "F32"|"F16"|"BF16"), "vocab_size", "act_input_max_abs" (largest |x| fed to an activation
@@ -128,7 +203,32 @@ golden.json (floats are float64 references rounded to 8 significant digits; ids 
            half cos: column j < d/2 is sin(pos / 10000**(2j/d)), column d/2 + j is cos(pos / 10000**(2j/d)); numpy
            float64 rounded to float32). Position p of a sequence uses row p (no offset).
 
-Run:  /usr/bin/python3 tests/make_hf_fixtures.py   (deterministic: same bytes every run)
+  2026 decoders: "special_ids" {"bos", "eos"} (+ "pad" where the config has one; bos null for olmo2), "logits",
+           "greedy", "beam" as gpt2 (right-padded batches with pad id 0, the causal mask keeps valid rows exact;
+           one batch holds a sequence longer than any sliding window), and
+  "rope_inv_freq": the global (full-attention) layers' inverse frequencies as transformers computes them in
+           float32 (phi3: the short factors over the 6 rotary dims; "rope_long_inv_freq" the long ones,
+           "rope_attention_factor", "rope_rotary_dims"); gemma3_text also "rope_local_inv_freq" (sliding layers).
+  "detail_checks": {detail: max |logits - logits with that detail done wrong| / max |logits|} over the logits
+           batches, each asserted > 1e-3: norm_w_not_1_plus (w instead of 1 + w), no_embed_scale,
+           embed_scale_unrounded (sqrt(hidden) not rounded to bfloat16), scale_head_dim (head_dim**-0.5 for
+           query_pre_attn_scalar**-0.5), scale_hidden_over_heads ((hidden / heads)**-0.5 for head_dim**-0.5),
+           window_plus_1 / window_minus_1, no_window, local_rope_global_base (sliding layers with rope_theta),
+           rope_scaling_all_layers (the global layers' scaling on sliding layers too), no_rope_scaling,
+           pattern_i_mod (global iff i % pattern == 0), sliding_odd_layers, qk_norm_whole_width (per-head norm
+           done over all heads), qk_norm_per_head (olmo2's whole-width norm done per head), qk_norm_after_rope,
+           no_qk_norm, pre_norm (olmo2's norms used as pre-norms), no_attn_softcap, no_final_softcap,
+           softcap_after_mask, full_rotary (phi3 rotating all 12 dims, default rope), no_attention_factor,
+           long_factor, no_short_factor (default rope on the 6 dims), gate_up_swapped, no_renorm (mixtral),
+           flip_norm_topk_prob (qwen3_moe).
+  "softcap_check" (gemma2): {"attn_logit_softcapping_rel_diff", "final_logit_softcapping_rel_diff"}: the same
+           measure without each cap; both asserted > 1e-2.
+  "router_min_margin" (mixtral, qwen3_moe*): the smallest gap between the k-th and (k+1)-th router probability
+           over the valid rows of all golden computations (logits batches, greedy and beam), asserted >= 1e-3;
+           "router_seed_attempts": which draw of the weights gave it.
+
+Run:  /usr/bin/python3 tests/make_hf_fixtures.py   (deterministic: same bytes every run; needs Debian's
+      python3-torch and python3-sentencepiece; `--only NAME...` rebuilds just those fixtures)
 """
 import collections
 import io
@@ -150,6 +250,9 @@ ACT_MAX = [0.0]
 # relative to their value (x ~ -2.7: |gelu_new - gelu| = 4.7e-4 on a value of -0.009), and a second layer
 # large enough that this shows in the outputs.
 FF1_GAIN, FF1_BIAS, FF2_GAIN = 1.5, -2.0, 4.0  # largest |x| fed to an activation (per fixture; reset in build())
+ROUTER_GAIN = 0.3
+CLUSTER_EMB, CLUSTER_ROUTER = 2.0, 1.0  # (see cluster_routing)
+GEMMA2_CAPS = (2.0, 5.0)  # attn_logit_softcapping, final_logit_softcapping of the gemma2 fixture
 
 # ----------------------------------------------------------------------------------------------------------
 # Reference math, float64
@@ -728,6 +831,13 @@ def init_weights(names, c, dtype, seed, family):
             t = N(shape, shape[1] ** -0.5)
         elif kind == "relbias":
             t = N(shape, 3.0 if t5_tied else 1.5)  # large, so a wrong bucket shows
+        elif kind == "gemma_w":  # Gemma's RMSNorm weights are offsets from 1 (it computes x * (1 + w))
+            t = U(shape, -0.5, 0.5)
+        elif kind == "router":  # MoE router: sharp enough that the top-k choice is clear
+            t = xavier(shape, ROUTER_GAIN)
+        elif kind == "lin_gate_up":  # Phi-3's fused [gate; up]
+            half = [shape[0] // 2, shape[1]]
+            t = torch.cat([xavier(half, FF1_GAIN), xavier(half, 1.0)], 0)
         else:
             raise ValueError(kind)
         W[name] = round_to(t, dtype)
@@ -1437,6 +1547,477 @@ def build_marian(name, c, dtype, with_positions, tok_files, seed):
 
 
 # ----------------------------------------------------------------------------------------------------------
+# 2026 decoders (qwen3, gemma3_text, olmo2, gemma2, phi3, mixtral, qwen3_moe): one parameter list and one
+# forward for all of them, written from each family's modeling_*.py. `wrong` names one detail done wrong on
+# purpose (the "detail_checks" of golden.json: how far the logits move if an implementation gets it wrong).
+
+SLIDING, FULL = "sliding_attention", "full_attention"
+ROUTER_MARGIN = [math.inf]  # smallest gap between the k-th and (k+1)-th router probability (valid rows only)
+ROUTER_RECORD = [False]
+
+
+def is_gemma(c):
+    return c["model_type"] in ("gemma2", "gemma3_text")
+
+
+def is_moe_layer(c, i):
+    """Mixtral: every layer. Qwen3-MoE (Qwen2MoeDecoderLayer's rule): sparse iff i not in mlp_only_layers and
+    num_experts > 0 and (i + 1) % decoder_sparse_step == 0; otherwise a dense MLP of intermediate_size."""
+    mt = c["model_type"]
+    if mt == "mixtral":
+        return True
+    if mt == "qwen3_moe":
+        return (i not in c.get("mlp_only_layers", [])) and c["num_experts"] > 0 and \
+            (i + 1) % c.get("decoder_sparse_step", 1) == 0
+    return False
+
+
+def dec_head_dim(c):
+    return c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+
+
+def dec_names(c):
+    """State-dict names (the per-expert names transformers 4 saves; qwen3_moe_v5 fuses them in dec_files)."""
+    mt = c["model_type"]
+    D, V, H, L = c["hidden_size"], c["vocab_size"], c["num_attention_heads"], c["num_hidden_layers"]
+    Hkv = c.get("num_key_value_heads") or H
+    dh = dec_head_dim(c)
+    F = c["intermediate_size"]
+    nk = "gemma_w" if is_gemma(c) else "rms_w"
+    bias = c.get("attention_bias", False)
+    out = [("model.embed_tokens.weight", [V, D], "emb")]
+    for i in range(L):
+        p = f"model.layers.{i}."
+        a = p + "self_attn."
+        if mt == "phi3":
+            out += [(a + "o_proj.weight", [D, H * dh], "lin"), (a + "qkv_proj.weight", [(H + 2 * Hkv) * dh, D], "lin")]
+        else:
+            for n, rows in (("q_proj", H * dh), ("k_proj", Hkv * dh), ("v_proj", Hkv * dh)):
+                out.append((a + n + ".weight", [rows, D], "lin"))
+                if bias:
+                    out.append((a + n + ".bias", [rows], "bias"))
+            out.append((a + "o_proj.weight", [D, H * dh], "lin"))
+            if bias:
+                out.append((a + "o_proj.bias", [D], "bias"))
+            if mt in ("qwen3", "qwen3_moe", "gemma3_text"):  # per head: [head_dim]
+                out += [(a + "q_norm.weight", [dh], nk), (a + "k_norm.weight", [dh], nk)]
+            elif mt == "olmo2":  # over the whole projected width
+                out += [(a + "q_norm.weight", [H * dh], nk), (a + "k_norm.weight", [Hkv * dh], nk)]
+        if mt == "mixtral":
+            E = c["num_local_experts"]
+            m = p + "block_sparse_moe."
+            out.append((m + "gate.weight", [E, D], "router"))
+            for e in range(E):
+                out += [(m + f"experts.{e}.w1.weight", [F, D], "lin_ff1"), (m + f"experts.{e}.w2.weight", [D, F], "lin_ff2"),
+                        (m + f"experts.{e}.w3.weight", [F, D], "lin")]
+        elif is_moe_layer(c, i):
+            E, Fm = c["num_experts"], c["moe_intermediate_size"]
+            out.append((p + "mlp.gate.weight", [E, D], "router"))
+            for e in range(E):
+                x = p + f"mlp.experts.{e}."
+                out += [(x + "gate_proj.weight", [Fm, D], "lin_ff1"), (x + "up_proj.weight", [Fm, D], "lin"),
+                        (x + "down_proj.weight", [D, Fm], "lin_ff2")]
+        elif mt == "phi3":
+            out += [(p + "mlp.gate_up_proj.weight", [2 * F, D], "lin_gate_up"), (p + "mlp.down_proj.weight", [D, F], "lin_ff2")]
+        else:
+            out += [(p + "mlp.gate_proj.weight", [F, D], "lin_ff1"), (p + "mlp.up_proj.weight", [F, D], "lin"),
+                    (p + "mlp.down_proj.weight", [D, F], "lin_ff2")]
+        if is_gemma(c):
+            norms = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                     "post_feedforward_layernorm")
+        elif mt == "olmo2":
+            norms = ("post_attention_layernorm", "post_feedforward_layernorm")
+        else:
+            norms = ("input_layernorm", "post_attention_layernorm")
+        out += [(p + n + ".weight", [D], nk) for n in norms]
+    out.append(("model.norm.weight", [D], nk))
+    out.append(("lm_head.weight", [V, D], "tied" if c.get("tie_word_embeddings", is_gemma(c)) else "emb_head"))
+    return out
+
+
+def dec_files(names, W, dtype, fused_experts):
+    """[(name, dtype, tensor)] as save_pretrained writes them. fused_experts (transformers 5's MoE layout):
+    mlp.experts.gate_up_proj [E, 2*F, D] (rows 0..F-1 gate_proj, F..2F-1 up_proj, as the forward's chunk(2))
+    and mlp.experts.down_proj [E, D, F] in place of the per-expert Linear weights."""
+    files = [(n, dtype, W[n]) for n, shape, kind in names if kind != "tied"]
+    if not fused_experts:
+        return files
+    out, done = [], set()
+    for n, dt, t in files:
+        m = re.match(r"(model\.layers\.\d+\.mlp\.experts\.)(\d+)\.", n)
+        if not m:
+            out.append((n, dt, t))
+            continue
+        pre = m.group(1)
+        if pre in done:
+            continue
+        done.add(pre)
+        E = 1 + max(int(re.match(re.escape(pre) + r"(\d+)\.", k).group(1)) for k in W if k.startswith(pre))
+        gu = torch.stack([torch.cat([W[f"{pre}{e}.gate_proj.weight"], W[f"{pre}{e}.up_proj.weight"]], 0)
+                          for e in range(E)])
+        dn = torch.stack([W[f"{pre}{e}.down_proj.weight"] for e in range(E)])
+        out += [(pre + "gate_up_proj", dt, gu), (pre + "down_proj", dt, dn)]
+    return out
+
+
+def dec_layer_type(c, i, wrong):
+    mt = c["model_type"]
+    if c.get("layer_types") is not None:
+        return c["layer_types"][i]
+    if mt == "gemma3_text":  # transformers 4.50: is_sliding = bool((layer_idx + 1) % sliding_window_pattern)
+        pat = c["sliding_window_pattern"]
+        if "pattern_i_mod" in wrong:
+            return SLIDING if i % pat else FULL
+        return SLIDING if (i + 1) % pat else FULL
+    if mt == "gemma2":  # is_sliding = not bool(layer_idx % 2): layers 0, 2, 4, ... slide
+        if "sliding_odd_layers" in wrong:
+            return SLIDING if i % 2 else FULL
+        return SLIDING if i % 2 == 0 else FULL
+    if mt in ("phi3", "mixtral"):  # one sliding_window for every layer (null: none)
+        return SLIDING if c.get("sliding_window") is not None else FULL
+    if mt in ("qwen3", "qwen3_moe"):
+        return SLIDING if c.get("use_sliding_window") and i >= c.get("max_window_layers", 0) else FULL
+    return FULL
+
+
+def dec_rope_params(c, lt, wrong):
+    """(theta, scaling dict or None, rotary dims) for one layer type."""
+    dh = dec_head_dim(c)
+    mt = c["model_type"]
+    if mt == "gemma3_text":
+        if "rope_parameters" in c:  # transformers 5: one entry per layer type
+            r = dict(c["rope_parameters"][lt])
+            other = dict(c["rope_parameters"][FULL if lt == SLIDING else SLIDING])
+        else:  # transformers 4: local layers rope_local_base_freq (default rope); global rope_theta + rope_scaling
+            r = ({"rope_type": "default", "rope_theta": c["rope_local_base_freq"]} if lt == SLIDING else
+                 dict(c.get("rope_scaling") or {"rope_type": "default"}, rope_theta=c["rope_theta"]))
+            other = ({"rope_type": "default", "rope_theta": c["rope_local_base_freq"]} if lt == FULL else
+                     dict(c.get("rope_scaling") or {"rope_type": "default"}, rope_theta=c["rope_theta"]))
+        if lt == SLIDING and "local_rope_global_base" in wrong:
+            r["rope_theta"] = other["rope_theta"]
+        if lt == SLIDING and "rope_scaling_all_layers" in wrong:
+            r = dict(other, rope_theta=r["rope_theta"])
+        if lt == FULL and "no_rope_scaling" in wrong:
+            r = {"rope_type": "default", "rope_theta": r["rope_theta"]}
+        theta = r.pop("rope_theta")
+        return theta, (r if r.get("rope_type", r.get("type")) != "default" else None), dh
+    theta, sc = rope_parameters(c)
+    rot = dh
+    if mt == "phi3":
+        rot = int(dh * c.get("partial_rotary_factor", 1.0))
+        if "full_rotary" in wrong:
+            rot, sc = dh, None
+    return theta, sc, rot
+
+
+def longrope_inv_freq(c, theta, sc, rot, seq_len):
+    """_compute_longrope_parameters: ext = long_factor if seq_len > original_max_position_embeddings else
+    short_factor; inv = 1 / (ext * theta ** (arange(0, rot, 2) / rot)) (float32). attention_factor: the config's,
+    else sqrt(1 + ln(f) / ln(original)) with f = max_position_embeddings / original_max_position_embeddings
+    (1.0 when f <= 1). transformers 4 reads original_max_position_embeddings from the config's top level."""
+    orig = c.get("original_max_position_embeddings") or sc.get("original_max_position_embeddings")
+    factor = c["max_position_embeddings"] / orig
+    att = sc.get("attention_factor")
+    if att is None:
+        att = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(orig))
+    ext = torch.tensor(sc["long_factor"] if seq_len > orig else sc["short_factor"], dtype=torch.float32)
+    shape = torch.arange(0, rot, 2, dtype=torch.int64).float() / rot
+    return 1.0 / (ext * theta ** shape), att
+
+
+def dec_inv_freq(c, lt, seq_len, wrong=()):
+    """(inv_freq float32 [rot/2], attention factor, rot) as the family's rotary embedding computes them."""
+    theta, sc, rot = dec_rope_params(c, lt, wrong)
+    kind = (sc or {}).get("rope_type", (sc or {}).get("type", "default"))
+    if kind == "longrope":
+        if "no_attention_factor" in wrong or "long_factor" in wrong or "no_short_factor" in wrong:
+            inv, att = longrope_inv_freq(c, theta, sc, rot, 10 ** 9 if "long_factor" in wrong else seq_len)
+            if "no_attention_factor" in wrong:
+                att = 1.0
+            if "no_short_factor" in wrong:
+                inv = rope_inv_freq({"hidden_size": 1, "num_attention_heads": 1, "head_dim": rot, "rope_theta": theta})
+            return inv, att, rot
+        inv, att = longrope_inv_freq(c, theta, sc, rot, seq_len)
+        return inv, att, rot
+    fake = {"hidden_size": 1, "num_attention_heads": 1, "head_dim": rot, "rope_theta": theta, "rope_scaling": sc}
+    return rope_inv_freq(fake), 1.0, rot
+
+
+def dec_cos_sin(c, lt, T, wrong):
+    inv, att, rot = dec_inv_freq(c, lt, T, wrong)
+    ang = torch.arange(T, dtype=torch.float32)[:, None] * inv[None, :]
+    emb = torch.cat([ang, ang], dim=-1).to(F64)
+    return emb.cos() * att, emb.sin() * att, rot
+
+
+def apply_rope(x, cos, sin, rot):
+    """Rotate the first rot dims of each head (rotate_half within them), pass the rest (Phi-3's partial rotary)."""
+    r, rest = x[..., :rot], x[..., rot:]
+    return torch.cat([r * cos + rotate_half(r) * sin, rest], dim=-1)
+
+
+def gelu_tanh(x):
+    return act_fn("gelu_new")(x)
+
+
+def dec_forward(W, c, seqs, wrong=()):
+    """Logits [T, V] per sequence (right-padded batch; causal, so valid rows are exact)."""
+    mt = c["model_type"]
+    gemma = is_gemma(c)
+    D, H, L, V = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"], c["vocab_size"]
+    Hkv = c.get("num_key_value_heads") or H
+    dh = dec_head_dim(c)
+    eps = c["rms_norm_eps"]
+    aname = c.get("hidden_activation") or c.get("hidden_act", "silu") if gemma else c.get("hidden_act", "silu")
+    if aname == "gelu_pytorch_tanh":
+        aname = "gelu" if "gelu_erf" in wrong else "gelu_new"
+    act = act_fn(aname)
+    ids, lens = pad_batch(seqs, 0)
+    B, T = ids.shape
+    valid = torch.zeros(B, T, dtype=torch.bool)
+    for b, n in enumerate(lens):
+        valid[b, :n] = True
+
+    def norm(h, w):
+        if gemma:  # Gemma RMSNorm: x * rsqrt(mean(x^2) + eps) * (1 + w), in float32
+            return rms_norm(h, w if "norm_w_not_1_plus" in wrong else 1.0 + w, eps)
+        return rms_norm(h, w, eps)
+
+    x = W["model.embed_tokens.weight"][ids]
+    if gemma and "no_embed_scale" not in wrong:
+        # Gemma*ScaledWordEmbedding / Gemma2Model: x * hidden_size**0.5, the factor a float32 scalar cast to the
+        # weights' dtype (sqrt(48) = 6.9282 is 6.9375 in bfloat16)
+        s = torch.tensor(D ** 0.5, dtype=torch.float32)
+        x = x * (float(s) if "embed_scale_unrounded" in wrong else float(round_to(s, c["_dtype"])))
+    masks, ropes = {}, {}
+    for lt in (SLIDING, FULL):
+        m = causal_mask(T)
+        if lt == SLIDING and c.get("sliding_window") is not None:
+            Wn = c["sliding_window"] + (1 if "window_plus_1" in wrong else -1 if "window_minus_1" in wrong else 0)
+            if "no_window" not in wrong:  # masking_utils.sliding_window_overlay: kv_idx > q_idx - sliding_window
+                m = m + torch.tril(torch.full((T, T), -math.inf, dtype=F64), diagonal=-Wn)[None, None]
+        masks[lt] = m
+        ropes[lt] = dec_cos_sin(c, lt, T, wrong)
+    if gemma:
+        scale = (dh if "scale_head_dim" in wrong else c["query_pre_attn_scalar"]) ** -0.5
+    else:
+        scale = ((D // H) if "scale_hidden_over_heads" in wrong else dh) ** -0.5
+    cap = c.get("attn_logit_softcapping") if "no_attn_softcap" not in wrong else None
+    g = lambda n: W.get(n)
+
+    def head_norm(t, w):  # t [B, heads, T, dh]
+        if "qk_norm_whole_width" in wrong:
+            Bh, nh, Th, d = t.shape
+            flat = t.transpose(1, 2).reshape(Bh, Th, nh * d)
+            flat = norm(flat, w.repeat(nh))
+            return flat.view(Bh, Th, nh, d).transpose(1, 2)
+        return norm(t, w)
+
+    for i in range(L):
+        p = f"model.layers.{i}."
+        a = p + "self_attn."
+        lt = dec_layer_type(c, i, wrong)
+        cos, sin, rot = ropes[lt]
+
+        def attention(h):
+            if mt == "phi3":
+                qkv = linear(h, W[a + "qkv_proj.weight"])
+                q, k, v = qkv.split([H * dh, Hkv * dh, Hkv * dh], dim=-1)
+            else:
+                q = linear(h, W[a + "q_proj.weight"], g(a + "q_proj.bias"))
+                k = linear(h, W[a + "k_proj.weight"], g(a + "k_proj.bias"))
+                v = linear(h, W[a + "v_proj.weight"], g(a + "v_proj.bias"))
+            if mt == "olmo2" and "no_qk_norm" not in wrong:
+                if "qk_norm_per_head" in wrong:
+                    q = norm(q.view(B, T, H, dh), W[a + "q_norm.weight"].view(H, dh)).reshape(B, T, H * dh)
+                    k = norm(k.view(B, T, Hkv, dh), W[a + "k_norm.weight"].view(Hkv, dh)).reshape(B, T, Hkv * dh)
+                else:  # Olmo2Attention: q_norm(q_proj(x)) over all heads * head_dim, then split into heads
+                    q = norm(q, W[a + "q_norm.weight"])
+                    k = norm(k, W[a + "k_norm.weight"])
+            q = q.view(B, T, H, dh).transpose(1, 2)
+            k = k.view(B, T, Hkv, dh).transpose(1, 2)
+            v = v.view(B, T, Hkv, dh).transpose(1, 2)
+            per_head = mt in ("qwen3", "qwen3_moe", "gemma3_text") and "no_qk_norm" not in wrong
+            if per_head and "qk_norm_after_rope" not in wrong:  # before rotary, on each head's head_dim
+                q, k = head_norm(q, W[a + "q_norm.weight"]), head_norm(k, W[a + "k_norm.weight"])
+            q, k = apply_rope(q, cos, sin, rot), apply_rope(k, cos, sin, rot)
+            if per_head and "qk_norm_after_rope" in wrong:
+                q, k = head_norm(q, W[a + "q_norm.weight"]), head_norm(k, W[a + "k_norm.weight"])
+            k = k.repeat_interleave(H // Hkv, dim=1)
+            v = v.repeat_interleave(H // Hkv, dim=1)
+            s = (q @ k.transpose(-1, -2)) * scale
+            if cap is not None and "softcap_after_mask" in wrong:
+                s = torch.tanh((s + masks[lt]) / cap) * cap
+            else:
+                if cap is not None:  # Gemma2: tanh(scores / cap) * cap, before the mask
+                    s = torch.tanh(s / cap) * cap
+                s = s + masks[lt]
+            o = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, T, H * dh)
+            return linear(o, W[a + "o_proj.weight"], g(a + "o_proj.bias"))
+
+        def mlp(h):
+            if mt == "phi3":
+                gate, up = linear(h, W[p + "mlp.gate_up_proj.weight"]).chunk(2, dim=-1)
+                if "gate_up_swapped" in wrong:
+                    gate, up = up, gate
+                return linear(act(gate) * up, W[p + "mlp.down_proj.weight"])
+            if not is_moe_layer(c, i):
+                return linear(act(linear(h, W[p + "mlp.gate_proj.weight"])) * linear(h, W[p + "mlp.up_proj.weight"]),
+                              W[p + "mlp.down_proj.weight"])
+            if mt == "mixtral":
+                m, E, k_top = p + "block_sparse_moe.", c["num_local_experts"], c["num_experts_per_tok"]
+                renorm = "no_renorm" not in wrong  # MixtralSparseMoeBlock: always renormalizes the top-k
+                ex = lambda e, t: linear(act(linear(t, W[f"{m}experts.{e}.w1.weight"])) *
+                                         linear(t, W[f"{m}experts.{e}.w3.weight"]), W[f"{m}experts.{e}.w2.weight"])
+            else:
+                m, E, k_top = p + "mlp.", c["num_experts"], c["num_experts_per_tok"]
+                renorm = c["norm_topk_prob"] != ("flip_norm_topk_prob" in wrong)
+                ex = lambda e, t: linear(act(linear(t, W[f"{m}experts.{e}.gate_proj.weight"])) *
+                                         linear(t, W[f"{m}experts.{e}.up_proj.weight"]),
+                                         W[f"{m}experts.{e}.down_proj.weight"])
+            flat = h.reshape(B * T, D)
+            probs = torch.softmax(linear(flat, W[m + "gate.weight"]), dim=-1)  # softmax over all experts first
+            top, sel = torch.topk(probs, k_top, dim=-1)
+            if ROUTER_RECORD[0] and not wrong:
+                srt = torch.sort(probs, dim=-1, descending=True).values
+                gap = (srt[:, k_top - 1] - srt[:, k_top])[valid.reshape(-1)]
+                if gap.numel():
+                    ROUTER_MARGIN[0] = min(ROUTER_MARGIN[0], float(gap.min()))
+            if renorm:
+                top = top / top.sum(dim=-1, keepdim=True)
+            out = torch.zeros_like(flat)
+            for e in range(E):
+                wgt = (top * (sel == e)).sum(dim=-1)
+                if bool((wgt != 0).any()):
+                    out = out + wgt[:, None] * ex(e, flat)
+            return out.view(B, T, D)
+
+        if gemma:
+            x = x + norm(attention(norm(x, W[p + "input_layernorm.weight"])), W[p + "post_attention_layernorm.weight"])
+            x = x + norm(mlp(norm(x, W[p + "pre_feedforward_layernorm.weight"])), W[p + "post_feedforward_layernorm.weight"])
+        elif mt == "olmo2":
+            if "pre_norm" in wrong:
+                x = x + attention(norm(x, W[p + "post_attention_layernorm.weight"]))
+                x = x + mlp(norm(x, W[p + "post_feedforward_layernorm.weight"]))
+            else:  # Olmo2DecoderLayer: the norms on the sub-layer outputs, before the residual add
+                x = x + norm(attention(x), W[p + "post_attention_layernorm.weight"])
+                x = x + norm(mlp(x), W[p + "post_feedforward_layernorm.weight"])
+        else:
+            x = x + attention(norm(x, W[p + "input_layernorm.weight"]))
+            x = x + mlp(norm(x, W[p + "post_attention_layernorm.weight"]))
+    x = norm(x, W["model.norm.weight"])
+    tied = c.get("tie_word_embeddings", gemma)
+    logits = x @ (W["model.embed_tokens.weight"] if tied else W["lm_head.weight"]).t()
+    fcap = c.get("final_logit_softcapping")
+    if fcap is not None and "no_final_softcap" not in wrong:
+        logits = torch.tanh(logits / fcap) * fcap
+    return [logits[b, :n] for b, n in enumerate(lens)]
+
+
+def rel_max_diff(a, b):
+    a, b = torch.cat([t.flatten() for t in a]), torch.cat([t.flatten() for t in b])
+    return float((a - b).abs().max() / a.abs().max())
+
+
+def cluster_routing(W, c, dtype, seed):
+    """Give the tokens clusters the routers see, so that most top-k choices are clear: with a random router
+    alone, 1% of the decisions have the k-th and (k+1)-th probabilities within 1e-3 of each other, and a
+    float32 implementation could choose other experts than the float64 reference. Token v belongs to cluster
+    v % n (n = experts / top_k); its embedding gets CLUSTER_EMB * u_cluster (u orthonormal), and each MoE
+    router's rows of the k experts assigned to a cluster (a random assignment per layer) get CLUSTER_ROUTER *
+    u_cluster. The context (the rest of the hidden state) still moves the choice now and then."""
+    g = torch.Generator().manual_seed(seed + 2)
+    D, V = c["hidden_size"], c["vocab_size"]
+    E = c.get("num_local_experts") or c["num_experts"]
+    k = c["num_experts_per_tok"]
+    n = E // k
+    u, _ = torch.linalg.qr(torch.randn(D, n, generator=g, dtype=F64))
+    u = u.t()  # [n, D], orthonormal rows
+    emb = W["model.embed_tokens.weight"]
+    W["model.embed_tokens.weight"] = round_to((emb + CLUSTER_EMB * u[torch.arange(V) % n]).float(), dtype)
+    for name in [x for x in W if x.endswith("gate.weight") and ("block_sparse_moe" in x or ".mlp.gate." in x)]:
+        perm = torch.randperm(E, generator=g)
+        r = W[name].clone()
+        for j in range(n):
+            r[perm[j * k:(j + 1) * k]] += CLUSTER_ROUTER * u[j]
+        W[name] = round_to(r.float(), dtype)
+
+
+def build_decoder(name, c, dtype, long_len, seed, details, fused_experts=False, first_attempt=0):
+    """qwen3 / gemma3_text / olmo2 / gemma2 / phi3 / mixtral / qwen3_moe: goldens like build_llama's, plus
+    "detail_checks" (each asserted > 1e-3) and, for MoE, "router_min_margin" (asserted >= 1e-3; otherwise the
+    weights are drawn again from the next seed; first_attempt: where that search starts, the attempt it found
+    when the fixture was made, so that a run need not repeat the search)."""
+    V = c["vocab_size"]
+    c = dict(c, _dtype=dtype)
+    names = dec_names(c)
+    moe = c["model_type"] in ("mixtral", "qwen3_moe")
+    for attempt in range(first_attempt, first_attempt + 400):
+        s = seed + 7919 * attempt
+        ROUTER_MARGIN[0] = math.inf
+        ROUTER_RECORD[0] = False
+        W = init_weights(names, c, dtype, s, "decoder")
+        if moe:
+            cluster_routing(W, c, dtype, s)
+        eos = c["eos_token_id"][0] if isinstance(c["eos_token_id"], list) else c["eos_token_id"]
+        bos = c.get("bos_token_id")
+        step = lambda src, hist: dec_forward(W, c, [src + hist])[0][-1]
+        R = Rand(s + 1)
+        lo, hi = 3, V - 3  # (the special ids sit at 0-2 or at the top)
+        relabel = lambda src, a, b: [b if x == a else a if x == b else x for x in src]
+        probe = pick_eos(W, step, eos, {eos, bos, c.get("pad_token_id")}, lambda: R.seq(6, lo, hi), swap_vocab,
+                         relabel)
+        ROUTER_RECORD[0] = True
+        golden = {"special_ids": {"bos": bos, "eos": eos}, "logits": [], "greedy": [], "beam": []}
+        if c.get("pad_token_id") is not None:
+            golden["special_ids"]["pad"] = c["pad_token_id"]
+        batches = [[R.seq(7, lo, hi)], [R.seq(1, lo, hi)], [R.seq(12, lo, hi)],
+                   [R.seq(n, lo, hi) for n in (7, 3, 1)], [R.seq(n, lo, hi) for n in (long_len, 2)]]
+        outs = []
+        for srcs in batches:
+            out = dec_forward(W, c, srcs)
+            outs += out
+            golden["logits"].append({"src": srcs, "tgt": [], "width": V, "logits": [rounded(o) for o in out]})
+        decode_goldens(golden, step, eos, lambda n: R.seq(n, lo, hi), probe)
+        ROUTER_RECORD[0] = False
+        if moe and ROUTER_MARGIN[0] < 1e-3:
+            print(f"  {name}: router margin {ROUTER_MARGIN[0]:.3g} < 1e-3 with seed {s}; drawing again")
+            continue
+        break
+    else:
+        raise AssertionError("no seed gives router margins >= 1e-3")
+    act_saved = ACT_MAX[0]
+    checks = {}
+    for d in details:
+        wrong_out = [o for srcs in batches for o in dec_forward(W, c, srcs, wrong=(d,))]
+        checks[d] = float("%.4g" % rel_max_diff(outs, wrong_out))
+        assert checks[d] > 1e-3, (name, d, checks[d])
+    golden["detail_checks"] = checks
+    if c["model_type"] == "gemma2":
+        sc = {}
+        for d, key in (("no_attn_softcap", "attn_logit_softcapping_rel_diff"),
+                       ("no_final_softcap", "final_logit_softcapping_rel_diff")):
+            sc[key] = float("%.4g" % rel_max_diff(outs, [o for srcs in batches for o in dec_forward(W, c, srcs, (d,))]))
+            assert sc[key] > 1e-2, (name, sc)
+        golden["softcap_check"] = sc
+    ACT_MAX[0] = act_saved
+    if moe:
+        golden["router_min_margin"] = float("%.6g" % ROUTER_MARGIN[0])
+        golden["router_seed_attempts"] = attempt + 1
+    if c["model_type"] == "gemma3_text":
+        golden["rope_inv_freq"] = [float(x) for x in dec_inv_freq(c, FULL, 1)[0].tolist()]
+        golden["rope_local_inv_freq"] = [float(x) for x in dec_inv_freq(c, SLIDING, 1)[0].tolist()]
+    else:
+        inv, att, rot = dec_inv_freq(c, FULL, 1)
+        golden["rope_inv_freq"] = [float(x) for x in inv.tolist()]
+        if c["model_type"] == "phi3":
+            golden["rope_rotary_dims"] = rot
+            golden["rope_attention_factor"] = att
+            golden["rope_long_inv_freq"] = [float(x) for x in dec_inv_freq(c, FULL, 10 ** 9)[0].tolist()]
+    return golden, dec_files(names, W, dtype, fused_experts), lambda d: None, 1
+
+
+# ----------------------------------------------------------------------------------------------------------
 # Configs (transformers' field names; what to_json_string writes for each class and version)
 
 
@@ -1507,12 +2088,148 @@ def marian_config(**kw):
     return c
 
 
+def fixtures_2026():
+    """Qwen3, Gemma 3 (text), OLMo 2, Gemma 2, Phi-3, Mixtral and Qwen3-MoE (the module docstring describes them)."""
+    out = []
+    c = dict(architectures=["Qwen3ForCausalLM"], model_type="qwen3", attention_bias=False, attention_dropout=0.0,
+             bos_token_id=298, eos_token_id=300, head_dim=16, hidden_act="silu", hidden_size=32,
+             initializer_range=0.02, intermediate_size=64, max_position_embeddings=128, max_window_layers=2,
+             num_attention_heads=4, num_hidden_layers=2, num_key_value_heads=2, rms_norm_eps=1e-06,
+             rope_scaling=None, rope_theta=1000000.0, sliding_window=None, tie_word_embeddings=True,
+             torch_dtype="float32", transformers_version="4.51.0", use_cache=True, use_sliding_window=False,
+             vocab_size=301)
+    out.append(("qwen3", "qwen3", c, c, "F32",
+                lambda c, s: build_decoder("qwen3", c, "F32", 40, s, ["qk_norm_whole_width", "qk_norm_after_rope",
+                                                                     "no_qk_norm", "scale_hidden_over_heads"]), True))
+
+    # Gemma 3 text, as transformers 4.50 writes Gemma3TextConfig (no tie_word_embeddings: true by default)
+    c = dict(architectures=["Gemma3ForCausalLM"], model_type="gemma3_text", attention_bias=False,
+             attention_dropout=0.0, attn_logit_softcapping=None, bos_token_id=2, cache_implementation="hybrid",
+             eos_token_id=1, final_logit_softcapping=None, head_dim=16, hidden_activation="gelu_pytorch_tanh",
+             hidden_size=32, initializer_range=0.02, intermediate_size=48, max_position_embeddings=128,
+             num_attention_heads=4, num_hidden_layers=4, num_key_value_heads=2, pad_token_id=0,
+             query_pre_attn_scalar=24, rms_norm_eps=1e-06, rope_local_base_freq=10000.0,
+             rope_scaling={"factor": 2.0, "rope_type": "linear"}, rope_theta=1000000.0, sliding_window=5,
+             sliding_window_pattern=3, torch_dtype="float32", transformers_version="4.50.0", use_cache=True,
+             vocab_size=211)
+    g3 = ["norm_w_not_1_plus", "no_embed_scale", "scale_head_dim", "window_plus_1", "window_minus_1",
+          "local_rope_global_base", "rope_scaling_all_layers", "no_rope_scaling", "qk_norm_after_rope"]
+    out.append(("gemma3_text", "gemma3_text", c, c, "F32",
+                lambda c, s: build_decoder("gemma3_text", c, "F32", 32, s, g3 + ["pattern_i_mod"]), True))
+    # Gemma 3 text as transformers 5 writes it: layer_types (here a list no sliding_window_pattern gives) and
+    # rope_parameters per layer type; "dtype" for torch_dtype; BF16 with sqrt(48) = 6.9282 -> 6.9375.
+    c = dict(architectures=["Gemma3ForCausalLM"], model_type="gemma3_text", attention_bias=False,
+             attention_dropout=0.0, attn_logit_softcapping=None, bos_token_id=2, dtype="bfloat16", eos_token_id=1,
+             final_logit_softcapping=None, head_dim=16, hidden_activation="gelu_pytorch_tanh", hidden_size=48,
+             initializer_range=0.02, intermediate_size=64,
+             layer_types=[SLIDING, FULL, FULL, SLIDING], max_position_embeddings=128,
+             num_attention_heads=4, num_hidden_layers=4, num_key_value_heads=1, pad_token_id=0,
+             query_pre_attn_scalar=32, rms_norm_eps=1e-06,
+             rope_parameters={FULL: {"factor": 4.0, "rope_theta": 1000000.0, "rope_type": "linear"},
+                              SLIDING: {"rope_theta": 10000.0, "rope_type": "default"}},
+             sliding_window=6, transformers_version="5.0.0", use_bidirectional_attention=False, use_cache=True,
+             vocab_size=199)
+    out.append(("gemma3_text_v5", "gemma3_text", c, c, "BF16",
+                lambda c, s: build_decoder("gemma3_text_v5", c, "BF16", 32, s,
+                                           g3 + ["embed_scale_unrounded"]), True))
+
+    # OLMo 2 as transformers 4.47 writes Olmo2Config (no bos_token_id: null is the default)
+    c = dict(architectures=["Olmo2ForCausalLM"], model_type="olmo2", attention_bias=False, attention_dropout=0.0,
+             eos_token_id=262, hidden_act="silu", hidden_size=32, initializer_range=0.02, intermediate_size=64,
+             max_position_embeddings=128, num_attention_heads=4, num_hidden_layers=2, num_key_value_heads=2,
+             pad_token_id=261, rms_norm_eps=1e-06, rope_scaling=None, rope_theta=500000.0, tie_word_embeddings=False,
+             torch_dtype="float32", transformers_version="4.47.0", use_cache=True, vocab_size=263)
+    out.append(("olmo2", "olmo2", c, c, "F32",
+                lambda c, s: build_decoder("olmo2", c, "F32", 32, s, ["qk_norm_per_head", "pre_norm", "no_qk_norm"]),
+                True))
+
+    # Gemma 2 as transformers 4.42 writes Gemma2Config (hidden_act and hidden_activation both; no
+    # tie_word_embeddings)
+    c = dict(architectures=["Gemma2ForCausalLM"], model_type="gemma2", attention_bias=False, attention_dropout=0.0,
+             attn_logit_softcapping=GEMMA2_CAPS[0], bos_token_id=2, cache_implementation="hybrid", eos_token_id=1,
+             final_logit_softcapping=GEMMA2_CAPS[1], head_dim=16, hidden_act="gelu_pytorch_tanh",
+             hidden_activation="gelu_pytorch_tanh", hidden_size=32, initializer_range=0.02, intermediate_size=48,
+             max_position_embeddings=128, num_attention_heads=4, num_hidden_layers=4, num_key_value_heads=2,
+             pad_token_id=0, query_pre_attn_scalar=24, rms_norm_eps=1e-06, rope_theta=10000.0, sliding_window=5,
+             torch_dtype="float32", transformers_version="4.42.4", use_cache=True, vocab_size=211)
+    out.append(("gemma2", "gemma2", c, c, "F32",
+                lambda c, s: build_decoder("gemma2", c, "F32", 32, s,
+                                           ["no_attn_softcap", "no_final_softcap", "softcap_after_mask",
+                                            "sliding_odd_layers", "window_plus_1", "window_minus_1",
+                                            "norm_w_not_1_plus", "scale_head_dim", "no_embed_scale"]), True))
+
+    # Phi-3 as transformers 4.49 writes Phi3Config: partial rotary 0.5 (6 of 12 dims), longrope (short factors
+    # up to original_max_position_embeddings 32 positions, attention factor sqrt(1 + ln(128/32) / ln(32))),
+    # a sliding window of 7.
+    c = dict(architectures=["Phi3ForCausalLM"], model_type="phi3", attention_dropout=0.0, bos_token_id=1,
+             embd_pdrop=0.0, eos_token_id=202, hidden_act="silu", hidden_size=48, initializer_range=0.02,
+             intermediate_size=64, max_position_embeddings=128, num_attention_heads=4, num_hidden_layers=2,
+             num_key_value_heads=2, original_max_position_embeddings=32, pad_token_id=202,
+             partial_rotary_factor=0.5, resid_pdrop=0.0, rms_norm_eps=1e-05,
+             rope_scaling={"long_factor": [1.0, 4.0, 12.0], "short_factor": [1.0, 1.5, 2.5], "type": "longrope"},
+             rope_theta=10000.0, sliding_window=7, tie_word_embeddings=False, torch_dtype="float32",
+             transformers_version="4.49.0", use_cache=True, vocab_size=203)
+    out.append(("phi3", "phi3", c, c, "F32",
+                lambda c, s: build_decoder("phi3", c, "F32", 30, s,
+                                           ["full_rotary", "no_attention_factor", "long_factor", "no_short_factor",
+                                            "gate_up_swapped", "no_window", "window_plus_1"]), True))
+
+    # Mixtral as transformers 4.46 writes MixtralConfig: 8 experts, top 2, per-expert w1/w2/w3
+    c = dict(architectures=["MixtralForCausalLM"], model_type="mixtral", attention_dropout=0.0, bos_token_id=1,
+             eos_token_id=2, hidden_act="silu", hidden_size=32, initializer_range=0.02, intermediate_size=24,
+             max_position_embeddings=128, num_attention_heads=4, num_experts_per_tok=2, num_hidden_layers=2,
+             num_key_value_heads=2, num_local_experts=8, output_router_logits=False, rms_norm_eps=1e-05,
+             rope_theta=1000000.0, router_aux_loss_coef=0.02, router_jitter_noise=0.0, sliding_window=None,
+             tie_word_embeddings=False, torch_dtype="float32", transformers_version="4.46.0", use_cache=True,
+             vocab_size=157)
+    out.append(("mixtral", "mixtral", c, c, "F32",
+                lambda c, s: build_decoder("mixtral", c, "F32", 32, s, ["no_renorm"], first_attempt=42),
+                True))
+
+    # Qwen3-MoE as transformers 4.51 writes Qwen3MoeConfig: 4 experts, top 2, norm_topk_prob false, layer 1
+    # dense (mlp_only_layers) with intermediate_size 48, experts of moe_intermediate_size 24
+    c = dict(architectures=["Qwen3MoeForCausalLM"], model_type="qwen3_moe", attention_bias=False,
+             attention_dropout=0.0, bos_token_id=160, decoder_sparse_step=1, eos_token_id=162, head_dim=16,
+             hidden_act="silu", hidden_size=32, initializer_range=0.02, intermediate_size=48,
+             max_position_embeddings=128, max_window_layers=3, mlp_only_layers=[1], moe_intermediate_size=24,
+             norm_topk_prob=False, num_attention_heads=4, num_experts=4, num_experts_per_tok=2, num_hidden_layers=3,
+             num_key_value_heads=2, output_router_logits=False, rms_norm_eps=1e-06, rope_scaling=None,
+             rope_theta=1000000.0, router_aux_loss_coef=0.001, sliding_window=None, tie_word_embeddings=False,
+             torch_dtype="float32", transformers_version="4.51.0", use_cache=True, use_sliding_window=False,
+             vocab_size=163)
+    out.append(("qwen3_moe", "qwen3_moe", c, c, "F32",
+                lambda c, s: build_decoder("qwen3_moe", c, "F32", 32, s, ["flip_norm_topk_prob", "qk_norm_whole_width"]),
+                True))
+    # Qwen3-MoE as transformers 5 saves it: experts fused (mlp.experts.gate_up_proj [E, 2F, D], down_proj
+    # [E, D, F]), rope_parameters, dtype; decoder_sparse_step 2 (layers 1 and 3 sparse, 0 and 2 dense),
+    # norm_topk_prob true
+    c = dict(architectures=["Qwen3MoeForCausalLM"], model_type="qwen3_moe", attention_bias=False,
+             attention_dropout=0.0, bos_token_id=128, decoder_sparse_step=2, dtype="float32", eos_token_id=130,
+             head_dim=16, hidden_act="silu", hidden_size=32, initializer_range=0.02, intermediate_size=48,
+             max_position_embeddings=128, mlp_only_layers=[], moe_intermediate_size=24, norm_topk_prob=True,
+             num_attention_heads=4, num_experts=4, num_experts_per_tok=2, num_hidden_layers=4,
+             num_key_value_heads=2, output_router_logits=False, rms_norm_eps=1e-06,
+             rope_parameters={"rope_theta": 1000000.0, "rope_type": "default"}, router_aux_loss_coef=0.001,
+             sliding_window=None, tie_word_embeddings=False, transformers_version="5.0.0", use_cache=True,
+             use_sliding_window=False, vocab_size=131)
+    out.append(("qwen3_moe_v5", "qwen3_moe", c, c, "F32",
+                lambda c, s: build_decoder("qwen3_moe_v5", c, "F32", 32, s, ["flip_norm_topk_prob",
+                                                                            "qk_norm_whole_width"], True, first_attempt=3),
+                True))
+    return out
+
+
 def main():
+    """Writes every fixture (the output directory made anew). `--only NAME...` (for working on some): builds
+    just those, each with the seed it has in the full run, and leaves the other directories as they are."""
+    import sys
+    only = sys.argv[sys.argv.index("--only") + 1:] if "--only" in sys.argv else None
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    if os.path.isdir(OUT):
-        shutil.rmtree(OUT)
-    os.makedirs(OUT)
+    if only is None:
+        if os.path.isdir(OUT):
+            shutil.rmtree(OUT)
+        os.makedirs(OUT)
     new, old = "4.36.2", "4.30.2"
     marian_tok = marian_vocab(48, 46)
     marian_tok2 = marian_vocab(42, 40)
@@ -1623,8 +2340,13 @@ def main():
                      lambda c, s: build_llama("qwen2", c, "F32", 40, s, tokenizer_json="qwen2"), True))
 
     fixtures += fixtures_late  # (after the others: their seeds stay as they were)
+    fixtures += fixtures_2026()  # (after those again)
     total = 0
+    names = [f[0] for f in fixtures]
+    assert only is None or all(n in names for n in only), only
     for k, (name, family, cfg, eff, dtype, build, gen_cfg) in enumerate(fixtures):
+        if only is not None and name not in only:
+            continue
         ACT_MAX[0] = 0.0
         with torch.no_grad():
             golden, files, write_tok, shards = build(eff, 1000 + 17 * k)
@@ -1632,6 +2354,8 @@ def main():
                                 "dtype": dtype, "vocab_size": cfg["vocab_size"],
                                 "act_input_max_abs": float("%.4g" % ACT_MAX[0])}}, **golden)
         d = os.path.join(OUT, name)
+        if only is not None and os.path.isdir(d):
+            shutil.rmtree(d)
         os.makedirs(d)
         write_json(os.path.join(d, "config.json"), cfg)
         if gen_cfg:

@@ -96,7 +96,11 @@ struct Reader {
 Config Config::from_json(const std::string &text, const std::string &what) {
     json::Value root = json::parse(text, what);
     if (!root.is_object()) throw Error(what + ": not a JSON object");
-    if (root.find("model_type")) return hf::config_from_json(root, what);
+    if (root.find("model_type")) {
+        Config c = hf::config_from_json(root, what);
+        c.source = text;  // (what the family's builder reads: hf::describe_family)
+        return c;
+    }
     Reader r{root, what};
     Config c;
     r.choice("architecture", c.architecture,

@@ -1,5 +1,7 @@
 #include "description.h"
 
+#include "hf/family.h"
+
 #include <cmath>
 
 namespace halformer {
@@ -74,6 +76,8 @@ Description describe(const Config &c) {
     d.token_types = c.type_vocab_size;
     d.embedding_norm = c.embedding_norm;
     d.encoder_head = c.encoder_head;
+    // A Hugging Face family's builder: its layer sequence and per-layer data.
+    hf::describe_family(c, d);
     return d;
 }
 

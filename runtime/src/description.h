@@ -8,9 +8,17 @@
 
 #include "halformer/config.h"
 
+#include <string>
 #include <vector>
 
 namespace halformer {
+
+class Session;
+struct LayerW;
+namespace layers {
+struct Pass;
+struct LayerIO;
+}  // namespace layers
 
 struct Description {
     // The stacks: an encoder, a decoder, and whether the decoder attends to
@@ -78,6 +86,50 @@ struct Description {
     // The head's rows in a new model's table: a decoder's output
     // projection is tied to its embedding; an encoder has a head only when
     // asked (head_rows), of any rows when loaded.
+    // --- What a family's builder (hf/families/<name>.cpp) says beyond
+    // Config, read from its config.json by the family's describe().
+    // The sequence of ops one decoder layer runs (the family's builder);
+    // null: the Transformer layer (layers/transformer_layer.cpp).
+    using Builder = void (*)(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io);
+    Builder layer = nullptr;
+    // Per decoder layer, as data: its self-attention's sliding window (0:
+    // every key) and which rope table turns its queries and keys (0:
+    // inv_freq; t > 0: rope_tables[t - 1]). Empty: every layer
+    // {sliding_window, 0}.
+    struct LayerSpec {
+        int window = 0, rope = 0;
+        bool moe = false;  // the feed-forward is the mixture of experts below
+    };
+    std::vector<LayerSpec> layer_specs;
+    std::vector<std::vector<float>> rope_tables;
+    LayerSpec spec(int l) const {
+        return (size_t)l < layer_specs.size() ? layer_specs[(size_t)l] : LayerSpec{sliding_window, 0};
+    }
+    const std::vector<float> &rope_table(int t) const { return t == 0 ? inv_freq : rope_tables.at((size_t)t - 1); }
+    // Queries and keys normalized before their rotation: per head of
+    // head_dim (Qwen3, Gemma 3) or over their whole width (OLMo 2). The
+    // projections then write Q and K apart (self_projection_rows).
+    enum class QkNorm { None, Head, Width } qk_norm = QkNorm::None;
+    // Tensors of each layer beyond the Transformer layer's, by name
+    // ("q_norm": decoder.layers.{i}.q_norm.weight), `width` floats each:
+    // gains, ones in a new model.
+    struct LayerTensor {
+        std::string key;
+        int width = 0;
+    };
+    std::vector<LayerTensor> layer_tensors;
+    // A mixture of experts (Mixtral, Qwen3-MoE), in the layers whose spec
+    // says moe: a router [experts, D] picks top_k experts per token (their
+    // softmax weights renormalized over the k or not), each a gated
+    // feed-forward of d_ff (its own, not the dense layers').
+    struct Moe {
+        int experts = 0, top_k = 0, d_ff = 0;
+        bool renormalize = true;
+    } moe;
+    // Gemma 2's soft-caps (0: none): each attention score s becomes
+    // cap·tanh(s/cap) after its scale, and so does each logit.
+    float attn_softcap = 0, logit_softcap = 0;
+
     bool norm_before() const { return norm_place == NormPlace::Before; }
     bool rms() const { return norm_kind == NormKind::RMS; }
     bool rotary() const { return position == Positional::Rotary; }

@@ -55,7 +55,15 @@ void Session::stack(const StackW &s, bool causal, float *&x, float *&x_alt, cons
         if (desc.rotary()) {
             io.positions = positions.data();
             io.rope_in = rope_in.need((size_t)M * (A + K));
+            if (desc.qk_norm != Description::QkNorm::None) io.qk_normed = qk_normed.need((size_t)M * (A + K));
         }
+        // The layer's own window and rope table (the decoder's layers: the
+        // description's per-layer data).
+        const Description::LayerSpec spec = &s == &w->dec ? desc.spec((int)l) : Description::LayerSpec{desc.sliding_window, 0};
+        io.window = spec.window;
+        io.moe_layer = spec.moe;
+        io.moe = {&moe_logits, &moe_weights, &moe_ids, &moe_x, &moe_y};
+        if (desc.rotary()) io.inv_freq = &desc.rope_table(spec.rope);
         if (rows.write_rows) {
             // The paged cache: K|V go from io.q to their cache rows.
             io.kv = pass.self_kv(l);

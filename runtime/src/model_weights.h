@@ -29,6 +29,14 @@ struct LayerW {
     const float *w1 = nullptr, *b1 = nullptr, *w2 = nullptr, *b2 = nullptr;
     const float *wg = nullptr, *bg = nullptr;  // the gated feed-forward's second input projection
     NormW self_norm, cross_norm, ffn_norm;
+    // The family's own tensors by name (Description::layer_tensors).
+    std::map<std::string, const float *> named;
+    // A named gain (an Error naming it where the layer has none).
+    NormW norm(const std::string &key) const {
+        auto it = named.find(key);
+        if (it == named.end() || !it->second) throw Error("internal: the layer has no tensor '" + key + "'");
+        return {it->second, nullptr};
+    }
 };
 struct StackW {
     std::vector<LayerW> layers;

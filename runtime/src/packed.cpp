@@ -320,9 +320,20 @@ void Session::prepack() {
                 pack(L.cross.in_w + (size_t)A * D, 2 * K, D);  // keys and values
                 pack(L.cross.out_w, D, A);
             }
-            pack(L.w1, F, D);
+            if (L.w1) pack(L.w1, F, D);
             if (L.wg) pack(L.wg, F, D);
-            pack(L.w2, D, F);
+            if (L.w2) pack(L.w2, D, F);
+            // A mixture of experts' router and experts (layers/moe.cpp).
+            const int Fe = desc.moe.d_ff;
+            for (const auto &[key, w] : L.named) {
+                if (key == "router") pack(w, desc.moe.experts, D);
+                if (key.rfind("experts.", 0) != 0) continue;
+                if (key.size() > 7 && key.compare(key.size() - 7, 7, "linear2") == 0) {
+                    pack(w, D, Fe);
+                } else {
+                    pack(w, Fe, D);
+                }
+            }
         }
     }
     if (w->gen_w) pack(w->gen_w, w->gen_rows, D);

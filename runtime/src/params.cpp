@@ -15,12 +15,12 @@ struct Table {
     const Description &d;
     Slot::Part part = Slot::Head;
     int layer = -1;
-    void add(std::string name, std::vector<int64_t> shape, Init init, Field f) {
+    void add(std::string name, std::vector<int64_t> shape, Init init, Field f, std::string key = "") {
         ParamSpec s;
         s.name = std::move(name);
         s.shape = std::move(shape);
         s.init = init;
-        s.slot = {part, layer, f};
+        s.slot = {part, layer, f, std::move(key)};
         out.push_back(std::move(s));
     }
     // A projection's bias: zeros where the family has none (`has` false:
@@ -56,17 +56,31 @@ void stack(Table &t, const Description &d, const std::string &side, int layers, 
         t.layer = i;
         t.attention(p + "self_attn.", false);
         if (cross) t.attention(p + "multihead_attn.", true);
-        t.add(p + "linear1.weight", {F, D}, Init::Xavier, Field::W1);
-        t.bias(p + "linear1.bias", F, Field::B1, d.ffn_bias);
-        if (d.gated_ffn) {
-            t.add(p + "linear_gate.weight", {F, D}, Init::Xavier, Field::WGate);
-            t.bias(p + "linear_gate.bias", F, Field::BGate, d.ffn_bias);
+        if (side == "decoder" && d.spec(i).moe) {
+            // The router and each expert's gated feed-forward, by name.
+            const int64_t E = d.moe.experts, Fe = d.moe.d_ff;
+            t.add(p + "router.weight", {E, D}, Init::Xavier, Field::Named, "router");
+            for (int64_t e = 0; e < E; e++) {
+                const std::string x = "experts." + std::to_string(e) + ".";
+                t.add(p + x + "linear1.weight", {Fe, D}, Init::Xavier, Field::Named, x + "linear1");
+                t.add(p + x + "linear_gate.weight", {Fe, D}, Init::Xavier, Field::Named, x + "linear_gate");
+                t.add(p + x + "linear2.weight", {D, Fe}, Init::Xavier, Field::Named, x + "linear2");
+            }
+        } else {
+            t.add(p + "linear1.weight", {F, D}, Init::Xavier, Field::W1);
+            t.bias(p + "linear1.bias", F, Field::B1, d.ffn_bias);
+            if (d.gated_ffn) {
+                t.add(p + "linear_gate.weight", {F, D}, Init::Xavier, Field::WGate);
+                t.bias(p + "linear_gate.bias", F, Field::BGate, d.ffn_bias);
+            }
+            t.add(p + "linear2.weight", {D, F}, Init::Xavier, Field::W2);
+            t.bias(p + "linear2.bias", D, Field::B2, d.ffn_bias);
         }
-        t.add(p + "linear2.weight", {D, F}, Init::Xavier, Field::W2);
-        t.bias(p + "linear2.bias", D, Field::B2, d.ffn_bias);
         t.norm(p + "norm1.", Field::SelfNormG, Field::SelfNormB);
         if (cross) t.norm(p + "norm2.", Field::CrossNormG, Field::CrossNormB);
         t.norm(p + (cross ? "norm3." : "norm2."), Field::FfnNormG, Field::FfnNormB);
+        // The family's own (q/k norms, post-norms), by name.
+        for (const auto &e : d.layer_tensors) t.add(p + e.key + ".weight", {e.width}, Init::Ones, Field::Named, e.key);
     }
     t.layer = -1;
     // T5: the stack's relative-position bias table [buckets, heads].
@@ -200,6 +214,7 @@ const float *&slot_of(StackW &enc, StackW &dec, const float *&head_w, const floa
     }
     LayerW &L = st.layers.at((size_t)s.layer);
     switch (s.field) {
+    case Field::Named: return L.named[s.key];
     case Field::SelfInW: return L.self.in_w;
     case Field::SelfInB: return L.self.in_b;
     case Field::SelfOutW: return L.self.out_w;

@@ -26,11 +26,13 @@ enum class Field {
     FinalNormG, FinalNormB, Embed, Pos, HeadW, HeadB,
     Types, EmbedNormG, EmbedNormB, HeadTransformW, HeadTransformB, HeadNormG, HeadNormB, PoolW, PoolB,
     RelBias, WGate, BGate,
+    Named,  // a family's own layer tensor: LayerW::named[Slot::key]
 };
 struct Slot {
     enum Part { Encoder, Decoder, Head } part = Head;
     int layer = -1;  // -1: the stack's own tensors
     Field field = Field::HeadW;
+    std::string key;  // Field::Named
 };
 
 struct ParamSpec {

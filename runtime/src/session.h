@@ -131,14 +131,19 @@ public:
     // kv_stage: the sources' cross-attention K|V before they go to their
     // cache rows;
     // last_rows: the prefill's last position of each row, across chunks.
-    // rope_in: the unrotated Q|K of a rotary model's layer.
+    // rope_in: the unrotated Q|K of a rotary model's layer; qk_normed:
+    // them normalized (Description::qk_norm).
     Scratch x0, x1, h, q, a, y, ffn_hidden, head_tmp, kv_tmp, enc_out, logits, topv, topi, pos_bias, kv_stage,
-        last_rows, rope_in;
+        last_rows, rope_in, qk_normed;
+    // A mixture of experts' router scores, weights and ids, routed rows and
+    // the experts' outputs (layers/moe.cpp).
+    Scratch moe_logits, moe_weights, moe_ids, moe_x, moe_y;
     std::vector<Scratch> self_kv, cross_kv;
     // Every scratch above but the per-layer caches.
-    std::array<Scratch *, 17> activations() {
-        return {&x0, &x1, &h, &q, &a, &y, &ffn_hidden, &head_tmp, &kv_tmp, &enc_out, &logits, &topv, &topi, &pos_bias,
-                &kv_stage, &last_rows, &rope_in};
+    std::array<Scratch *, 23> activations() {
+        return {&x0,       &x1,         &h,        &q,        &a,       &y,       &ffn_hidden, &head_tmp,
+                &kv_tmp,   &enc_out,    &logits,   &topv,     &topi,    &pos_bias, &kv_stage,  &last_rows,
+                &rope_in,  &qk_normed,  &moe_logits, &moe_weights, &moe_ids, &moe_x, &moe_y};
     }
     // Rotary: each row's position in a layer call (m = t·R + r), built by stack().
     std::vector<int32_t> positions;

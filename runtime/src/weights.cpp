@@ -98,6 +98,12 @@ void fill_zeros(Scratch &zeros, const std::vector<ParamSpec> &specs) {
     int64_t n = 0;
     for (const ParamSpec &spec : specs) {
         if (spec.zero_if_absent) n = std::max(n, numel(spec.shape));
+        // A mixture of experts' projections have no biases: zeros as long
+        // as their outputs (layers/moe.cpp).
+        if (spec.slot.field == Field::Named && spec.shape.size() == 2 &&
+            (spec.slot.key == "router" || spec.slot.key.rfind("experts.", 0) == 0)) {
+            n = std::max(n, spec.shape[0]);
+        }
     }
     if (n == 0) return;
     float *z = zeros.need((size_t)n);

@@ -71,6 +71,11 @@ struct Config {
     // model_type ("gpt2", "marian") when the config came from one
     // (runtime/src/hf/: transformers' names, defaults and tensor layout).
     std::string family;
+    // That directory's config.json text ("" for Halformer's own): the
+    // family's builder reads there whatever its layers need beyond the
+    // fields of this struct (runtime/src/hf/families/: a window per layer,
+    // q/k norms, post-norms), so no family adds a field here.
+    std::string source;
     // BERT: token-type (segment) embeddings of type_vocab_size rows (0: none),
     // a LayerNorm over the embeddings, the head's kind, and the labels of a
     // classifier (id2label; label i of row i).

@@ -6,16 +6,24 @@ namespace halformer {
 namespace hf {
 
 const Family &bert_family();
+const Family &gemma2_family();
+const Family &gemma3_text_family();
 const Family &gpt2_family();
 const Family &llama_family();
 const Family &marian_family();
 const Family &mistral_family();
+const Family &mixtral_family();
+const Family &olmo2_family();
 const Family &qwen2_family();
+const Family &qwen3_family();
+const Family &qwen3_moe_family();
 const Family &t5_family();
 
 const std::vector<const Family *> &families() {
-    static const std::vector<const Family *> all{&bert_family(),   &gpt2_family(),    &llama_family(), &marian_family(),
-                                                 &mistral_family(), &qwen2_family(), &t5_family()};
+    static const std::vector<const Family *> all{
+        &bert_family(),    &gemma2_family(),  &gemma3_text_family(), &gpt2_family(),  &llama_family(),
+        &marian_family(),  &mistral_family(), &mixtral_family(),     &olmo2_family(), &qwen2_family(),
+        &qwen3_family(),   &qwen3_moe_family(), &t5_family()};
     return all;
 }
 

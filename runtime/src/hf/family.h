@@ -6,6 +6,7 @@
 // kind. families.cpp lists them; nothing else names a family.
 #pragma once
 
+#include "../description.h"
 #include "halformer/config.h"
 #include "halformer/error.h"
 #include "halformer/json.h"
@@ -89,11 +90,16 @@ Act activation(const Fields &f, const char *key, const std::string &fallback);
 // How one tensor of ours comes from the file's: as it is, transposed
 // (GPT-2's Conv1D keeps [in, out]), several stacked (separate Q, K and V
 // projections → one in_proj), flattened, or scaled once at load.
-enum class How { Same, Transposed, Stacked, Flat, Scaled };
+enum class How { Same, Transposed, Stacked, Flat, Scaled, Offset, Slice };
 struct Rule {
     How how;
     std::vector<std::string> theirs;  // "{i}": the layer
-    float factor = 1;                 // Scaled: times this, once at load
+    float factor = 1;                 // Scaled: times this; Offset: plus this (Gemma's 1 + w), once at load
+    // Slice: `shape` values from element `first` of the file's tensor, read
+    // in place (one expert of a fused [experts, ·, ·] tensor, a half of
+    // fused gate|up rows).
+    int64_t first = 0;
+    std::vector<int64_t> shape;
 };
 using Rules = std::map<std::string, Rule>;  // ours ("{i}": the layer) → theirs
 void norm(Rules &r, const std::string &ours, const std::string &theirs);
@@ -116,7 +122,23 @@ struct Family {
     // The tokenizer's kind (text/hf_tokenizers.cpp): "byte_level_bpe",
     // "wordpiece", "marian", "t5", "llama" (tokenizer.model); "": ids only.
     const char *tokenizer;
+    // The family's builder: what describe() cannot read off Config — the
+    // layer sequence (Description::layer), per-layer windows and rope
+    // tables, q/k norms, its own layer tensors — from config.json's
+    // fields (those the config reader already checked). Null: Config says
+    // everything (the 2017 layer's families, Llama's).
+    void (*describe)(const Fields &f, const Config &c, Description &d) = nullptr;
 };
+
+// The family builder's part of describe(c) (hf_config.cpp): nothing for a
+// Config that is not a Hugging Face family's.
+void describe_family(const Config &c, Description &d);
+
+// config.json's dtype ("torch_dtype" in transformers 4, "dtype" in 5):
+// "float32", "bfloat16", "float16" ("" when absent).
+std::string dtype_of(const Fields &f);
+// x rounded to that dtype, as a scalar tensor of it would hold it.
+float round_to_dtype(float x, const std::string &dtype);
 
 // Every family, and the one of a model_type (null: none).
 const std::vector<const Family *> &families();

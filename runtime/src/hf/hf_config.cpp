@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 
@@ -94,6 +95,39 @@ void read_generation_config(const std::string &dir, Config &c) {
 
 bool is_family(const std::string &model_type) { return find_family(model_type) != nullptr; }
 
+void describe_family(const Config &c, Description &d) {
+    if (c.source.empty() || c.family.empty()) return;
+    const Family *family = find_family(c.family);
+    if (!family || !family->describe) return;
+    const std::string what = "config.json (" + c.family + ")";
+    const json::Value root = json::parse(c.source, what);
+    family->describe(Fields{root, what}, c, d);
+}
+
+std::string dtype_of(const Fields &f) { return f.string("dtype", f.string("torch_dtype", "")); }
+
+float round_to_dtype(float x, const std::string &dtype) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    if (dtype == "bfloat16") {
+        u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;  // round to nearest even
+        std::memcpy(&x, &u, 4);
+        return x;
+    }
+    if (dtype == "float16" && std::isfinite(x) && x != 0) {
+        // 11 significant bits (fewer below 2^-14, the subnormal halves),
+        // rounded to nearest even (the default rounding mode).
+        int e = 0;
+        std::frexp(x, &e);
+        const int bits = e < -13 ? 11 - (-13 - e) : 11;
+        if (bits <= 0) return std::copysign(0.0f, x);
+        const float scale = std::ldexp(1.0f, bits - e);
+        const float r = std::nearbyint(x * scale) / scale;
+        return std::fabs(r) > 65504.0f ? std::copysign(INFINITY, x) : r;
+    }
+    return x;
+}
+
 Config config_from_json(const json::Value &root, const std::string &what) {
     Fields f{root, what};
     const std::string type = f.string("model_type", "");
@@ -104,6 +138,11 @@ Config config_from_json(const json::Value &root, const std::string &what) {
         f.fail("model_type \"" + type + "\" is not supported by Halformer (supported: " + names + ")");
     }
     Config c = family->config(f);
+    // The builder's reading, once here, so that its errors come at load.
+    if (family->describe) {
+        Description d;
+        family->describe(f, c, d);
+    }
     // Generation settings any family's config.json may hold.
     if (!f.read->count("forced_eos_token_id")) c.forced_eos_id = f.integer("forced_eos_token_id", -1);
     // Features of other families that this one's reader does not take.

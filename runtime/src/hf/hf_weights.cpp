@@ -144,6 +144,14 @@ public:
             break;
         case How::Flat: s = {numel(s)}; break;
         case How::Scaled: break;
+        case How::Offset: break;
+        case How::Slice:
+            if (r.first < 0 || r.first + numel(r.shape) > numel(s)) {
+                bad_shape(subst(name, r.theirs[0]), s, "at least " + std::to_string(r.first + numel(r.shape)) +
+                                                           " values (" + name + " is a slice of it)");
+            }
+            s = r.shape;
+            break;
         }
         return s;
     }
@@ -151,6 +159,10 @@ public:
         const Rule &r = *rule(name);
         const std::string key = subst(name, r.theirs[0]);
         if (r.how == How::Same || r.how == How::Flat) return read(key);
+        if (r.how == How::Slice) {
+            (void)shape(name);  // (checks the slice lies inside)
+            return read(key) + r.first;
+        }
         auto &made = made_[name];
         if (!made.empty()) return made.data();
         const std::vector<int64_t> s = shape(name);
@@ -158,6 +170,9 @@ public:
         if (r.how == How::Scaled) {
             const float *src = read(key);
             for (size_t k = 0; k < made.size(); k++) made[k] = src[k] * r.factor;
+        } else if (r.how == How::Offset) {  // Gemma's gains: the file holds w, the norm multiplies by 1 + w
+            const float *src = read(key);
+            for (size_t k = 0; k < made.size(); k++) made[k] = src[k] + r.factor;
         } else if (r.how == How::Transposed) {  // [in, out] → [out, in], once
             const float *src = read(key);
             const int64_t out = s[0], in = s[1];
@@ -197,6 +212,8 @@ public:
         for (auto &t : r->theirs) out += (out.empty() ? "'" : " + '") + subst(name, t) + "'";
         if (r->how == How::Transposed) out += " (transposed)";
         if (r->how == How::Scaled) out += " (scaled)";
+        if (r->how == How::Offset) out += " (plus " + std::to_string(r->factor) + ")";
+        if (r->how == How::Slice) out += " (from value " + std::to_string(r->first) + ", " + shape_string(r->shape) + ")";
         return out;
     }
 

@@ -14,6 +14,9 @@
 #include "hf_attention_causal_window.h"
 #include "hf_attention_causal_decode_window.h"
 #include "hf_attention_causal_decode_paged_window.h"
+#include "hf_attention_causal_window_softcap.h"
+#include "hf_attention_causal_decode_window_softcap.h"
+#include "hf_attention_causal_decode_paged_window_softcap.h"
 #include "hf_attention_bias.h"
 #include "hf_attention_causal_bias.h"
 #include "hf_attention_causal_decode_bias.h"
@@ -31,6 +34,9 @@ HF_DEVICE_KERNELS(hf_attention_decode_paged)
 HF_DEVICE_KERNELS(hf_attention_causal_window)
 HF_DEVICE_KERNELS(hf_attention_causal_decode_window)
 HF_DEVICE_KERNELS(hf_attention_causal_decode_paged_window)
+HF_DEVICE_KERNELS(hf_attention_causal_window_softcap)
+HF_DEVICE_KERNELS(hf_attention_causal_decode_window_softcap)
+HF_DEVICE_KERNELS(hf_attention_causal_decode_paged_window_softcap)
 HF_DEVICE_KERNELS(hf_attention_bias)
 HF_DEVICE_KERNELS(hf_attention_causal_bias)
 HF_DEVICE_KERNELS(hf_attention_causal_decode_bias)
@@ -122,7 +128,8 @@ void rotate(Kernels &k, const Heads &h, const LayerIO &io, const float *in, int 
     const int M = io.M();
     if (!io.positions) throw Error("internal: rotary positions without the rows' positions");
     View vx = h.pairs(in, heads, M, in_stride), vy = h.pairs(out, heads, M, out_stride);
-    View vp(io.positions, {{M, 1}}, true), vf(k.desc.inv_freq.data(), {{h.dk / 2, 1}});
+    const std::vector<float> &freq = io.inv_freq ? *io.inv_freq : k.desc.inv_freq;
+    View vp(io.positions, {{M, 1}}, true), vf(freq.data(), {{h.dk / 2, 1}});
     k.run("rope", [&] { return HF_PICK(k.device(), hf_rope)(vx.get(), vp.get(), vf.get(), vy.get()); });
 }
 
@@ -130,9 +137,58 @@ void rotate(Kernels &k, const Heads &h, const LayerIO &io, const float *in, int 
 
 std::vector<ProjectionRows> self_projection_rows(const Description &d) {
     const int A = d.attn_width, K = d.kv_width;
+    // Q and K normalized before their rotation: each apart, then V.
+    if (d.qk_norm != Description::QkNorm::None) return {{0, A}, {A, K}, {A + K, K}};
     // Rotary: Q and K together (both are rotated), then V; else all three.
     if (d.rotary()) return {{0, A + K}, {A + K, K}};
     return {{0, A + 2 * K}};
+}
+
+QK project_qkv(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io) {
+    const Heads h(k.desc, io);
+    const int D = k.cfg.d_model, A = h.D, K = h.K, M = io.M(), QW = A + 2 * K;
+    if (p.train) throw Error("training: normalized queries and keys have no backward kernels (inference only)");
+    const Mat x{in, M, D, D};
+    const auto parts = self_projection_rows(k.desc);
+    if (parts.size() != 3) throw Error("internal: project_qkv of a family whose Q and K are not normalized");
+    QK out{io.rope_in, io.rope_in + (size_t)M * A};
+    auto rows = [&](int part, int n, float *y, int stride) {
+        const int first = parts[(size_t)part].first;
+        linear(k, p, "linear", x, w.in_w + (size_t)first * D, w.in_b ? w.in_b + first : nullptr, n, y, stride);
+    };
+    rows(0, A, out.q, A);
+    rows(1, K, out.k, K);
+    rows(2, K, io.q + A + K, QW);
+    return out;
+}
+
+QK qk_norm(Kernels &k, const NormW &qn, const NormW &kn, const QK &x, bool per_head, LayerIO &io) {
+    const Heads h(k.desc, io);
+    const int M = io.M();
+    if (!io.qk_normed) throw Error("internal: qk_norm without its buffer");
+    QK out{io.qk_normed, io.qk_normed + (size_t)M * h.D};
+    if (per_head) {
+        layer_norm(k, qn, x.q, out.q, M * h.H, h.dk);
+        layer_norm(k, kn, x.k, out.k, M * h.Hkv, h.dk);
+    } else {
+        layer_norm(k, qn, x.q, out.q, M, h.D);
+        layer_norm(k, kn, x.k, out.k, M, h.K);
+    }
+    return out;
+}
+
+void rotate_qk(Kernels &k, const QK &x, LayerIO &io) {
+    const Heads h(k.desc, io);
+    const int A = h.D, K = h.K, M = io.M(), QW = A + 2 * K;
+    if (!k.desc.rotary()) throw Error("internal: rotate_qk in a model without rotary positions");
+    rotate(k, h, io, x.q, A, h.H, io.q, QW);
+    rotate(k, h, io, x.k, K, h.Hkv, io.q + A, QW);
+    if (io.rows.write_rows) scatter_rows(k, io.q + A, 2 * K, M, io.rows.write_rows, io.kv, io.rows.pool_rows, QW);
+}
+
+void attention_output(Kernels &k, const Pass &p, const AttnW &w, const LayerIO &io, const float *res, float *out) {
+    const int D = k.cfg.d_model, A = k.desc.attn_width;
+    linear(k, p, "linear", Mat{io.att, io.M(), A, A}, w.out_w, w.out_b, D, out, D, res);
 }
 
 void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io) {
@@ -249,9 +305,26 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
             return fn(q.get(), kk.get(), v.get(), vl.get(), offset, h.scale, vb.get(), o.get());
         });
     }
-    const int window = k.desc.sliding_window;
+    const int window = io.window;
+    const float cap = k.desc.attn_softcap;
+    if (cap > 0) {
+        // Gemma 2: each scaled score capped, cap·tanh(s/cap), in every layer
+        // (window 0: every key).
+        if (!causal) throw Error("internal: soft-capped attention is causal self-attention only");
+        if (p.train) throw Error("training: soft-capped attention has no backward kernels (inference only)");
+        auto fn = step ? HF_PICK(k.device(), hf_attention_causal_decode_window_softcap)
+                       : HF_PICK(k.device(), hf_attention_causal_window_softcap);
+        return run([&](View &q, View &kk, View &v, View &o, int offset) {
+            if (listed) {
+                return HF_PICK(k.device(), hf_attention_causal_decode_paged_window_softcap)(
+                    q.get(), kk.get(), v.get(), vl.get(), offset, h.scale, vtable.get(), window, cap, o.get());
+            }
+            return fn(q.get(), kk.get(), v.get(), vl.get(), offset, h.scale, window, cap, o.get());
+        });
+    }
     if (window > 0 && causal) {
-        // Mistral: each query sees its `window` most recent keys.
+        // Mistral, Gemma's local layers: each query sees its `window` most
+        // recent keys.
         if (p.train) throw Error("training: a sliding window has no backward kernels (inference only)");
         auto fn = step ? HF_PICK(k.device(), hf_attention_causal_decode_window)
                        : HF_PICK(k.device(), hf_attention_causal_window);

@@ -97,76 +97,90 @@ auto activation_backward_kernel(Device d, Act a) {
 
 #endif
 
-// Inference through a hidden [M, F]: packed projections, or one-row ones.
-void two_projections(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res, LayerIO &io,
-                     float *out) {
-    const int D = k.cfg.d_model, F = io.ffn_width(k.desc), M = io.M();
-    const bool pre = k.desc.norm_before();
-    float *hidden = io.hidden->need((size_t)M * F);
-    float *y = pre ? out : io.y3;
+// Every inference FFN below writes out = FFN(in) [+ res] (res null: none)
+// for M rows of `in`, with the weights f (a layer's, or one expert's).
+// Through a hidden [M, F]: packed projections, or one-row ones.
+void two_projections(Kernels &k, const Pass &p, const FfnW &f, const float *in, int M, const float *res,
+                     Scratch &hid, float *out) {
+    const int D = k.cfg.d_model, F = f.F;
+    float *hidden = hid.need((size_t)M * F);
     if (k.packed(M)) {
-        k.linear_packed("ffn", in, M, D, L.w1, F, D, L.b1, &k.desc.activation, nullptr, hidden, F);
-        k.linear_packed("ffn", hidden, M, F, L.w2, D, F, L.b2, nullptr, pre ? res : nullptr, y, D);
+        k.linear_packed("ffn", in, M, D, f.w1, F, D, f.b1, &k.desc.activation, nullptr, hidden, F);
+        k.linear_packed("ffn", hidden, M, F, f.w2, D, F, f.b2, nullptr, res, out, D);
     } else {
-        View vin(in, {{D, 1}, {M, D}}), w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}}), vh(hidden, {{F, 1}, {M, F}});
+        View vin(in, {{D, 1}, {M, D}}), w1(f.w1, {{D, 1}, {F, D}}), b1(f.b1, {{F, 1}}), vh(hidden, {{F, 1}, {M, F}});
         auto first = linear_dot_act_kernel(k.device(), k.desc.activation);
         k.run("ffn", [&] { return first(vin.get(), w1.get(), b1.get(), vh.get()); });
-        linear(k, p, "ffn", Mat{hidden, M, F, F}, L.w2, L.b2, D, y, D, pre ? res : nullptr);
+        linear(k, p, "ffn", Mat{hidden, M, F, F}, f.w2, f.b2, D, out, D, res);
     }
-    if (!pre) add_layer_norm(k, L.ffn_norm, y, res, out, M);
 }
 
-// The gated feed-forward (T5 v1.1, flan): G = x·Wgᵀ + bg, then
-// H = act(x·W1ᵀ + b1)·G in one kernel, then H·W2ᵀ + b2 (+ the residual).
-void gated(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res, LayerIO &io,
+// The gated feed-forward (T5 v1.1, flan, Llama's SwiGLU): G = x·Wgᵀ + bg,
+// then H = act(x·W1ᵀ + b1)·G in one kernel, then H·W2ᵀ + b2 (+ the residual).
+void gated(Kernels &k, const Pass &p, const FfnW &f, const float *in, int M, const float *res, Scratch &hid,
            float *out) {
-    const int D = k.cfg.d_model, F = io.ffn_width(k.desc), M = io.M();
-    const bool pre = k.desc.norm_before();
+    const int D = k.cfg.d_model, F = f.F;
     const Act act = k.desc.activation;
     if (act != Act::GELUTanh && act != Act::SiLU) throw Error("internal: no gated kernel for this activation");
-    float *gate = io.hidden->need((size_t)2 * M * F), *hidden = gate + (size_t)M * F;
-    linear(k, p, "ffn", Mat{in, M, D, D}, L.wg, L.bg, F, gate, F);
+    float *gate = hid.need((size_t)2 * M * F), *hidden = gate + (size_t)M * F;
+    linear(k, p, "ffn", Mat{in, M, D, D}, f.wg, f.bg, F, gate, F);
     if (k.packed(M)) {
-        k.linear_packed_gated("ffn", in, M, D, L.w1, F, D, L.b1, act, gate, hidden, F);
+        k.linear_packed_gated("ffn", in, M, D, f.w1, F, D, f.b1, act, gate, hidden, F);
     } else {
-        View vin(in, {{D, 1}, {M, D}}), w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}});
+        View vin(in, {{D, 1}, {M, D}}), w1(f.w1, {{D, 1}, {F, D}}), b1(f.b1, {{F, 1}});
         View vg(gate, {{F, 1}, {M, F}}), vh(hidden, {{F, 1}, {M, F}});
         const bool dot = M <= dot_rows(k.device()), tanh = act == Act::GELUTanh;
         auto fn = dot ? (tanh ? HF_PICK(k.device(), hf_linear_dot_gelu_tanh_gated) : HF_PICK(k.device(), hf_linear_dot_silu_gated))
                       : (tanh ? HF_PICK(k.device(), hf_linear_gelu_tanh_gated) : HF_PICK(k.device(), hf_linear_silu_gated));
         k.run("ffn", [&] { return fn(vin.get(), w1.get(), b1.get(), vg.get(), vh.get()); });
     }
-    float *y = pre ? out : io.y3;
-    linear(k, p, "ffn", Mat{hidden, M, F, F}, L.w2, L.b2, D, y, D, pre ? res : nullptr);
-    if (!pre) add_layer_norm(k, L.ffn_norm, y, res, out, M);
+    linear(k, p, "ffn", Mat{hidden, M, F, F}, f.w2, f.b2, D, out, D, res);
 }
 
-void fused(Kernels &k, const LayerW &L, const float *in, const float *res, LayerIO &io, float *out) {
-    const int D = k.cfg.d_model, F = io.ffn_width(k.desc), M = io.M();
-    View w1(L.w1, {{D, 1}, {F, D}}), b1(L.b1, {{F, 1}}), w2(L.w2, {{F, 1}, {D, F}}), b2(L.b2, {{D, 1}});
-    View vin(in, {{D, 1}, {M, D}});
-    if (k.desc.norm_before()) {
-        View vr(res, {{D, 1}, {M, D}}), vo(out, {{D, 1}, {M, D}});
+void fused(Kernels &k, const FfnW &f, const float *in, int M, const float *res, float *out) {
+    const int D = k.cfg.d_model, F = f.F;
+    View w1(f.w1, {{D, 1}, {F, D}}), b1(f.b1, {{F, 1}}), w2(f.w2, {{F, 1}, {D, F}}), b2(f.b2, {{D, 1}});
+    View vin(in, {{D, 1}, {M, D}}), vo(out, {{D, 1}, {M, D}});
+    if (res) {
+        View vr(res, {{D, 1}, {M, D}});
         auto fn = ffn_residual_kernel(k.device(), k.desc.activation);
         k.run("ffn", [&] { return fn(vin.get(), w1.get(), b1.get(), w2.get(), b2.get(), vr.get(), vo.get()); });
         return;
     }
-    View vy(io.y3, {{D, 1}, {M, D}});
     auto fn = ffn_kernel(k.device(), k.desc.activation);
-    k.run("ffn", [&] { return fn(vin.get(), w1.get(), b1.get(), w2.get(), b2.get(), vy.get()); });
-    add_layer_norm(k, L.ffn_norm, io.y3, res, out, M);
+    k.run("ffn", [&] { return fn(vin.get(), w1.get(), b1.get(), w2.get(), b2.get(), vo.get()); });
 }
 
 }  // namespace
 
+FfnW ffn_weights(const Description &d, const LayerW &L, const LayerIO &io) {
+    return {L.w1, L.b1, L.wg, L.bg, L.w2, L.b2, io.ffn_width(d)};
+}
+
+void feed_forward(Kernels &k, const Pass &p, const FfnW &f, const float *in, int M, const float *res, Scratch &hidden,
+                  float *out) {
+    if (p.train) throw Error("internal: feed_forward is inference's (training: feed_forward_join)");
+    if (!f.w1 || !f.w2 || (k.desc.gated_ffn && !f.wg)) throw Error("internal: a feed-forward without its weights");
+    if (k.desc.gated_ffn) return gated(k, p, f, in, M, res, hidden, out);
+    if (k.packed(M) || M <= dot_rows(k.device())) return two_projections(k, p, f, in, M, res, hidden, out);
+    fused(k, f, in, M, res, out);
+}
+
+void feed_forward(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res, LayerIO &io,
+                  float *out) {
+    feed_forward(k, p, ffn_weights(k.desc, L, io), in, io.M(), res, *io.hidden, out);
+}
+
 void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res,
                        LayerIO &io) {
     const int D = k.cfg.d_model, F = io.ffn_width(k.desc), M = io.M();
-    if (!p.train && k.desc.gated_ffn) return gated(k, p, L, in, res, io, io.x_out);
     if (p.train && k.desc.gated_ffn) throw Error("training: no backward kernels for the gated feed-forward (T5 is inference only)");
     if (!p.train) {
-        if (k.packed(M) || M <= dot_rows(k.device())) return two_projections(k, p, L, in, res, io, io.x_out);
-        return fused(k, L, in, res, io, io.x_out);
+        // Pre-LN: the residual added by the last kernel; post-LN: the
+        // output alone, then LN(y + res).
+        if (k.desc.norm_before()) return feed_forward(k, p, L, in, res, io, io.x_out);
+        feed_forward(k, p, L, in, nullptr, io, io.y3);
+        return add_layer_norm(k, L.ffn_norm, io.y3, res, io.x_out, M);
     }
 #ifndef HALFORMER_HAS_TRAINING
     no_training();

@@ -61,9 +61,13 @@ void embed_backward(Kernels &k, const StackW &w, const StackW &g, const int32_t 
                     const float *dx);
 
 // --- norm.cpp (D-wide rows; RMSNorm where the description says so)
-void layer_norm(Kernels &k, const NormW &n, const float *x, float *out, int M);
+// M rows of `width` floats (0: D; a head's queries: head_dim).
+void layer_norm(Kernels &k, const NormW &n, const float *x, float *out, int M, int width = 0);
 // out = LN(x + res)
 void add_layer_norm(Kernels &k, const NormW &n, const float *x, const float *res, float *out, int M);
+// out = res + Norm(x): a sub-layer's output normalized, then joined to the
+// stream (OLMo 2's and Gemma's post-norms; RMSNorm).
+void norm_add(Kernels &k, const NormW &n, const float *x, const float *res, float *out, int M);
 // dx = d LN(x)/dx · dy (out), gradients of the gain and bias added to gn.
 void layer_norm_backward(Kernels &k, const NormW &n, const NormW &gn, const float *x, const float *dy, float *dx,
                          int M);
@@ -128,15 +132,29 @@ struct LayerIO {
     // the description's own (a model whose stacks do not differ).
     const Description::StackDims *dims = nullptr;
     int ffn_width(const Description &d) const { return dims ? dims->d_ff : d.d_ff; }
-    // Rotary positions: row m's position, and the unrotated Q|K [M, A + K].
+    // Rotary positions: row m's position, and the unrotated Q|K [M, A + K]
+    // (apart, Q [M, A] then K [M, K], where the family normalizes them,
+    // into qk_normed); the layer's frequencies (null: the description's
+    // inv_freq).
     const int32_t *positions = nullptr;
-    float *rope_in = nullptr;
+    float *rope_in = nullptr, *qk_normed = nullptr;
+    const std::vector<float> *inv_freq = nullptr;
+    // The layer's sliding window: each query sees its `window` most recent
+    // keys, itself included (0: every key).
+    int window = 0;
     const int32_t *kv_len = nullptr;     // valid keys per row
     float *att = nullptr, *qc = nullptr, *attc = nullptr, *kv_mem = nullptr;
     float *y1 = nullptr, *y2 = nullptr, *y3 = nullptr;    // sub-layer outputs before the join
     float *x1 = nullptr, *x2 = nullptr, *x_out = nullptr;  // the residual stream after each
     float *z1 = nullptr, *h1 = nullptr;  // training: the FFN's pre-activation and activation
     Scratch *hidden = nullptr;           // inference: the FFN's hidden rows where needed
+    // A mixture of experts' scratch: router scores, weights and ids, the
+    // routed rows and the experts' outputs; and whether this layer's FFN
+    // is one (Description::LayerSpec::moe).
+    struct MoeScratch {
+        Scratch *logits = nullptr, *weights = nullptr, *ids = nullptr, *x = nullptr, *y = nullptr;
+    } moe;
+    bool moe_layer = false;
     CrossMemory cross;
     RowMap rows;
     // T5: the stack's relative-position bias table (position_bias), read
@@ -157,6 +175,20 @@ std::vector<ProjectionRows> self_projection_rows(const Description &d);
 // positions' K|V then go to their rows.
 void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io);
 void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io);
+// The same in steps, for a family that works on Q and K between the
+// projection and the rotation (Description::qk_norm):
+// Q [M, A] and K [M, K] unrotated and apart, V into its columns of io.q;
+struct QK {
+    float *q, *k;
+};
+QK project_qkv(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io);
+// Q and K normalized into io.qk_normed: per head of head_dim (`per_head`)
+// or over each row's whole width, by the gains qn and kn;
+QK qk_norm(Kernels &k, const NormW &qn, const NormW &kn, const QK &x, bool per_head, LayerIO &io);
+// then turned by position into io.q, and the new K|V to the paged cache.
+void rotate_qk(Kernels &k, const QK &x, LayerIO &io);
+// out[M, D] = att·Woᵀ + bo [+ res]: the attention's output projection.
+void attention_output(Kernels &k, const Pass &p, const AttnW &w, const LayerIO &io, const float *res, float *out);
 // Q from `in`, then attention over the encoder memory's K|V.
 void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io);
 // T5: a stack's bias table [H, 2R+1] by relative position −R..R (R =
@@ -191,6 +223,26 @@ void dropout(Kernels &k, const Pass &p, float *y, const float *res, float *out, 
 // out = join(act(in·W1ᵀ + b1)·W2ᵀ + b2, res).
 void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res,
                        LayerIO &io);
+// out = FFN(in) [+ res] (inference; res null: the sub-layer's output alone).
+void feed_forward(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res, LayerIO &io,
+                  float *out);
+// The same for M rows with explicit weights (a layer's, or one expert's;
+// F wide), the hidden rows in `hidden`.
+struct FfnW {
+    const float *w1, *b1, *wg, *bg, *w2, *b2;
+    int F;
+};
+FfnW ffn_weights(const Description &d, const LayerW &L, const LayerIO &io);
+void feed_forward(Kernels &k, const Pass &p, const FfnW &f, const float *in, int M, const float *res, Scratch &hidden,
+                  float *out);
+
+// --- moe.cpp
+// out = res + Σ_j w_j · expert_j(in) over each token's top_k experts
+// (Description::moe): the router's projection, hf_moe_route, the tokens
+// grouped by expert on the host (ids only), each chosen expert's gated
+// FFN over its tokens (a decoding step reads only the chosen experts'
+// weights), then hf_moe_combine.
+void moe(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res, LayerIO &io, float *out);
 // From dy (the gradient of y3 after dropout): W2, b2, act'(z1), W1, b1;
 // d in → din (acc: added).
 void feed_forward_backward(Kernels &k, const LayerW &L, const LayerW &G, const LayerIO &io, const float *in,
@@ -271,7 +323,12 @@ template <typename IoFor, typename Done>
 void stack_forward(Kernels &k, const Pass &p, const StackW &w, bool causal, IoFor &&io_for, Done &&done) {
     for (size_t l = 0; l < w.layers.size(); l++) {
         LayerIO io = io_for(l);
-        layer_forward(k, p, w.layers[l], causal, io);
+        // The family's builder, or the Transformer layer.
+        if (k.desc.layer) {
+            k.desc.layer(k, p, w.layers[l], causal, io);
+        } else {
+            layer_forward(k, p, w.layers[l], causal, io);
+        }
         done(l, io);
     }
 }

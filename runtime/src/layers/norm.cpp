@@ -1,16 +1,19 @@
-// LayerNorm (or T5's RMSNorm) over D-wide rows, with and without the
-// residual added first, and the backward of each (LayerNorm only).
+// LayerNorm (or T5's RMSNorm) over D-wide rows (or rows of any width: a
+// head's queries), with the residual added first or after (a post-norm
+// join), and the backward of each (LayerNorm only).
 #include "layers.h"
 
 #include "hf_layer_norm.h"
 #include "hf_layer_norm_residual.h"
 #include "hf_rms_norm.h"
 #include "hf_rms_norm_residual.h"
+#include "hf_rms_norm_add.h"
 
 HF_DEVICE_KERNELS(hf_layer_norm)
 HF_DEVICE_KERNELS(hf_layer_norm_residual)
 HF_DEVICE_KERNELS(hf_rms_norm)
 HF_DEVICE_KERNELS(hf_rms_norm_residual)
+HF_DEVICE_KERNELS(hf_rms_norm_add)
 #ifdef HALFORMER_HAS_TRAINING
 #include "hf_layer_norm_backward.h"
 #include "hf_layer_norm_backward_acc.h"
@@ -28,8 +31,8 @@ View rows(const float *p, int D, int M) { return View(p, {{D, 1}, {M, D}}); }
 
 }  // namespace
 
-void layer_norm(Kernels &k, const NormW &n, const float *x, float *out, int M) {
-    const int D = k.cfg.d_model;
+void layer_norm(Kernels &k, const NormW &n, const float *x, float *out, int M, int width) {
+    const int D = width > 0 ? width : k.cfg.d_model;
     View vi = rows(x, D, M), vo = rows(out, D, M), g(n.g, {{D, 1}}), b(n.b, {{D, 1}});
     const float eps = k.desc.norm_eps;
     if (k.desc.rms()) {
@@ -51,6 +54,16 @@ void add_layer_norm(Kernels &k, const NormW &n, const float *x, const float *res
     }
     k.run("layer_norm", [&] {
         return HF_PICK(k.device(), hf_layer_norm_residual)(vi.get(), g.get(), b.get(), eps, vr.get(), vo.get());
+    });
+}
+
+void norm_add(Kernels &k, const NormW &n, const float *x, const float *res, float *out, int M) {
+    const int D = k.cfg.d_model;
+    if (!k.desc.rms()) throw Error("internal: a post-norm join of LayerNorm has no kernel (RMSNorm's has)");
+    View vi = rows(x, D, M), vr = rows(res, D, M), vo = rows(out, D, M), g(n.g, {{D, 1}});
+    const float eps = k.desc.norm_eps;
+    k.run("layer_norm", [&] {
+        return HF_PICK(k.device(), hf_rms_norm_add)(vi.get(), g.get(), eps, vr.get(), vo.get());
     });
 }
 

@@ -8,6 +8,7 @@
 #include "hf_log_softmax.h"
 #include "hf_logits_adjust.h"
 #include "hf_output_head.h"
+#include "hf_softcap.h"
 #include "hf_softmax.h"
 #include "hf_topk8.h"
 #include "hf_pool_first.h"
@@ -15,6 +16,7 @@
 #include "hf_pool_mean.h"
 #include "hf_pool_mean_l2.h"
 
+HF_DEVICE_KERNELS(hf_softcap)
 HF_DEVICE_KERNELS(hf_softmax)
 HF_DEVICE_KERNELS(hf_topk8)
 HF_DEVICE_KERNELS(hf_pool_first)
@@ -77,6 +79,16 @@ void top8(Kernels &k, const float *x, int R, int N, float *probs, float *values,
 void project(Kernels &k, const HeadW &h, const float *x, int M, int row_stride, float *out, bool log_softmax) {
     const int D = k.cfg.d_model, V = h.rows;
     View vx(x, {{D, 1}, {M, row_stride}}), vw(h.w, {{D, 1}, {V, D}}), vb(h.b, {{V, 1}}), vy(out, {{V, 1}, {M, V}});
+    if (k.desc.logit_softcap > 0) {
+        // Gemma 2: the logits capped, cap·tanh(l/cap), before any softmax.
+        float *raw = log_softmax ? k.head_tmp.need((size_t)M * V) : out;
+        linear(k, Pass{}, "output_head", Mat{x, M, D, row_stride}, h.w, h.b, V, raw, V);
+        View vr(raw, {{V, 1}, {M, V}});
+        const float cap = k.desc.logit_softcap;
+        k.run("softcap", [&] { return HF_PICK(k.device(), hf_softcap)(vr.get(), cap, vr.get()); });
+        if (log_softmax) k.run("output_head", [&] { return HF_PICK(k.device(), hf_log_softmax)(vr.get(), vy.get()); });
+        return;
+    }
     if (!log_softmax) {
         return linear(k, Pass{}, "output_projection", Mat{x, M, D, row_stride}, h.w, h.b, V, out, V);
     }

@@ -7,32 +7,30 @@
 // defaults are those of configuration_llama.py, configuration_mistral.py
 // and configuration_qwen2.py, as transformers 4 writes them (rope_theta,
 // rope_scaling) and as transformers 5 does (rope_parameters).
-#include "../family.h"
+#include "llama_like.h"
 
 namespace halformer {
 namespace hf {
-namespace {
-
-// A Llama family's defaults where its configuration class differs.
-struct Defaults {
-    const char *model_type, *architecture;
-    int vocab, hidden, intermediate, layers, heads, kv_heads, max_positions, bos, eos;
-    bool tied;
-};
-
 
 // rope_theta and rope_scaling (transformers 4), or rope_parameters
-// (transformers 5: both in one object, "rope_type" "default" for none).
-void rope(const Fields &f, Config &c) {
+// (transformers 5: both in one object, "rope_type" "default" for none; one
+// such object per kind of layer where the layers differ, Gemma 3's).
+void rope(const Fields &f, Config &c, const char *layer_type) {
     c.rope_theta = f.number("rope_theta", 10000.0f);
+    c.rope_scaling = {};
     const float top_partial = f.number("partial_rotary_factor", 1.0f);
     if (top_partial != 1.0f) {
         f.fail("field \"partial_rotary_factor\" = " + std::to_string(top_partial) + " is not supported by Halformer");
     }
     const json::Value *params = f.get("rope_parameters", json::Value::Kind::Object);
+    std::string what = f.what + (params ? ": rope_parameters" : ": rope_scaling");
+    if (params && (params->find("full_attention") || params->find("sliding_attention"))) {
+        params = params->find(layer_type);
+        if (!params || !params->is_object()) f.fail(std::string("rope_parameters has no object \"") + layer_type + "\"");
+        what += std::string(".") + layer_type;
+    }
     const json::Value *scaling = params ? params : f.get("rope_scaling", json::Value::Kind::Object);
     if (!scaling) return;
-    const std::string what = f.what + (params ? ": rope_parameters" : ": rope_scaling");
     const Fields s{*scaling, what};
     if (params) c.rope_theta = s.number("rope_theta", c.rope_theta);
     // ("type" is the name transformers before 4.45 wrote.)
@@ -54,7 +52,12 @@ void rope(const Fields &f, Config &c) {
     }
 }
 
-Config llama_like(const Fields &f, const Defaults &d) {
+bool rope_per_layer_type(const Fields &f) {
+    const json::Value *params = f.get("rope_parameters", json::Value::Kind::Object);
+    return params && (params->find("full_attention") || params->find("sliding_attention"));
+}
+
+Config llama_like(const Fields &f, const LlamaDefaults &d) {
     Config c;
     c.family = d.model_type;
     c.architecture = Architecture::Decoder;
@@ -62,7 +65,7 @@ Config llama_like(const Fields &f, const Defaults &d) {
     c.num_heads = f.integer("num_attention_heads", d.heads);
     c.num_kv_heads = f.integer("num_key_value_heads", d.kv_heads > 0 ? d.kv_heads : c.num_heads);
     // head_dim: given (Mistral Nemo, Qwen3-like sizes), or hidden / heads.
-    c.d_kv = f.integer("head_dim", 0);
+    c.d_kv = f.integer("head_dim", d.head_dim);
     if (c.d_kv == 0 && c.num_heads > 0 && c.d_model % c.num_heads != 0) {
         f.fail("hidden_size = " + std::to_string(c.d_model) + " is not a multiple of num_attention_heads = " +
                std::to_string(c.num_heads) + " and no head_dim is given");
@@ -99,8 +102,42 @@ Config llama_like(const Fields &f, const Defaults &d) {
     return c;
 }
 
+std::vector<bool> sliding_layers(const Fields &f, int layers, const std::function<bool(int)> &rule) {
+    std::vector<bool> out((size_t)std::max(layers, 0));
+    const json::Value *types = f.get("layer_types", json::Value::Kind::Array);
+    if (!types) {
+        for (int l = 0; l < layers; l++) out[(size_t)l] = rule(l);
+        return out;
+    }
+    if ((int)types->array.size() != layers) {
+        f.fail("field \"layer_types\" has " + std::to_string(types->array.size()) + " entries for " +
+               std::to_string(layers) + " layers");
+    }
+    for (int l = 0; l < layers; l++) {
+        const json::Value &t = types->array[(size_t)l];
+        if (t.is_string() && t.string == "sliding_attention") {
+            out[(size_t)l] = true;
+        } else if (!t.is_string() || t.string != "full_attention") {
+            f.fail("field \"layer_types\": entry " + std::to_string(l) +
+                   " is not \"full_attention\" or \"sliding_attention\" (the kinds Halformer runs)");
+        }
+    }
+    return out;
+}
+
+std::vector<int> qwen_windows(const Fields &f, int layers) {
+    const bool use = f.boolean("use_sliding_window", false);
+    const int from = f.integer("max_window_layers", 28), window = f.integer("sliding_window", 4096);
+    const std::vector<bool> slide = sliding_layers(f, layers, [&](int l) { return l >= from; });
+    std::vector<int> out;
+    for (bool s : slide) out.push_back(use && s ? window : 0);
+    return out;
+}
+
+namespace {
+
 Config llama(const Fields &f) {
-    Config c = llama_like(f, {"llama", "LlamaForCausalLM", 32000, 4096, 11008, 32, 32, 0, 2048, 1, 2, false});
+    Config c = llama_like(f, {"llama", "LlamaForCausalLM", 32000, 4096, 11008, 32, 32, 0, 2048, 1, 2, false, 0});
     c.qkv_bias = c.out_bias = f.boolean("attention_bias", false);
     c.ffn_bias = f.boolean("mlp_bias", false);
     const int tp = f.integer("pretraining_tp", 1);  // (the same product, in slices: read, nothing to do)
@@ -109,14 +146,14 @@ Config llama(const Fields &f) {
 }
 
 Config mistral(const Fields &f) {
-    Config c = llama_like(f, {"mistral", "MistralForCausalLM", 32000, 4096, 14336, 32, 32, 8, 4096 * 32, 1, 2, false});
+    Config c = llama_like(f, {"mistral", "MistralForCausalLM", 32000, 4096, 14336, 32, 32, 8, 4096 * 32, 1, 2, false, 0});
     c.qkv_bias = c.out_bias = c.ffn_bias = false;
     c.sliding_window = f.integer("sliding_window", 4096);
     return c;
 }
 
 Config qwen2(const Fields &f) {
-    Config c = llama_like(f, {"qwen2", "Qwen2ForCausalLM", 151936, 4096, 22016, 32, 32, 0, 32768, -1, -1, false});
+    Config c = llama_like(f, {"qwen2", "Qwen2ForCausalLM", 151936, 4096, 22016, 32, 32, 0, 32768, -1, -1, false, 0});
     c.qkv_bias = true;
     c.out_bias = c.ffn_bias = false;
     // The window applies only with use_sliding_window, and then to the
@@ -135,6 +172,8 @@ Config qwen2(const Fields &f) {
     if (c.eos_id < 0) f.fail("field \"eos_token_id\" is missing (Qwen2Config has no default)");
     return c;
 }
+
+}  // namespace
 
 // LlamaForCausalLM's names (Mistral's and Qwen2's are the same).
 WeightRules llama_weights(Config &cfg, const Fields &, const Has &has) {
@@ -166,8 +205,9 @@ WeightRules llama_weights(Config &cfg, const Fields &, const Has &has) {
     return w;
 }
 
-// (The rotary tables transformers before 4.31 saved per layer.)
-constexpr const char *kUnused = R"(^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$)";
+namespace {
+
+constexpr const char *kUnused = kRotaryBuffers;
 
 }  // namespace
 
