@@ -59,6 +59,10 @@
 #include "hf_attention_causal_decode.h"
 #include "hf_attention_causal_mullapudi2016.h"
 #include "hf_attention_decode.h"
+#include "hf_attention_causal_window.h"
+#include "hf_attention_causal_decode_window.h"
+#include "hf_attention_causal_window_softcap.h"
+#include "hf_attention_causal_decode_window_softcap.h"
 #include "hf_attention_mullapudi2016.h"
 #include "hf_embedding.h"
 #include "hf_embedding_adams2019.h"
@@ -339,6 +343,12 @@ void attention(int T, bool causal) {
     add(s + "adams2019", work, true, [=] { return adams(*q, *k, *v, *len, 0, sc, *o); });
     add(s + "mullapudi2016", work, true, [=] { return mull(*q, *k, *v, *len, 0, sc, *o); });
     if (!causal) return;
+    // The attention options (Mistral's window, Gemma 2's soft-cap) as run-time
+    // inputs of their kernels: the window kernel at window 0 (every key: the
+    // plain causal kernel's work) and the soft-capped one, against "hand".
+    add(s + "window0", work, true, [=] { return hf_attention_causal_window(*q, *k, *v, *len, 0, sc, 0, *o); });
+    add(s + "window0_softcap", work, true,
+        [=] { return hf_attention_causal_window_softcap(*q, *k, *v, *len, 0, sc, 0, 50.0f, *o); });
     // As the runtime runs a causal prefill: a call per chunk of queries over
     // the keys the chunk sees (runtime/src/layers/causal_chunks.h).
     add(s + "hand_chunked", work, true, [=] {
@@ -393,6 +403,10 @@ void attention_decode(int L) {
     add(s + "hand", work, false, [=] { return hf_attention_causal_decode(*q, *k, *v, *len, L - 1, 0.125f, *o); });
     add(s + "hand_prefill_schedule", work, false,
         [=] { return hf_attention_causal(*q, *k, *v, *len, L - 1, 0.125f, *o); });
+    add(s + "window0", work, false,
+        [=] { return hf_attention_causal_decode_window(*q, *k, *v, *len, L - 1, 0.125f, 0, *o); });
+    add(s + "window0_softcap", work, false,
+        [=] { return hf_attention_causal_decode_window_softcap(*q, *k, *v, *len, L - 1, 0.125f, 0, 50.0f, *o); });
 }
 
 void softmax(int R, int N) {
