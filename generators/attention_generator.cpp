@@ -135,7 +135,7 @@ public:
             valid = valid && (*window <= 0 || j > query_position - *window);
         }
         Expr scaled = score(j, i, h, b) * scale;
-        if (softcap) scaled = *softcap * tanh(scaled / *softcap);
+        if (softcap) scaled = *softcap * tanh_via_exp(scaled / *softcap);
         if (position_bias) {
             scaled += (*bias)(clamp(j - (i + q_offset), bias->dim(0).min(), bias->dim(0).max()), h);
         }

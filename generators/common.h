@@ -91,6 +91,19 @@ inline Halide::Expr activation_formula(Halide::Expr v, Activation act) {
     return v;
 }
 
+// tanh from exp: sign(x)·(1 − e)/(1 + e) with e = exp(−2|x|) (never
+// overflows). Halide 14's tanh is a scalar libm call inside vector loops:
+// per attention score it made Gemma 2's soft-capped kernels 6-8× slower
+// than the uncapped ones (bench/kernels_bench.cpp, 2026-12-02); exp is
+// vectorized. Absolute error below 1e-7 (relative error grows as |x| → 0,
+// where tanh(x) ≈ x is tiny).
+inline Halide::Expr tanh_via_exp(Halide::Expr x) {
+    using namespace Halide;
+    Expr e = exp(-2.0f * abs(x));
+    Expr t = (1.0f - e) / (1.0f + e);
+    return select(x < 0.0f, -t, t);
+}
+
 // A finite stand-in for -inf in masked scores. Every mask test compares
 // against kMaskedHalf, so no inf or NaN ever enters the arithmetic: a fully
 // masked row is detected, not computed.

@@ -23,7 +23,7 @@ public:
 
     void generate() {
         /* THE ALGORITHM */
-        y(n, r) = cap * tanh(x(n, r) / cap);
+        y(n, r) = cap * tanh_via_exp(x(n, r) / cap);
         add_requirement(cap > 0.0f, "softcap: the cap is", cap, "(it must be positive)");
 
         /* ESTIMATES: 4 rows of a 256000-token vocabulary */
