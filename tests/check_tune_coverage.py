@@ -28,6 +28,9 @@ EXCLUDED = {
     "hf_gather_rows": "a copy: a prefill chunk's keys from the paged cache, the last positions of prompts of different lengths",
     "hf_scatter_rows": "a copy of a step's new K|V rows to their paged-cache rows, far below the projections",
     "hf_pool_*": "no tunable knob (generator pool: a few rows a call, far below a layer)",
+    "hf_moe_route": "no tunable knob (generator moe_route: a row of router logits a task, the top-k of a few experts)",
+    "hf_moe_combine": "no tunable knob (generator moe_combine: k expert rows joined a row, far below the experts' projections)",
+    "hf_softcap": "an elementwise cap of one step's logits (memory-bound, far below the head's projection)",
     "hf_position_bias*": "no tunable knob (generator position_bias: one (2·max_distance + 1) × heads table per stack and call)",
 }
 

@@ -46,6 +46,7 @@ void add_ops(Options &o, const std::string &list) {
         "usage: halformer tune [--target sapphirerapids|avx512|avx2|sse41|host|cuda|opencl]\n"
         "                      [--config base|MODEL_DIR] [--ops linear,attention,...]\n"
         "                      [--budget 20m] [--resume] [--force] [--no-adams] [--adams-batch 6]\n"
+        "                      [--adams-rounds N]\n"
         "                      [--rows 128] [--cache-len 128] [--decode-rows 4]\n"
         "                      [--out DIR] [--work DIR] [--threads N]\n"
         "       halformer tune --check-records   (the build applies its records?)\n"
@@ -80,6 +81,7 @@ Options parse_options(int argc, char **argv) {
         else if (a == "--force") o.force = true;
         else if (a == "--no-adams") o.adams = false;
         else if (a == "--adams-batch") o.adams_batch = parse_int(a, next(), 1);
+        else if (a == "--adams-rounds") o.adams_rounds = parse_int(a, next(), 1);
         else if (a == "--check-records") o.check_records = true;
         else if (a == "--list-kernels") o.list_kernels = true;
         else if (a == "--launch-only") o.launch_only = true;

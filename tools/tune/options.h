@@ -21,6 +21,7 @@ struct Options {
     std::string work_dir;             // state, samples, weights
     int threads = 0;
     int adams_batch = 6;              // Adams2019 samples between retrainings of the cost model
+    int adams_rounds = 0;             // > 0: at least this many batches (and retrainings) a task, whatever the budget
     Workload workload;
     // worker mode (one Adams2019 sample in a child process)
     std::string worker;

@@ -96,11 +96,15 @@ void Tuner::search_adams(const Task &t, TaskResult &r, double until) {
     // model, then random probes biased by it; after each batch (--adams-batch
     // samples) the cost model is retrained on every sample benchmarked so far
     // (all tasks).
+    // --adams-rounds N: the first N batches (each retrained after) run
+    // whatever the budget says, so that a short run on a slow or busy
+    // machine still reaches a retraining.
     const int batch = o_.adams_batch;
     int seed = 1;
-    while (progress_.spent() < until && !g_stop) {
+    auto in_budget = [&](int round) { return round < o_.adams_rounds || progress_.spent() < until; };
+    for (int round = 0; in_budget(round) && !g_stop; round++) {
         std::string weights = retrains_ > 0 ? "cost_model_" + std::to_string(retrains_) + ".weights" : "";
-        for (int i = 0; i < batch && progress_.spent() < until && !g_stop; i++, seed++) {
+        for (int i = 0; i < batch && in_budget(round) && !g_stop; i++, seed++) {
             bool best_effort = i == 0;
             Entry e = run_adams(t, "adams-sample", seed, best_effort ? 32 : 1, best_effort ? 100 : 1, weights, until);
             r.adams_samples++;
@@ -108,7 +112,7 @@ void Tuner::search_adams(const Task &t, TaskResult &r, double until) {
             progress_.show(t.id(), r.candidates + r.adams_samples, r.best_score, r.hand_score,
                            "adams sample " + std::to_string(seed) + (e.ok ? "" : " failed"));
         }
-        if (g_stop || progress_.spent() >= until) break;
+        if (g_stop || !in_budget(round)) break;
         if (retrain(weights)) {
             retrains_++;
             r.retrains++;

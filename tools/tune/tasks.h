@@ -258,7 +258,7 @@ inline std::vector<Task> attention_tasks(const halformer::Config &c, const Workl
     auto att = [&](int B, int Tq, int Tkv, bool causal) { return att_hd(B, H, Tq, Tkv, dk, causal); };
     Task attp{"attention", "prefill", "hf_attention",
               {"hf_attention", "hf_attention_causal", "hf_attention_bias", "hf_attention_causal_bias",
-               "hf_attention_causal_window"},
+               "hf_attention_causal_window", "hf_attention_causal_window_softcap"},
               {{"query_tile", {8, 1, 2, 4, 6, 12, 16}}, {"key_block", {64, 16, 32, 128, 256}},
                {"heads_per_task", {1, 2, 4}}, {"score_vectors", {2, 1, 3, 4}}, {"value_vectors", {2, 1, 3, 4}}},
               {att(1, P, P, false), att(1, P, P, true)},
@@ -289,7 +289,8 @@ inline std::vector<Task> attention_tasks(const halformer::Config &c, const Workl
     Task attd{"attention", "decode", "hf_attention_decode",
               {"hf_attention_decode", "hf_attention_causal_decode", "hf_attention_causal_decode_paged",
                "hf_attention_decode_paged", "hf_attention_causal_decode_bias", "hf_attention_causal_decode_paged_bias",
-               "hf_attention_causal_decode_window", "hf_attention_causal_decode_paged_window"},
+               "hf_attention_causal_decode_window", "hf_attention_causal_decode_paged_window",
+               "hf_attention_causal_decode_window_softcap", "hf_attention_causal_decode_paged_window_softcap"},
               {{"key_block", {16, 8, 32, 64, 128}}},
               {att(1, 1, L, false), att(R, 1, L, false), att_rows(R, H, L, dk)},
               {att(3, 1, 1, false), att(2, 1, 19, true), att_hd(2, 3, 1, 9, 12, false), att_hd(2, 1, 1, 9, 20, true),
@@ -308,7 +309,7 @@ inline std::vector<Task> row_tasks(const halformer::Config &c, const Workload &w
         return Shape{shape_label("%dx%d", {M, D}), {{"M", M}, {"D", D}}, {}};
     };
     tasks.push_back({"layer_norm", "prefill", "hf_layer_norm_residual",
-                     {"hf_layer_norm", "hf_layer_norm_residual", "hf_rms_norm", "hf_rms_norm_residual"},
+                     {"hf_layer_norm", "hf_layer_norm_residual", "hf_rms_norm", "hf_rms_norm_residual", "hf_rms_norm_add"},
                      {{"rows_per_task", {4, 1, 2, 8, 16, 32}}}, {rows(P, d)}, {rows(1, d), rows(3, 17)},
                      fewer_rows(rows(P, d), {rows(1, d), rows(7, d)})});
 
