@@ -27,6 +27,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/hf/families/marian.cpp
   src/hf/families/mixtral.cpp
   src/hf/families/olmo2.cpp
+  src/hf/families/phi3.cpp
   src/hf/families/qwen3.cpp
   src/hf/families/qwen3_moe.cpp
   src/hf/families/t5.cpp

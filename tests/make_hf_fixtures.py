@@ -135,7 +135,9 @@ the keys kv with q - sliding_window < kv <= q, i.e. sliding_window keys counting
                   (max position id + 1) is <= original_max_position_embeddings and long_factor beyond it
                   (longrope_frequency_update, recomputed per forward); cos and sin multiplied by the attention
                   factor sqrt(1 + ln(128 / 32) / ln(32)) = 1.18322 (rope_scaling's attention_factor when given),
-                  in both regimes. Every golden sequence has <= 32 positions: all short regime.
+                  in both regimes. Per position: position p long when p + 1 > 32 (what cached generation gives
+                  each new token; transformers' one whole forward of a longer sequence turns every position by
+                  the long factors: detail "long_whole_forward"). One logits batch holds 44 tokens, past 32.
                   sliding_window 7 on every layer.
   mixtral         MixtralForCausalLM (transformers 4.46 config), F32, hidden 32, heads 4 over 2, 2 layers, 8
                   experts (num_local_experts), top 2, intermediate 24, untied, vocab 157, bos 1 eos 2, no
@@ -219,7 +221,7 @@ golden.json (floats are float64 references rounded to 8 significant digits; ids 
            done over all heads), qk_norm_per_head (olmo2's whole-width norm done per head), qk_norm_after_rope,
            no_qk_norm, pre_norm (olmo2's norms used as pre-norms), no_attn_softcap, no_final_softcap,
            softcap_after_mask, full_rotary (phi3 rotating all 12 dims, default rope), no_attention_factor,
-           long_factor, no_short_factor (default rope on the 6 dims), gate_up_swapped, no_renorm (mixtral),
+           long_factor, no_short_factor (default rope on the 6 dims), long_whole_forward, gate_up_swapped, no_renorm (mixtral),
            flip_norm_topk_prob (qwen3_moe).
   "softcap_check" (gemma2): {"attn_logit_softcapping_rel_diff", "final_logit_softcapping_rel_diff"}: the same
            measure without each cap; both asserted > 1e-2.
@@ -1746,6 +1748,20 @@ def dec_inv_freq(c, lt, seq_len, wrong=()):
 def dec_cos_sin(c, lt, T, wrong):
     inv, att, rot = dec_inv_freq(c, lt, T, wrong)
     ang = torch.arange(T, dtype=torch.float32)[:, None] * inv[None, :]
+    theta, sc, _ = dec_rope_params(c, lt, wrong)
+    kind = (sc or {}).get("rope_type", (sc or {}).get("type", "default"))
+    if kind == "longrope" and not (set(wrong) & {"long_factor", "no_short_factor", "long_whole_forward"}):
+        # Per position: position p turns by the short factors while p + 1 <= original_max_position_embeddings,
+        # by the long ones from there on (what transformers' cached generation gives each new token:
+        # _longrope_frequency_update sees seq_len = p + 1; Halformer decides per row, so that a row's values do
+        # not depend on the rest of its call). "long_whole_forward": transformers' rule for one whole forward
+        # (every position long once the sequence passes the original length).
+        orig = c.get("original_max_position_embeddings") or sc.get("original_max_position_embeddings")
+        inv_short, _ = longrope_inv_freq(c, theta, sc, rot, 1)
+        inv_long, _ = longrope_inv_freq(c, theta, sc, rot, 10 ** 9)
+        pos = torch.arange(T, dtype=torch.float32)[:, None]
+        long_row = (torch.arange(T) + 1 > orig)[:, None]
+        ang = torch.where(long_row, pos * inv_long[None, :], pos * inv_short[None, :])
     emb = torch.cat([ang, ang], dim=-1).to(F64)
     return emb.cos() * att, emb.sin() * att, rot
 
@@ -2159,8 +2175,8 @@ def fixtures_2026():
                                             "norm_w_not_1_plus", "scale_head_dim", "no_embed_scale"]), True))
 
     # Phi-3 as transformers 4.49 writes Phi3Config: partial rotary 0.5 (6 of 12 dims), longrope (short factors
-    # up to original_max_position_embeddings 32 positions, attention factor sqrt(1 + ln(128/32) / ln(32))),
-    # a sliding window of 7.
+    # up to original_max_position_embeddings 32 positions, long ones past them, attention factor
+    # sqrt(1 + ln(128/32) / ln(32))), a sliding window of 7. One logits batch holds 44 tokens: past 32.
     c = dict(architectures=["Phi3ForCausalLM"], model_type="phi3", attention_dropout=0.0, bos_token_id=1,
              embd_pdrop=0.0, eos_token_id=202, hidden_act="silu", hidden_size=48, initializer_range=0.02,
              intermediate_size=64, max_position_embeddings=128, num_attention_heads=4, num_hidden_layers=2,
@@ -2170,9 +2186,10 @@ def fixtures_2026():
              rope_theta=10000.0, sliding_window=7, tie_word_embeddings=False, torch_dtype="float32",
              transformers_version="4.49.0", use_cache=True, vocab_size=203)
     out.append(("phi3", "phi3", c, c, "F32",
-                lambda c, s: build_decoder("phi3", c, "F32", 30, s,
+                lambda c, s: build_decoder("phi3", c, "F32", 44, s,
                                            ["full_rotary", "no_attention_factor", "long_factor", "no_short_factor",
-                                            "gate_up_swapped", "no_window", "window_plus_1"]), True))
+                                            "long_whole_forward", "gate_up_swapped", "no_window",
+                                            "window_plus_1"]), True))
 
     # Mixtral as transformers 4.46 writes MixtralConfig: 8 experts, top 2, per-expert w1/w2/w3
     c = dict(architectures=["MixtralForCausalLM"], model_type="mixtral", attention_dropout=0.0, bos_token_id=1,

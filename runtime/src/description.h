@@ -72,7 +72,10 @@ struct Description {
     // Positional::Rotary: each head's query and key rotated by position
     // after the projections; pair i (dimensions i, i + head_dim/2) turns
     // by position × inv_freq[i] (rope_theta's frequencies, rope_scaling
-    // applied; float32 as transformers computes them).
+    // applied; float32 as transformers computes them). A frequency of 0
+    // leaves its pair as it is: a partial rotary (Phi-3's
+    // partial_rotary_factor) is a table whose last pairs are 0, with the
+    // heads' dimensions reordered at load to match (hf/families/phi3.cpp).
     std::vector<float> inv_freq;
     // Mistral: a query attends only the sliding_window most recent keys
     // (0: every key).
@@ -106,6 +109,12 @@ struct Description {
         return (size_t)l < layer_specs.size() ? layer_specs[(size_t)l] : LayerSpec{sliding_window, 0};
     }
     const std::vector<float> &rope_table(int t) const { return t == 0 ? inv_freq : rope_tables.at((size_t)t - 1); }
+    // Rows at a position >= from turn by rope_table(table) instead of
+    // their layer's, row by row (Phi-3's longrope: the long factors past
+    // original_max_position_embeddings). from 0: none.
+    struct RopeSwitch {
+        int from = 0, table = 0;
+    } rope_long;
     // Queries and keys normalized before their rotation: per head of
     // head_dim (Qwen3, Gemma 3) or over their whole width (OLMo 2). The
     // projections then write Q and K apart (self_projection_rows).

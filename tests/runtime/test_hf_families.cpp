@@ -1,12 +1,12 @@
 // The families composed by builders (runtime/src/hf/families/: Qwen3,
-// Gemma 2 and 3, OLMo 2, Mixtral, Qwen3-MoE): what each builder reads off config.json into the
+// Gemma 2 and 3, OLMo 2, Phi-3, Mixtral, Qwen3-MoE): what each builder reads off config.json into the
 // description — the layer sequence, per-layer windows and rope tables, the
 // q/k norms, the scores' and the embeddings' scales — against what
 // tests/make_hf_fixtures.py computed with transformers' rules, and the
 // features they do not run refused by name. (Logits, greedy, beam and the
 // KV cache against the float64 references: test_models.cpp's Golden suites
 // list hf/qwen3, hf/gemma3_text, hf/gemma3_text_v5, hf/olmo2, hf/gemma2,
-// hf/mixtral, hf/qwen3_moe and hf/qwen3_moe_v5.)
+// hf/phi3, hf/mixtral, hf/qwen3_moe and hf/qwen3_moe_v5.)
 #include "halformer/json.h"
 #include "halformer/model.h"
 
@@ -139,6 +139,34 @@ TEST(HfFamilies, Gemma2CapsScoresAndLogits) {
     EXPECT_FLOAT_EQ(d.attention_scale, 1.0f / std::sqrt(24.0f));
 }
 
+// Phi-3: 6 of each head's 12 dimensions turn (partial_rotary_factor 0.5):
+// the tables' last pairs are 0; longrope's short factors up to position
+// 32, the long ones from there on (row by row), and the attention factor
+// squared in the scores' scale.
+TEST(HfFamilies, Phi3TurnsPartOfEachHeadByShortOrLongFactors) {
+    const Description d = described("phi3");
+    const json::Value g = golden("phi3");
+    EXPECT_NE(d.layer, nullptr);
+    ASSERT_EQ((int)g.find("rope_rotary_dims")->number, 6);
+    ASSERT_EQ(d.inv_freq.size(), 6u) << "head_dim 12: 6 pairs";
+    ASSERT_EQ(d.rope_tables.size(), 1u);
+    const json::Value &shorts = *g.find("rope_inv_freq"), &longs = *g.find("rope_long_inv_freq");
+    ASSERT_EQ(shorts.array.size(), 3u);
+    for (size_t i = 0; i < 6; i++) {
+        SCOPED_TRACE(i);
+        const double s = i < 3 ? shorts.array[i].number : 0.0, l = i < 3 ? longs.array[i].number : 0.0;
+        EXPECT_NEAR(d.inv_freq[i], s, 2e-7 * s);
+        EXPECT_NEAR(d.rope_tables[0][i], l, 2e-7 * l);
+    }
+    EXPECT_EQ(d.rope_long.from, 32) << "original_max_position_embeddings";
+    EXPECT_EQ(d.rope_long.table, 1);
+    const double a = g.find("rope_attention_factor")->number;
+    EXPECT_NEAR(d.attention_scale, a * a / std::sqrt(12.0), 1e-6);
+    EXPECT_FLOAT_EQ(d.dec_dims.scale, d.attention_scale);
+    EXPECT_EQ(d.sliding_window, 7);
+    EXPECT_FALSE(d.qkv_bias || d.out_bias || d.ffn_bias);
+}
+
 // The mixtures of experts: every Mixtral layer sparse; Qwen3-MoE's
 // mlp_only_layers dense, and transformers 5's decoder_sparse_step.
 TEST(HfFamilies, ExpertsPerLayer) {
@@ -159,15 +187,32 @@ TEST(HfFamilies, ExpertsPerLayer) {
     for (int l = 0; l < 4; l++) EXPECT_EQ(v.spec(l).moe, l % 2 == 1) << "decoder_sparse_step 2: layer " << l;
 }
 
-// The Transformer layer's families keep it: no builder, no per-layer data.
-TEST(HfFamilies, TheTransformerLayersFamiliesHaveNoBuilder) {
-    for (const char *name : {"llama_gqa", "mistral_window", "qwen2", "gpt2_lm", "t5_v1_1"}) {
+// Llama, Mistral and Qwen2 run Llama's layer as a builder; the paper's
+// families (GPT-2, BERT, T5, Marian) the Transformer layer.
+TEST(HfFamilies, LlamasLayerIsABuilder) {
+    for (const char *name : {"llama_gqa", "mistral_window", "qwen2"}) {
         const Description d = described(name);
-        EXPECT_EQ(d.layer, nullptr) << name;
-        EXPECT_TRUE(d.layer_specs.empty()) << name;
+        EXPECT_NE(d.layer, nullptr) << name;
         EXPECT_EQ(d.qk_norm, Description::QkNorm::None) << name;
     }
     EXPECT_EQ(described("mistral_window").spec(1).window, 6) << "one window for every layer";
+    for (int l = 0; l < 2; l++) EXPECT_EQ(described("qwen2").spec(l).window, 0) << "use_sliding_window false";
+    for (const char *name : {"gpt2_lm", "t5_v1_1"}) {
+        const Description d = described(name);
+        EXPECT_EQ(d.layer, nullptr) << name;
+        EXPECT_TRUE(d.layer_specs.empty()) << name;
+    }
+}
+
+// Qwen2's window on the layers from max_window_layers on (with
+// use_sliding_window), as Qwen3's.
+TEST_F(EditedFamily, Qwen2SlidesFromMaxWindowLayersOn) {
+    use("qwen2");
+    edit("\"use_sliding_window\": false", "\"use_sliding_window\": true");
+    edit("\"max_window_layers\": 2", "\"max_window_layers\": 1");
+    const Description d = describe(Config::from_file(dir + "/config.json"));
+    EXPECT_EQ(d.spec(0).window, 0);
+    EXPECT_EQ(d.spec(1).window, 4096);
 }
 
 TEST_F(EditedFamily, WhatTheBuildersDoNotRunIsNamed) {
@@ -204,6 +249,21 @@ TEST_F(EditedFamily, WhatTheBuildersDoNotRunIsNamed) {
     use("qwen3");
     edit("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}");
     expect_error({"yarn", "not supported"});
+    use("qwen3");
+    edit("\"rope_theta\"", "\"partial_rotary_factor\": 0.5,\n  \"rope_theta\"");
+    expect_error({"partial_rotary_factor", "not supported"});
+    use("phi3");
+    edit("\"partial_rotary_factor\": 0.5", "\"partial_rotary_factor\": 0.25");
+    expect_error({"partial_rotary_factor", "rotates 3", "even"});
+    use("phi3");
+    edit("\"long_factor\": [\n      1.0,", "\"long_factor\": [");
+    expect_error({"long_factor", "2 entries", "3 expected"});
+    use("phi3");
+    edit("\"short_factor\": [\n      1.0,", "\"short_factor\": [\n      -1.0,");
+    expect_error({"short_factor", "entry 0", "positive"});
+    use("phi3");
+    edit("\"type\": \"longrope\"", "\"type\": \"dynamic\"");
+    expect_error({"dynamic", "not supported", "phi3"});
 }
 
 // A file without a tensor the builder's table declares names it.

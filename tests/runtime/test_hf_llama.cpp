@@ -118,10 +118,6 @@ TEST_F(EditedHf, UnsupportedLlamaFeaturesAreNamed) {
     use("llama_gqa");
     edit("config.json", "LlamaForCausalLM", "LlamaForSequenceClassification");
     expect_error({"LlamaForSequenceClassification", "not supported"});
-    use("qwen2");
-    edit("config.json", "\"use_sliding_window\": false", "\"use_sliding_window\": true");
-    edit("config.json", "\"max_window_layers\": 2", "\"max_window_layers\": 1");
-    expect_error({"use_sliding_window", "max_window_layers = 1", "not supported"});
     // An untied head the files lack is named, not tied silently.
     use("llama_gqa");
     edit("config.json", "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": false, \"x\": 0");

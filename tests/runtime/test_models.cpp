@@ -56,13 +56,13 @@ const char *kModels[] = {"ed_post_relu", "ed_pre_gelu",  "ed_learned_tanh", "enc
                          "hf/marian_positions", "hf/bert_mlm", "hf/t5_v1_0", "hf/t5_v1_1", "hf/llama_gqa",
                          "hf/llama3_mqa", "hf/mistral_window", "hf/qwen2", "hf/t5_v5_gated_tied",
                          "hf/marian_widths", "hf/qwen3", "hf/gemma3_text", "hf/gemma3_text_v5", "hf/olmo2",
-                         "hf/gemma2", "hf/mixtral", "hf/qwen3_moe", "hf/qwen3_moe_v5"};
+                         "hf/gemma2", "hf/phi3", "hf/mixtral", "hf/qwen3_moe", "hf/qwen3_moe_v5"};
 const char *kGenerators[] = {"ed_post_relu", "ed_pre_gelu", "ed_learned_tanh", "dec_pre_gelu", "dec_post_relu",
                              "hf/gpt2_lm", "hf/gpt2_noprefix_f16_sharded", "hf/marian", "hf/marian_positions",
                              "hf/t5_v1_0", "hf/t5_v1_1", "hf/llama_gqa", "hf/llama3_mqa", "hf/mistral_window",
                              "hf/qwen2", "hf/t5_v5_gated_tied", "hf/marian_widths", "hf/qwen3", "hf/gemma3_text",
-                             "hf/gemma3_text_v5", "hf/olmo2", "hf/gemma2", "hf/mixtral", "hf/qwen3_moe",
-                             "hf/qwen3_moe_v5"};
+                             "hf/gemma3_text_v5", "hf/olmo2", "hf/gemma2", "hf/phi3", "hf/mixtral",
+                             "hf/qwen3_moe", "hf/qwen3_moe_v5"};
 
 class Golden : public testing::TestWithParam<const char *> {};
 class GoldenDecode : public testing::TestWithParam<const char *> {};

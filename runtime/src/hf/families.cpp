@@ -14,6 +14,7 @@ const Family &marian_family();
 const Family &mistral_family();
 const Family &mixtral_family();
 const Family &olmo2_family();
+const Family &phi3_family();
 const Family &qwen2_family();
 const Family &qwen3_family();
 const Family &qwen3_moe_family();
@@ -22,7 +23,7 @@ const Family &t5_family();
 const std::vector<const Family *> &families() {
     static const std::vector<const Family *> all{
         &bert_family(),    &gemma2_family(),  &gemma3_text_family(), &gpt2_family(),  &llama_family(),
-        &marian_family(),  &mistral_family(), &mixtral_family(),     &olmo2_family(), &qwen2_family(),
+        &marian_family(),  &mistral_family(), &mixtral_family(),     &olmo2_family(), &phi3_family(), &qwen2_family(),
         &qwen3_family(),   &qwen3_moe_family(), &t5_family()};
     return all;
 }

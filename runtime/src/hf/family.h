@@ -89,8 +89,9 @@ Act activation(const Fields &f, const char *key, const std::string &fallback);
 
 // How one tensor of ours comes from the file's: as it is, transposed
 // (GPT-2's Conv1D keeps [in, out]), several stacked (separate Q, K and V
-// projections → one in_proj), flattened, or scaled once at load.
-enum class How { Same, Transposed, Stacked, Flat, Scaled, Offset, Slice };
+// projections → one in_proj), flattened, scaled once at load, or with its
+// rows reordered once at load (Rows).
+enum class How { Same, Transposed, Stacked, Flat, Scaled, Offset, Slice, Rows };
 struct Rule {
     How how;
     std::vector<std::string> theirs;  // "{i}": the layer
@@ -100,6 +101,9 @@ struct Rule {
     // fused gate|up rows).
     int64_t first = 0;
     std::vector<int64_t> shape;
+    // Rows: row j of ours is row rows[j] of the file's tensor (its first
+    // dimension; a permutation of them).
+    std::vector<int64_t> rows;
 };
 using Rules = std::map<std::string, Rule>;  // ours ("{i}": the layer) → theirs
 void norm(Rules &r, const std::string &ours, const std::string &theirs);

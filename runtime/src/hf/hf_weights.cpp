@@ -145,6 +145,12 @@ public:
         case How::Flat: s = {numel(s)}; break;
         case How::Scaled: break;
         case How::Offset: break;
+        case How::Rows:
+            if (s.empty() || (int64_t)r.rows.size() != s[0]) {
+                bad_shape(subst(name, r.theirs[0]), s, std::to_string(r.rows.size()) + " rows (" + name +
+                                                           " reorders them)");
+            }
+            break;
         case How::Slice:
             if (r.first < 0 || r.first + numel(r.shape) > numel(s)) {
                 bad_shape(subst(name, r.theirs[0]), s, "at least " + std::to_string(r.first + numel(r.shape)) +
@@ -173,6 +179,14 @@ public:
         } else if (r.how == How::Offset) {  // Gemma's gains: the file holds w, the norm multiplies by 1 + w
             const float *src = read(key);
             for (size_t k = 0; k < made.size(); k++) made[k] = src[k] + r.factor;
+        } else if (r.how == How::Rows) {  // row j ← row rows[j], once
+            const float *src = read(key);
+            const size_t width = made.size() / r.rows.size();
+            for (size_t j = 0; j < r.rows.size(); j++) {
+                const int64_t from = r.rows[j];
+                if (from < 0 || from >= (int64_t)r.rows.size()) throw Error("internal: a row order past the rows of " + key);
+                std::copy(src + (size_t)from * width, src + (size_t)(from + 1) * width, made.begin() + (ptrdiff_t)(j * width));
+            }
         } else if (r.how == How::Transposed) {  // [in, out] → [out, in], once
             const float *src = read(key);
             const int64_t out = s[0], in = s[1];
@@ -213,6 +227,7 @@ public:
         if (r->how == How::Transposed) out += " (transposed)";
         if (r->how == How::Scaled) out += " (scaled)";
         if (r->how == How::Offset) out += " (plus " + std::to_string(r->factor) + ")";
+        if (r->how == How::Rows) out += " (rows reordered)";
         if (r->how == How::Slice) out += " (from value " + std::to_string(r->first) + ", " + shape_string(r->shape) + ")";
         return out;
     }

@@ -122,15 +122,28 @@ void listed_cross_attention(Kernels &k, const Heads &h, const LayerIO &io) {
 }
 
 // Rotates `heads` heads of M rows by their positions (io.positions): from
-// `in` (row stride in_stride) to `out` (row stride out_stride).
+// `in` (row stride in_stride) to `out` (row stride out_stride), by the
+// layer's table; where the description switches tables by position
+// (rope_long), each run of rows on one side of the switch by its own.
 void rotate(Kernels &k, const Heads &h, const LayerIO &io, const float *in, int in_stride, int heads, float *out,
             int out_stride) {
     const int M = io.M();
     if (!io.positions) throw Error("internal: rotary positions without the rows' positions");
-    View vx = h.pairs(in, heads, M, in_stride), vy = h.pairs(out, heads, M, out_stride);
-    const std::vector<float> &freq = io.inv_freq ? *io.inv_freq : k.desc.inv_freq;
-    View vp(io.positions, {{M, 1}}, true), vf(freq.data(), {{h.dk / 2, 1}});
-    k.run("rope", [&] { return HF_PICK(k.device(), hf_rope)(vx.get(), vp.get(), vf.get(), vy.get()); });
+    const std::vector<float> &layer = io.inv_freq ? *io.inv_freq : k.desc.inv_freq;
+    auto run = [&](int first, int n, const std::vector<float> &freq) {
+        if ((int)freq.size() != h.dk / 2) throw Error("internal: a rope table of another head size");
+        View vx = h.pairs(in + (size_t)first * in_stride, heads, n, in_stride);
+        View vy = h.pairs(out + (size_t)first * out_stride, heads, n, out_stride);
+        View vp(io.positions + first, {{n, 1}}, true), vf(freq.data(), {{h.dk / 2, 1}});
+        k.run("rope", [&] { return HF_PICK(k.device(), hf_rope)(vx.get(), vp.get(), vf.get(), vy.get()); });
+    };
+    const Description::RopeSwitch &sw = k.desc.rope_long;
+    if (sw.from <= 0) return run(0, M, layer);
+    for (int a = 0, b; a < M; a = b) {
+        const bool past = io.positions[a] >= sw.from;
+        for (b = a + 1; b < M && (io.positions[b] >= sw.from) == past;) b++;
+        run(a, b - a, past ? k.desc.rope_table(sw.table) : layer);
+    }
 }
 
 }  // namespace

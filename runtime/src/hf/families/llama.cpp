@@ -9,17 +9,30 @@
 // rope_scaling) and as transformers 5 does (rope_parameters).
 #include "llama_like.h"
 
+#include "../../layers/layers.h"
+
 namespace halformer {
 namespace hf {
+
+void llama_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
+    using namespace layers;
+    const int M = io.M();
+    layer_norm(k, L.self_norm, io.x_in, io.n1, M);        // input_layernorm
+    self_projections(k, p, L.self, io.n1, io);            // q_proj|k_proj rotated, v_proj; K|V to the cache
+    self_attention(k, p, causal, io);                     // causal, the layer's window
+    attention_output(k, p, L.self, io, io.x_in, io.x1);   // o_proj, + residual
+    layer_norm(k, L.ffn_norm, io.x1, io.n3, M);           // post_attention_layernorm
+    feed_forward(k, p, L, io.n3, io.x1, io, io.x_out);    // down(act(gate) · up), + residual
+}
 
 // rope_theta and rope_scaling (transformers 4), or rope_parameters
 // (transformers 5: both in one object, "rope_type" "default" for none; one
 // such object per kind of layer where the layers differ, Gemma 3's).
-void rope(const Fields &f, Config &c, const char *layer_type) {
+void rope(const Fields &f, Config &c, const char *layer_type, bool family_rope) {
     c.rope_theta = f.number("rope_theta", 10000.0f);
     c.rope_scaling = {};
     const float top_partial = f.number("partial_rotary_factor", 1.0f);
-    if (top_partial != 1.0f) {
+    if (top_partial != 1.0f && !family_rope) {
         f.fail("field \"partial_rotary_factor\" = " + std::to_string(top_partial) + " is not supported by Halformer");
     }
     const json::Value *params = f.get("rope_parameters", json::Value::Kind::Object);
@@ -36,9 +49,9 @@ void rope(const Fields &f, Config &c, const char *layer_type) {
     // ("type" is the name transformers before 4.45 wrote.)
     const std::string type = s.string("rope_type", s.string("type", "default"));
     const float partial = s.number("partial_rotary_factor", 1.0f);
-    if (partial != 1.0f) s.fail("\"partial_rotary_factor\" = " + std::to_string(partial) + " is not supported by Halformer");
+    if (partial != 1.0f && !family_rope) s.fail("\"partial_rotary_factor\" = " + std::to_string(partial) + " is not supported by Halformer");
     Config::RopeScaling &r = c.rope_scaling;
-    if (type == "default") return;
+    if (type == "default" || (type == "longrope" && family_rope)) return;
     r.factor = s.number("factor", 1.0f);
     if (type == "linear") {
         r.kind = Config::RopeScaling::Kind::Linear;
@@ -77,7 +90,7 @@ Config llama_like(const Fields &f, const LlamaDefaults &d) {
     c.tgt_vocab_size = f.integer("vocab_size", d.vocab);
     c.max_positions = f.integer("max_position_embeddings", d.max_positions);
     c.positional_encoding = Positional::Rotary;
-    rope(f, c);
+    rope(f, c, "full_attention", d.family_rope);
     c.norm_first = true;
     c.rms_norm = true;
     c.gated_ffn = true;
@@ -156,21 +169,20 @@ Config qwen2(const Fields &f) {
     Config c = llama_like(f, {"qwen2", "Qwen2ForCausalLM", 151936, 4096, 22016, 32, 32, 0, 32768, -1, -1, false, 0});
     c.qkv_bias = true;
     c.out_bias = c.ffn_bias = false;
-    // The window applies only with use_sliding_window, and then to the
-    // layers from max_window_layers on.
-    const int window = f.integer("sliding_window", 4096);
-    if (f.boolean("use_sliding_window", false)) {
-        const int from = f.integer("max_window_layers", 28);
-        if (from > 0 && from < c.num_decoder_layers) {
-            f.fail("use_sliding_window with max_window_layers = " + std::to_string(from) + " of " +
-                   std::to_string(c.num_decoder_layers) +
-                   " layers (a window on some layers only) is not supported by Halformer");
-        }
-        if (from == 0) c.sliding_window = window;
-    }
-    (void)f.integer("max_window_layers", 28);
+    (void)qwen_windows(f, c.num_decoder_layers);
     if (c.eos_id < 0) f.fail("field \"eos_token_id\" is missing (Qwen2Config has no default)");
     return c;
+}
+
+// Llama's and Mistral's layers: one sequence, one window (Config's).
+void llama_describe(const Fields &, const Config &, Description &d) { d.layer = llama_layer; }
+
+// Qwen2's: the window on the layers from max_window_layers on, with
+// use_sliding_window (qwen_windows).
+void qwen2_describe(const Fields &f, const Config &c, Description &d) {
+    d.layer = llama_layer;
+    d.layer_specs.clear();
+    for (int w : qwen_windows(f, c.num_decoder_layers)) d.layer_specs.push_back({w, 0});
 }
 
 }  // namespace
@@ -212,15 +224,15 @@ constexpr const char *kUnused = kRotaryBuffers;
 }  // namespace
 
 const Family &llama_family() {
-    static const Family f{"llama", llama, llama_weights, kUnused, "llama"};
+    static const Family f{"llama", llama, llama_weights, kUnused, "llama", llama_describe};
     return f;
 }
 const Family &mistral_family() {
-    static const Family f{"mistral", mistral, llama_weights, kUnused, "llama"};
+    static const Family f{"mistral", mistral, llama_weights, kUnused, "llama", llama_describe};
     return f;
 }
 const Family &qwen2_family() {
-    static const Family f{"qwen2", qwen2, llama_weights, kUnused, "llama"};
+    static const Family f{"qwen2", qwen2, llama_weights, kUnused, "llama", qwen2_describe};
     return f;
 }
 

@@ -17,6 +17,9 @@ struct LlamaDefaults {
     int vocab, hidden, intermediate, layers, heads, kv_heads, max_positions, bos, eos;
     bool tied;
     int head_dim;  // 0: hidden / heads
+    // The family reads partial_rotary_factor and rope type "longrope"
+    // itself (Phi-3): rope() lets them pass.
+    bool family_rope = false;
 };
 
 // Decoder-only, pre-norm RMSNorm, gated feed-forward (hidden_act),
@@ -26,7 +29,9 @@ Config llama_like(const Fields &f, const LlamaDefaults &d);
 // rope_theta and rope_scaling (transformers 4), or rope_parameters (5):
 // c's rope_theta and rope_scaling. Where rope_parameters gives one per kind
 // of layer, layer_type's ("full_attention", "sliding_attention").
-void rope(const Fields &f, Config &c, const char *layer_type = "full_attention");
+// family_rope: partial_rotary_factor and "longrope" are the family's to
+// read (c's rope then holds rope_theta only).
+void rope(const Fields &f, Config &c, const char *layer_type = "full_attention", bool family_rope = false);
 // Whether rope_parameters gives one per kind of layer.
 bool rope_per_layer_type(const Fields &f);
 // Which layers slide: config.json's layer_types ("sliding_attention" or
@@ -40,6 +45,11 @@ std::vector<int> qwen_windows(const Fields &f, int layers);
 // q/k/v/o_proj, mlp gate/up/down_proj, input_layernorm,
 // post_attention_layernorm, model.norm, lm_head.
 WeightRules llama_weights(Config &cfg, const Fields &f, const Has &has);
+
+// Llama's decoder layer (LlamaDecoderLayer): pre-norm RMSNorm, the
+// self-attention with rotary Q|K and the layer's window, the gated
+// feed-forward, each joined to the stream (Mistral's, Qwen2's, Phi-3's).
+void llama_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io);
 
 // (The rotary tables transformers before 4.31 saved per layer.)
 constexpr const char *kRotaryBuffers = R"(^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$)";
