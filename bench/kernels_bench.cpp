@@ -34,7 +34,7 @@
 
 #include "halformer/isa.h"
 #include "halformer/kernel_error.h"
-#include "layers/causal_chunks.h"
+#include "model/layers/causal_chunks.h"
 
 #include "hf_attention.h"
 #include "hf_linear_bf16.h"
@@ -265,7 +265,7 @@ void linear(int M, int K, int N) {
     add(s + "hand", work, compute, [=] { return hf_linear(*x, *w, *b, *y); });
     if (M <= 32) add(s + "hand_dot", work, compute, [=] { return hf_linear_dot(*x, *w, *b, *y); });
     // W packed once into 48-column panels (what float32 inference runs on
-    // AVX-512, runtime/src/packed.cpp: the one-row kernel at M = 1).
+    // AVX-512, runtime/src/model/packed.cpp: the one-row kernel at M = 1).
     const int Np = (N + 47) / 48 * 48;
     auto wp = keep(Buffer<float>(1, 48, K, Np / 48));
     if (int rc = hf_pack_f32(*w, *wp)) halformer::check_kernel(rc, "pack");
@@ -350,7 +350,7 @@ void attention(int T, bool causal) {
     add(s + "window0_softcap", work, true,
         [=] { return hf_attention_causal_window_softcap(*q, *k, *v, *len, 0, sc, 0, 50.0f, *o); });
     // As the runtime runs a causal prefill: a call per chunk of queries over
-    // the keys the chunk sees (runtime/src/layers/causal_chunks.h).
+    // the keys the chunk sees (runtime/src/model/layers/causal_chunks.h).
     add(s + "hand_chunked", work, true, [=] {
         auto view = [&](Buffer<float> &b, int begin, int extent) {
             halide_dimension_t d[4] = {b.raw_buffer()->dim[0], b.raw_buffer()->dim[1], b.raw_buffer()->dim[2],

@@ -11,7 +11,7 @@ bench/results/<cpu>-<date>/peak.md, peak.json and peak.png.
 ours in fp32 and in int8, each interleaved with PyTorch) to the same report.
 
 "ours" is the kernel the runtime calls for that shape on this CPU
-(runtime/src/packed.cpp, layers/linear.cpp, as the benchmark's context
+(runtime/src/model/packed.cpp, layers/linear.cpp, as the benchmark's context
 halformer_fp32_packing says): float32 packed panels at every M on an AVX-512
 or AVX2 variant ("all"), at a decoding step's M <= 4 on SSE4.1 ("steps":
 prefill on W as stored), the one-row packed kernel at M = 1; with packing off ("none") the

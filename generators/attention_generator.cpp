@@ -173,7 +173,7 @@ public:
         // In strict float, in block order: LLVM vectorizes a reduction over
         // 16 or more blocks when it may reassociate, so a row's sums would
         // depend on how many key blocks its call has: a causal prefill in
-        // query chunks (runtime/src/layers/causal_chunks.h) and a decoding
+        // query chunks (runtime/src/model/layers/causal_chunks.h) and a decoding
         // row beside longer ones would get other bits than one call or the
         // row alone (found by the tuner's check at 1024 keys).
         denom(i, h, b) = 0.0f;

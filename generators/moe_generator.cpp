@@ -1,7 +1,7 @@
 // moe_route and moe_combine: the two steps of a mixture-of-experts
 // feed-forward (Mixtral, Qwen3-MoE) that are not a projection. Between
 // them the runtime groups each expert's tokens and runs that expert's
-// gated FFN over them with the FFN kernels (runtime/src/layers/moe.cpp), so
+// gated FFN over them with the FFN kernels (runtime/src/model/layers/moe.cpp), so
 // a decoding step reads only the chosen experts' weights.
 //
 // moe_route: the router's top-k experts of each token and their weights

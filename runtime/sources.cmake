@@ -3,55 +3,55 @@
 # Paths are relative to runtime/.
 set(HALFORMER_RUNTIME_SOURCES
   src/build_info.cpp
-  src/config.cpp
+  src/model/config.cpp
   src/decode.cpp
   src/decoding/admission.cpp
   src/decoding/kv_blocks.cpp
   src/decoding/sampler.cpp
   src/decoding/scheduler.cpp
   src/decoding/search.cpp
-  src/description.cpp
+  src/model/description.cpp
   src/device.cpp
   src/device_context.cpp
   src/engine.cpp
   src/fault.cpp
   src/files.cpp
-  src/forward.cpp
+  src/model/forward.cpp
   src/generate.cpp
-  src/hf/families.cpp
-  src/hf/families/bert.cpp
-  src/hf/families/gemma2.cpp
-  src/hf/families/gemma3.cpp
-  src/hf/families/gpt2.cpp
-  src/hf/families/llama.cpp
-  src/hf/families/marian.cpp
-  src/hf/families/mixtral.cpp
-  src/hf/families/olmo2.cpp
-  src/hf/families/phi3.cpp
-  src/hf/families/qwen3.cpp
-  src/hf/families/qwen3_moe.cpp
-  src/hf/families/t5.cpp
-  src/hf/hf_config.cpp
-  src/hf/hf_weights.cpp
+  src/model/hf/families.cpp
+  src/model/hf/families/bert.cpp
+  src/model/hf/families/gemma2.cpp
+  src/model/hf/families/gemma3.cpp
+  src/model/hf/families/gpt2.cpp
+  src/model/hf/families/llama.cpp
+  src/model/hf/families/marian.cpp
+  src/model/hf/families/mixtral.cpp
+  src/model/hf/families/olmo2.cpp
+  src/model/hf/families/phi3.cpp
+  src/model/hf/families/qwen3.cpp
+  src/model/hf/families/qwen3_moe.cpp
+  src/model/hf/families/t5.cpp
+  src/model/hf/hf_config.cpp
+  src/model/hf/hf_weights.cpp
   src/options.cpp
-  src/packed.cpp
+  src/model/packed.cpp
   src/halide_hooks.cpp
   src/json.cpp
-  src/layers/attention.cpp
-  src/layers/embedding.cpp
-  src/layers/feed_forward.cpp
-  src/layers/linear.cpp
-  src/layers/moe.cpp
-  src/layers/norm.cpp
-  src/layers/output_head.cpp
-  src/layers/residual.cpp
-  src/layers/rows.cpp
-  src/layers/transformer_layer.cpp
+  src/model/layers/attention.cpp
+  src/model/layers/embedding.cpp
+  src/model/layers/feed_forward.cpp
+  src/model/layers/linear.cpp
+  src/model/layers/moe.cpp
+  src/model/layers/norm.cpp
+  src/model/layers/output_head.cpp
+  src/model/layers/residual.cpp
+  src/model/layers/rows.cpp
+  src/model/layers/transformer_layer.cpp
   src/translation_quality.cpp
-  src/params.cpp
-  src/safetensors.cpp
+  src/model/params.cpp
+  src/model/safetensors.cpp
   src/text_stream.cpp
-  src/session.cpp
+  src/model/session.cpp
   src/text.cpp
   src/text/byte_level_bpe.cpp
   src/text/byte_level_bpe_load.cpp
@@ -67,7 +67,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/text/wordpiece.cpp
   src/tokenizer.cpp
   src/utf8.cpp
-  src/weights.cpp)
+  src/model/weights.cpp)
 set(HALFORMER_TRAINING_SOURCES
   src/train/batch.cpp
   src/train/checkpoints.cpp

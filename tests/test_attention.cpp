@@ -213,7 +213,7 @@ static Buffer<float> positions(Buffer<float> &b, int begin, int extent) {
     return Buffer<float>(b.data() + (size_t)begin * d[1].stride, 4, d);
 }
 
-// A causal prefill run as the runtime runs it (runtime/src/layers/
+// A causal prefill run as the runtime runs it (runtime/src/model/layers/
 // causal_chunks.h): a call per chunk of queries over only the keys that
 // chunk sees, q_offset moved to the chunk's first query. The rows must be
 // the bits of one call over all keys: blocks of keys past the chunk's

@@ -26,7 +26,7 @@ HF_DECLARE_LI(hf_linear_gelu_tanh)
 HF_DECLARE_LI(hf_linear_dot)
 HF_DECLARE_LI(hf_linear_residual)
 HF_DECLARE_LI(hf_linear_dot_residual)
-// The decode-shape FFN's first projection (runtime/src/forward.cpp): hand
+// The decode-shape FFN's first projection (runtime/src/model/forward.cpp): hand
 // schedules only, no autoscheduled builds.
 HF_DECLARE_GPU(hf_linear_dot_relu)
 HF_DECLARE_GPU(hf_linear_dot_gelu)

@@ -15,8 +15,8 @@
 // finished, no beam is left, or the length limit is reached (live beams are
 // then finished as they are). The n_best highest normalised scores are
 // returned.
-#include "layers/layers.h"
-#include "session.h"
+#include "model/layers/layers.h"
+#include "model/session.h"
 #include "decoding/kv_blocks.h"
 #include "decoding/runner.h"
 #include "decoding/sampler.h"

@@ -4,7 +4,7 @@
 // one joining batch); the decoding itself is decoding/scheduler.h's, run by decode.cpp.
 #include "decoding/generate.h"
 #include "decoding/sampler.h"
-#include "session.h"
+#include "model/session.h"
 
 #include "halformer/options.h"
 

@@ -1,6 +1,6 @@
 // Model's text entry points (model.h): tokenize, order by length, run
 // generate() (lines joining one batch) / encode(), detokenize. No arithmetic: the kernels do it.
-#include "session.h"
+#include "model/session.h"
 #include "decoding/generate.h"
 #include "decoding/kv_blocks.h"
 

@@ -187,7 +187,7 @@ TEST(BatchInvariance, EncoderAndLogitsAreTheSameBitsAlone) {
 }
 
 // A causal prefill runs its queries in chunks, each call over the keys its
-// chunk sees (runtime/src/layers/causal_chunks.h); the answer must be the
+// chunk sees (runtime/src/model/layers/causal_chunks.h); the answer must be the
 // bits of one call over all keys. A prompt's first n positions have the
 // same logits as the n-token prompt alone: n under 64 is one call, 100 and
 // 200 chunks of 32, 300 chunks of 64. Plain attention, rotary GQA with

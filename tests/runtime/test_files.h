@@ -4,18 +4,22 @@
 #pragma once
 
 #include "halformer/device.h"
+#include "halformer/json.h"
 #include "halformer/model.h"
 #include "halformer/safetensors.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 namespace test_files {
 
@@ -68,5 +72,41 @@ void rewrite_safetensors(const std::string &path, F edit) {
     edit(refs);
     write_safetensors(path, refs);
 }
+
+// A Hugging Face fixture's directory (tests/fixtures/hf/NAME) and its
+// golden.json.
+inline std::string hf_fixture(const std::string &name) { return std::string(HALFORMER_FIXTURES) + "/hf/" + name; }
+inline halformer::json::Value hf_golden(const std::string &name) {
+    return halformer::json::parse(read(hf_fixture(name) + "/golden.json"), name + "/golden.json");
+}
+
+// A scratch copy of a fixture directory (one per test and process), to
+// edit or break; removed after the test.
+class FixtureCopy : public testing::Test {
+protected:
+    void use(const std::string &name) { use_dir(hf_fixture(name)); }
+    void use_dir(const std::string &from) {
+        namespace fs = std::filesystem;
+        dir = (fs::temp_directory_path() / ("halformer_copy_" + std::to_string(::getpid()) + "_" +
+                                             testing::UnitTest::GetInstance()->current_test_info()->name()))
+                  .string();
+        fs::remove_all(dir);
+        fs::copy(from, dir, fs::copy_options::recursive);
+    }
+    void TearDown() override {
+        if (!dir.empty()) std::filesystem::remove_all(dir);
+    }
+    // The first `from` in the copy's `file` replaced by `to` (a failure
+    // where the file has no `from`).
+    void edit(const std::string &file, const std::string &from, const std::string &to) {
+        std::string s = read(dir + "/" + file);
+        const size_t k = s.find(from);
+        ASSERT_NE(k, std::string::npos) << "no '" << from << "' in " << file;
+        s.replace(k, from.size(), to);
+        write(dir + "/" + file, s);
+    }
+    void expect_error(std::initializer_list<const char *> pieces) { expect_load_error(dir, pieces); }
+    std::string dir;
+};
 
 }  // namespace test_files

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fixture(const std::string &name) { return std::string(HALFORMER_FIXTURES) + "/hf/" + name; }
+std::string fixture(const std::string &name) { return test_files::hf_fixture(name); }
 
 using test_files::read;
 using test_files::write;
@@ -76,28 +76,15 @@ TEST(HfConfig, MarianFieldsAndPositionTables) {
 }
 
 // A scratch copy of a fixture directory, to break.
-class BadHf : public testing::Test {
+class BadHf : public test_files::FixtureCopy {
 protected:
-    void use(const std::string &name) {
-        dir = (fs::temp_directory_path() /
-               ("halformer_badhf_" + std::to_string(::getpid()) + "_" +
-                testing::UnitTest::GetInstance()->current_test_info()->name()))
-                  .string();
-        fs::remove_all(dir);
-        fs::copy(fixture(name), dir, fs::copy_options::recursive);
-    }
-    void TearDown() override {
-        if (!dir.empty()) fs::remove_all(dir);
-    }
     void edit_config(const std::string &from, const std::string &to) {
         write(dir + "/config.json", replaced(read(dir + "/config.json"), from, to));
     }
-    void expect_error(std::initializer_list<const char *> pieces) { test_files::expect_load_error(dir, pieces); }
     template <typename F>
     void rewrite(F edit) {
         test_files::rewrite_safetensors(dir + "/model.safetensors", edit);
     }
-    std::string dir;
 };
 
 TEST_F(BadHf, UnknownModelTypeIsNamed) {
@@ -227,9 +214,7 @@ TEST(HfText, MarianTranslatesThroughItsVocabulary) {
 
 namespace {
 
-json::Value golden(const std::string &name) {
-    return json::parse(read(fixture(name) + "/golden.json"), name + "/golden.json");
-}
+json::Value golden(const std::string &name) { return test_files::hf_golden(name); }
 std::vector<Sequence> batch(const json::Value &v) {
     std::vector<Sequence> out;
     for (auto &s : v.array) {

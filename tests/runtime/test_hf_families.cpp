@@ -1,4 +1,4 @@
-// The families composed by builders (runtime/src/hf/families/: Qwen3,
+// The families composed by builders (runtime/src/model/hf/families/: Qwen3,
 // Gemma 2 and 3, OLMo 2, Phi-3, Mixtral, Qwen3-MoE): what each builder reads off config.json into the
 // description — the layer sequence, per-layer windows and rope tables, the
 // q/k norms, the scores' and the embeddings' scales — against what
@@ -11,7 +11,7 @@
 #include "halformer/model.h"
 
 #include "test_files.h"
-#include "../../runtime/src/description.h"
+#include "../../runtime/src/model/description.h"
 
 #include <gtest/gtest.h>
 
@@ -25,14 +25,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fixture(const std::string &name) { return std::string(HALFORMER_FIXTURES) + "/hf/" + name; }
-
-json::Value golden(const std::string &name) {
-    std::ifstream in(fixture(name) + "/golden.json");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return json::parse(ss.str(), name + "/golden.json");
-}
+std::string fixture(const std::string &name) { return test_files::hf_fixture(name); }
+json::Value golden(const std::string &name) { return test_files::hf_golden(name); }
 
 Description described(const std::string &name) { return describe(Config::from_file(fixture(name) + "/config.json")); }
 
@@ -44,27 +38,9 @@ void expect_table(const std::vector<float> &got, const json::Value &want) {
 }
 
 // A scratch copy of a fixture whose config.json a test edits.
-class EditedFamily : public testing::Test {
+class EditedFamily : public test_files::FixtureCopy {
 protected:
-    void use(const std::string &name) {
-        dir = (fs::temp_directory_path() / ("halformer_families_" + std::to_string(::getpid()) + "_" +
-                                             testing::UnitTest::GetInstance()->current_test_info()->name()))
-                  .string();
-        fs::remove_all(dir);
-        fs::copy(fixture(name), dir, fs::copy_options::recursive);
-    }
-    void TearDown() override {
-        if (!dir.empty()) fs::remove_all(dir);
-    }
-    void edit(const std::string &from, const std::string &to) {
-        std::string s = test_files::read(dir + "/config.json");
-        const size_t k = s.find(from);
-        ASSERT_NE(k, std::string::npos) << "no '" << from << "' in config.json";
-        s.replace(k, from.size(), to);
-        test_files::write(dir + "/config.json", s);
-    }
-    void expect_error(std::initializer_list<const char *> pieces) { test_files::expect_load_error(dir, pieces); }
-    std::string dir;
+    void edit(const std::string &from, const std::string &to) { FixtureCopy::edit("config.json", from, to); }
 };
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include "halformer/model.h"
 
 #include "test_files.h"
-#include "../../runtime/src/description.h"
+#include "../../runtime/src/model/description.h"
 
 #include <gtest/gtest.h>
 
@@ -24,14 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fixture(const std::string &name) { return std::string(HALFORMER_FIXTURES) + "/hf/" + name; }
-
-json::Value golden(const std::string &name) {
-    std::ifstream in(fixture(name) + "/golden.json");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return json::parse(ss.str(), name + "/golden.json");
-}
+using test_files::hf_fixture;
+std::string fixture(const std::string &name) { return hf_fixture(name); }
+json::Value golden(const std::string &name) { return test_files::hf_golden(name); }
 
 Sequence ints(const json::Value &v) {
     Sequence s;
@@ -43,28 +38,7 @@ using test_files::read;
 using test_files::write;
 
 // A scratch copy of a fixture directory whose files a test edits.
-class EditedHf : public testing::Test {
-protected:
-    void use(const std::string &name) {
-        dir = (fs::temp_directory_path() / ("halformer_hfllama_" + std::to_string(::getpid()) + "_" +
-                                             testing::UnitTest::GetInstance()->current_test_info()->name()))
-                  .string();
-        fs::remove_all(dir);
-        fs::copy(fixture(name), dir, fs::copy_options::recursive);
-    }
-    void TearDown() override {
-        if (!dir.empty()) fs::remove_all(dir);
-    }
-    void edit(const std::string &file, const std::string &from, const std::string &to) {
-        std::string s = read(dir + "/" + file);
-        const size_t k = s.find(from);
-        ASSERT_NE(k, std::string::npos) << "no '" << from << "' in " << file;
-        s.replace(k, from.size(), to);
-        write(dir + "/" + file, s);
-    }
-    void expect_error(std::initializer_list<const char *> pieces) { test_files::expect_load_error(dir, pieces); }
-    std::string dir;
-};
+using EditedHf = test_files::FixtureCopy;
 
 }  // namespace
 

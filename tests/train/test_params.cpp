@@ -76,7 +76,7 @@ TEST(ParamTable, PreLNModelsHaveFinalNorms) {
 
 // The trainer's model answers with the current weights after every step:
 // its projections are never served from a copy packed before the update
-// (runtime/src/packed.cpp packs float32 inference weights on AVX-512 CPUs).
+// (runtime/src/model/packed.cpp packs float32 inference weights on AVX-512 CPUs).
 TEST(ParamTable, InferenceAfterStepsUsesTheNewWeights) {
     Config c = small(Architecture::EncoderDecoder, false, Positional::Sinusoidal, 30);
     c.d_model = 64;

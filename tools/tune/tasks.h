@@ -75,12 +75,12 @@ struct Knob {
 //         call at `whole`: a request's answer does not depend on its batch.
 //   CausalChunks: a causal prefill at `whole` run as the runtime runs it, a
 //         call per chunk of queries over just the keys the chunk sees
-//         (runtime/src/layers/causal_chunks.h), gives one call's bits.
+//         (runtime/src/model/layers/causal_chunks.h), gives one call's bits.
 //   StepRows: as Rows, across the two kernels of one projection: the
 //         candidate (a decoding step's one-row kernel) at `part` against
 //         `other` (the prefill kernel, its build parameters and hand values)
 //         at `whole`. A request decoding alone takes the one-row kernel, in
-//         a batch the prefill one (runtime/src/packed.cpp).
+//         a batch the prefill one (runtime/src/model/packed.cpp).
 //   PrefillRows: the same pair the other way round: `other` (the one-row
 //         kernel, hand values) at `part` against the candidate at `whole`.
 struct SameBits {
@@ -188,7 +188,7 @@ inline std::vector<Task> linear_tasks(const halformer::Config &c, const Workload
              {linear_shape(3, 33, 71)}};
     tasks.push_back(dot);
 
-    // Packed projections (runtime/src/packed.cpp): float32 inference on
+    // Packed projections (runtime/src/model/packed.cpp): float32 inference on
     // AVX-512 and the reduced precisions (Model::set_precision); every
     // projection, the FFN's two included, is one of these; decode rows above
     // 1 take the prefill kernels (kDotRows).

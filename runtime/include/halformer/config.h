@@ -21,7 +21,7 @@
 //                       model works with token ids only
 //
 // A config.json with "model_type" is a Hugging Face model's, read with
-// transformers' field names and defaults (runtime/src/hf/hf_config.cpp).
+// transformers' field names and defaults (runtime/src/model/hf/hf_config.cpp).
 //
 // Fields an architecture does not use may be omitted (an encoder needs no
 // decoder layers, bos or eos; a decoder-only model reads tgt_vocab_size and
@@ -69,11 +69,11 @@ struct Config {
     std::string tokenizer;  // "" or a file name in the model directory
     // "" for Halformer's own config.json; a Hugging Face directory's
     // model_type ("gpt2", "marian") when the config came from one
-    // (runtime/src/hf/: transformers' names, defaults and tensor layout).
+    // (runtime/src/model/hf/: transformers' names, defaults and tensor layout).
     std::string family;
     // That directory's config.json text ("" for Halformer's own): the
     // family's builder reads there whatever its layers need beyond the
-    // fields of this struct (runtime/src/hf/families/: a window per layer,
+    // fields of this struct (runtime/src/model/hf/families/: a window per layer,
     // q/k norms, post-norms), so no family adds a field here.
     std::string source;
     // BERT: token-type (segment) embeddings of type_vocab_size rows (0: none),

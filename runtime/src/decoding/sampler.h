@@ -6,8 +6,8 @@
 // asked for come back to the host.
 #pragma once
 
-#include "../layers/layers.h"
-#include "../session.h"
+#include "../model/layers/layers.h"
+#include "../model/session.h"
 #include "search.h"
 
 #include <vector>

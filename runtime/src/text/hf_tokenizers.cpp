@@ -13,7 +13,7 @@
 #include "byte_level_bpe.h"
 #include "wordpiece.h"
 
-#include "../hf/family.h"
+#include "../model/hf/family.h"
 #include "halformer/config.h"
 #include "halformer/error.h"
 #include "halformer/files.h"

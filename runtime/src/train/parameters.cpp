@@ -4,7 +4,7 @@
 // reading single tensors back.
 #include "trainer_impl.h"
 
-#include "../params.h"
+#include "../model/params.h"
 #include "halformer/files.h"
 #include "halformer/json.h"
 #include "halformer/safetensors.h"

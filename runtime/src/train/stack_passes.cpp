@@ -1,7 +1,7 @@
 // Training's passes over a stack: the embedding and every layer forward
 // with each activation the backward pass reads kept (one arena per stack),
 // then the backward pass layer by layer in reverse, through the same
-// layers (runtime/src/layers/) inference runs.
+// layers (runtime/src/model/layers/) inference runs.
 //
 // Layout: activations are time-major (row m = t·R + r for R sequences), as
 // in forward.cpp, so the attention kernels read Q, K and V as strided views

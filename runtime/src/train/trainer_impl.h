@@ -2,10 +2,10 @@
 // buffers; the parameter table; saved activations) and the kernels it calls.
 #pragma once
 
-#include "../session.h"
+#include "../model/session.h"
 #include "halformer/train.h"
 
-#include "../layers/layers.h"
+#include "../model/layers/layers.h"
 #include "hf_adam.h"
 #include "hf_axpy.h"
 #include "hf_sum_squares.h"

@@ -4,7 +4,7 @@
 // sequence are one dense block of the cache and a linear kernel writes them
 // in place. Every step is one kernel call; this file only lays out views.
 #include "session.h"
-#include "decoding/generate.h"
+#include "../decoding/generate.h"
 
 #include "layers/layers.h"
 

@@ -51,6 +51,11 @@ WeightRules llama_weights(Config &cfg, const Fields &f, const Has &has);
 // feed-forward, each joined to the stream (Mistral's, Qwen2's, Phi-3's).
 void llama_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io);
 
+// Qwen3's attention half (Qwen3Attention, Qwen3-MoE's too): input norm,
+// Q, K, V apart, each head's query and key RMS-normalized (q_norm, k_norm),
+// rotary, attention, o_proj, + residual (io.x1). families/qwen3.cpp.
+void qwen3_attention(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io);
+
 // (The rotary tables transformers before 4.31 saved per layer.)
 constexpr const char *kRotaryBuffers = R"(^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$)";
 

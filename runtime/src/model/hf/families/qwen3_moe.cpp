@@ -22,14 +22,8 @@ namespace {
 // One layer, as Qwen3MoeDecoderLayer runs it.
 void qwen3_moe_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
     using namespace layers;
-    const int M = io.M();
-    layer_norm(k, L.self_norm, io.x_in, io.n1, M);                      // input_layernorm
-    QK qk = project_qkv(k, p, L.self, io.n1, io);                       // q_proj, k_proj, v_proj
-    qk = qk_norm(k, L.norm("q_norm"), L.norm("k_norm"), qk, true, io);  // q_norm, k_norm: each head
-    rotate_qk(k, qk, io);                                               // rotary; K|V to the cache
-    self_attention(k, p, causal, io);
-    attention_output(k, p, L.self, io, io.x_in, io.x1);                 // o_proj, + residual
-    layer_norm(k, L.ffn_norm, io.x1, io.n3, M);                         // post_attention_layernorm
+    qwen3_attention(k, p, L, causal, io);                               // Qwen3's attention half, + residual
+    layer_norm(k, L.ffn_norm, io.x1, io.n3, io.M());                    // post_attention_layernorm
     if (io.moe_layer) {
         moe(k, p, L, io.n3, io.x1, io, io.x_out);                       // the sparse block, + residual
     } else {

@@ -7,7 +7,7 @@
 #include "halformer/build_info.h"
 #include "halformer/chat.h"
 
-#include "buffers.h"
+#include "../buffers.h"
 #include "description.h"
 #include "halformer/safetensors.h"
 

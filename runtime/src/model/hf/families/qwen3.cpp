@@ -9,19 +9,24 @@
 
 namespace halformer {
 namespace hf {
-namespace {
 
-// One layer, as Qwen3DecoderLayer runs it.
-void qwen3_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
+void qwen3_attention(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
     using namespace layers;
-    const int M = io.M();
-    layer_norm(k, L.self_norm, io.x_in, io.n1, M);                      // input_layernorm
+    layer_norm(k, L.self_norm, io.x_in, io.n1, io.M());                 // input_layernorm
     QK qk = project_qkv(k, p, L.self, io.n1, io);                       // q_proj, k_proj, v_proj
     qk = qk_norm(k, L.norm("q_norm"), L.norm("k_norm"), qk, true, io);  // q_norm, k_norm: each head
     rotate_qk(k, qk, io);                                               // rotary; K|V to the cache
     self_attention(k, p, causal, io);                                   // causal, the layer's window
     attention_output(k, p, L.self, io, io.x_in, io.x1);                 // o_proj, + residual
-    layer_norm(k, L.ffn_norm, io.x1, io.n3, M);                         // post_attention_layernorm
+}
+
+namespace {
+
+// One layer, as Qwen3DecoderLayer runs it.
+void qwen3_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
+    using namespace layers;
+    qwen3_attention(k, p, L, causal, io);                               // the attention half, + residual
+    layer_norm(k, L.ffn_norm, io.x1, io.n3, io.M());                    // post_attention_layernorm
     feed_forward(k, p, L, io.n3, io.x1, io, io.x_out);                  // mlp (SwiGLU), + residual
 }
 

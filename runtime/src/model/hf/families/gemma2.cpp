@@ -7,7 +7,7 @@
 // each logit (final_logit_softcapping). Field names and defaults:
 // configuration_gemma2.py; the layer: modeling_gemma2.py's
 // Gemma2DecoderLayer.
-#include "llama_like.h"
+#include "gemma_like.h"
 
 #include "../../layers/layers.h"
 
@@ -56,15 +56,7 @@ Gemma2 gemma2_fields(const Fields &f, const Config &c) {
 }
 
 Config gemma2(const Fields &f) {
-    Config c = llama_like(f, {"gemma2", "Gemma2ForCausalLM", 256000, 2304, 9216, 26, 8, 4, 8192, 2, 1, true, 256});
-    c.activation = activation(f, "hidden_activation", "gelu_pytorch_tanh");
-    if (c.activation != Act::GELUTanh && c.activation != Act::SiLU) {
-        f.fail("field \"hidden_activation\" is not supported by Halformer in a gated feed-forward");
-    }
-    (void)f.string("hidden_act", "");
-    c.qkv_bias = c.out_bias = f.boolean("attention_bias", false);
-    c.ffn_bias = false;
-    c.pad_id = f.integer("pad_token_id", 0);
+    Config c = gemma_like(f, {"gemma2", "Gemma2ForCausalLM", 256000, 2304, 9216, 26, 8, 4, 8192, 2, 1, true, 256});
     (void)gemma2_fields(f, c);
     return c;
 }
@@ -73,32 +65,17 @@ void gemma2_describe(const Fields &f, const Config &c, Description &d) {
     const Gemma2 g = gemma2_fields(f, c);
     d.layer = gemma2_layer;
     d.layer_tensors = {{"post_attention_norm", d.d_model}, {"post_ffn_norm", d.d_model}};
-    d.attention_scale = 1.0f / std::sqrt(g.query_pre_attn_scalar);
-    d.enc_dims.scale = d.dec_dims.scale = d.attention_scale;
-    d.embedding_scale = round_to_dtype(std::sqrt((float)c.d_model), dtype_of(f));
+    gemma_scales(f, c, g.query_pre_attn_scalar, d);
     d.attn_softcap = g.attn_cap;
     d.logit_softcap = g.logit_cap;
     d.layer_specs.clear();
     for (bool l : g.local) d.layer_specs.push_back({l ? g.window : 0, 0});
 }
 
-WeightRules gemma2_weights(Config &cfg, const Fields &f, const Has &has) {
-    WeightRules w = llama_weights(cfg, f, has);
-    Rules &r = w.rules;
-    const std::string ours = "decoder.layers.{i}.", theirs = "model.layers.{i}.";
-    auto gain = [&](const std::string &o, const std::string &t) { r[o] = {How::Offset, {t}, 1.0f}; };
-    gain(ours + "norm1.weight", theirs + "input_layernorm.weight");
-    gain(ours + "post_attention_norm.weight", theirs + "post_attention_layernorm.weight");
-    gain(ours + "norm2.weight", theirs + "pre_feedforward_layernorm.weight");
-    gain(ours + "post_ffn_norm.weight", theirs + "post_feedforward_layernorm.weight");
-    gain("decoder.norm.weight", "model.norm.weight");
-    return w;
-}
-
 }  // namespace
 
 const Family &gemma2_family() {
-    static const Family f{"gemma2", gemma2, gemma2_weights, kRotaryBuffers, "llama", gemma2_describe};
+    static const Family f{"gemma2", gemma2, gemma_weights, kRotaryBuffers, "llama", gemma2_describe};
     return f;
 }
 

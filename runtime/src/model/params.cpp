@@ -2,7 +2,7 @@
 
 #include "description.h"
 #include "model_weights.h"
-#include "splitmix.h"
+#include "../splitmix.h"
 
 #include <cmath>
 #include <functional>

@@ -10,7 +10,7 @@
 // sliding_window_pattern-th layer global. Field names and defaults:
 // configuration_gemma3.py (Gemma3TextConfig); the layer: modeling_gemma3.py's
 // Gemma3DecoderLayer.
-#include "llama_like.h"
+#include "gemma_like.h"
 
 #include "../../layers/layers.h"
 
@@ -75,17 +75,7 @@ Gemma3 gemma3_fields(const Fields &f, const Config &c) {
 }
 
 Config gemma3(const Fields &f) {
-    Config c = llama_like(f, {"gemma3_text", "Gemma3ForCausalLM", 262208, 2304, 9216, 26, 8, 4, 131072, 2, 1, true, 256});
-    // (Gemma's activation field is hidden_activation; hidden_act, where a
-    // config has it, is an older name transformers no longer reads.)
-    c.activation = activation(f, "hidden_activation", "gelu_pytorch_tanh");
-    if (c.activation != Act::GELUTanh && c.activation != Act::SiLU) {
-        f.fail("field \"hidden_activation\" is not supported by Halformer in a gated feed-forward");
-    }
-    (void)f.string("hidden_act", "");
-    c.qkv_bias = c.out_bias = f.boolean("attention_bias", false);
-    c.ffn_bias = false;
-    c.pad_id = f.integer("pad_token_id", 0);
+    Config c = gemma_like(f, {"gemma3_text", "Gemma3ForCausalLM", 262208, 2304, 9216, 26, 8, 4, 131072, 2, 1, true, 256});
     (void)gemma3_fields(f, c);
     return c;
 }
@@ -96,27 +86,18 @@ void gemma3_describe(const Fields &f, const Config &c, Description &d) {
     d.qk_norm = Description::QkNorm::Head;
     d.layer_tensors = {{"q_norm", d.head_dim}, {"k_norm", d.head_dim}, {"post_attention_norm", d.d_model},
                        {"post_ffn_norm", d.d_model}};
-    d.attention_scale = 1.0f / std::sqrt(g.query_pre_attn_scalar);
-    d.enc_dims.scale = d.dec_dims.scale = d.attention_scale;
-    // √hidden_size as a tensor of the model's dtype (Gemma3TextScaledWordEmbedding).
-    d.embedding_scale = round_to_dtype(std::sqrt((float)c.d_model), dtype_of(f));
+    gemma_scales(f, c, g.query_pre_attn_scalar, d);
     d.rope_tables = {rope_frequencies(g.local_rope)};
     d.layer_specs.clear();
     for (bool l : g.local) d.layer_specs.push_back(l ? Description::LayerSpec{g.window, 1} : Description::LayerSpec{0, 0});
 }
 
+// Gemma 2's gains, and the q/k norms' (1 + w too).
 WeightRules gemma3_weights(Config &cfg, const Fields &f, const Has &has) {
-    WeightRules w = llama_weights(cfg, f, has);
-    Rules &r = w.rules;
-    const std::string ours = "decoder.layers.{i}.", theirs = "model.layers.{i}.";
-    auto gain = [&](const std::string &o, const std::string &t) { r[o] = {How::Offset, {t}, 1.0f}; };
-    gain(ours + "norm1.weight", theirs + "input_layernorm.weight");
-    gain(ours + "post_attention_norm.weight", theirs + "post_attention_layernorm.weight");
-    gain(ours + "norm2.weight", theirs + "pre_feedforward_layernorm.weight");
-    gain(ours + "post_ffn_norm.weight", theirs + "post_feedforward_layernorm.weight");
-    gain(ours + "q_norm.weight", theirs + "self_attn.q_norm.weight");
-    gain(ours + "k_norm.weight", theirs + "self_attn.k_norm.weight");
-    gain("decoder.norm.weight", "model.norm.weight");
+    WeightRules w = gemma_weights(cfg, f, has);
+    const std::string ours = "decoder.layers.{i}.", theirs = "model.layers.{i}.self_attn.";
+    w.rules[ours + "q_norm.weight"] = {How::Offset, {theirs + "q_norm.weight"}, 1.0f};
+    w.rules[ours + "k_norm.weight"] = {How::Offset, {theirs + "k_norm.weight"}, 1.0f};
     return w;
 }
 
