@@ -117,8 +117,7 @@ TEST(HfFamilies, Gemma2CapsScoresAndLogits) {
 
 // Phi-3: 6 of each head's 12 dimensions turn (partial_rotary_factor 0.5):
 // the tables' last pairs are 0; longrope's short factors up to position
-// 32, the long ones from there on (row by row), and the attention factor
-// squared in the scores' scale.
+// 32, the long ones from there on (row by row).
 TEST(HfFamilies, Phi3TurnsPartOfEachHeadByShortOrLongFactors) {
     const Description d = described("phi3");
     const json::Value g = golden("phi3");
@@ -136,9 +135,8 @@ TEST(HfFamilies, Phi3TurnsPartOfEachHeadByShortOrLongFactors) {
     }
     EXPECT_EQ(d.rope_long.from, 32) << "original_max_position_embeddings";
     EXPECT_EQ(d.rope_long.table, 1);
-    const double a = g.find("rope_attention_factor")->number;
-    EXPECT_NEAR(d.attention_scale, a * a / std::sqrt(12.0), 1e-6);
-    EXPECT_FLOAT_EQ(d.dec_dims.scale, d.attention_scale);
+    // (The attention factor is in the weights: the rotated rows of qkv_proj.)
+    EXPECT_FLOAT_EQ(d.attention_scale, 1.0f / std::sqrt(12.0f));
     EXPECT_EQ(d.sliding_window, 7);
     EXPECT_FALSE(d.qkv_bias || d.out_bias || d.ffn_bias);
 }
@@ -239,7 +237,7 @@ TEST_F(EditedFamily, WhatTheBuildersDoNotRunIsNamed) {
     expect_error({"short_factor", "entry 0", "positive"});
     use("phi3");
     edit("\"type\": \"longrope\"", "\"type\": \"dynamic\"");
-    expect_error({"dynamic", "not supported", "phi3"});
+    expect_error({"rope_scaling", "dynamic", "not supported"});
 }
 
 // A file without a tensor the builder's table declares names it.

@@ -102,8 +102,9 @@ struct Rule {
     int64_t first = 0;
     std::vector<int64_t> shape;
     // Rows: row j of ours is row rows[j] of the file's tensor (its first
-    // dimension; a permutation of them).
+    // dimension; a permutation of them), times row_factors[j] where given.
     std::vector<int64_t> rows;
+    std::vector<float> row_factors;
 };
 using Rules = std::map<std::string, Rule>;  // ours ("{i}": the layer) → theirs
 void norm(Rules &r, const std::string &ours, const std::string &theirs);

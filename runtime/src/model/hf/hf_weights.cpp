@@ -146,7 +146,8 @@ public:
         case How::Scaled: break;
         case How::Offset: break;
         case How::Rows:
-            if (s.empty() || (int64_t)r.rows.size() != s[0]) {
+            if (s.empty() || (int64_t)r.rows.size() != s[0] ||
+                (!r.row_factors.empty() && r.row_factors.size() != r.rows.size())) {
                 bad_shape(subst(name, r.theirs[0]), s, std::to_string(r.rows.size()) + " rows (" + name +
                                                            " reorders them)");
             }
@@ -185,7 +186,8 @@ public:
             for (size_t j = 0; j < r.rows.size(); j++) {
                 const int64_t from = r.rows[j];
                 if (from < 0 || from >= (int64_t)r.rows.size()) throw Error("internal: a row order past the rows of " + key);
-                std::copy(src + (size_t)from * width, src + (size_t)(from + 1) * width, made.begin() + (ptrdiff_t)(j * width));
+                const float f = r.row_factors.empty() ? 1.0f : r.row_factors[j];
+                for (size_t c = 0; c < width; c++) made[j * width + c] = src[(size_t)from * width + c] * f;
             }
         } else if (r.how == How::Transposed) {  // [in, out] → [out, in], once
             const float *src = read(key);
@@ -227,7 +229,7 @@ public:
         if (r->how == How::Transposed) out += " (transposed)";
         if (r->how == How::Scaled) out += " (scaled)";
         if (r->how == How::Offset) out += " (plus " + std::to_string(r->factor) + ")";
-        if (r->how == How::Rows) out += " (rows reordered)";
+        if (r->how == How::Rows) out += r->row_factors.empty() ? " (rows reordered)" : " (rows reordered and scaled)";
         if (r->how == How::Slice) out += " (from value " + std::to_string(r->first) + ", " + shape_string(r->shape) + ")";
         return out;
     }

@@ -15,8 +15,9 @@
 // dimensions' halves are the head's pairs 0..R-1 and the passing ones
 // pairs R..head_dim/2-1, whose frequency is 0 (turned by angle 0: as they
 // were). Q·K is the same sum in any order of a head's dimensions, so
-// attention is unchanged. The attention factor a multiplies both q and k:
-// the scores' scale times a².
+// attention is unchanged. The attention factor a multiplies cos and sin,
+// so the rotated dimensions of q and k (not the passing ones): their rows
+// of qkv_proj times a, once at load (the rotation is linear).
 //
 // Long or short factors: transformers decides per forward pass by its
 // longest sequence (_longrope_frequency_update), so a cached generation
@@ -143,10 +144,6 @@ void phi3_describe(const Fields &f, const Config &c, Description &d) {
     if (r.longrope) {
         d.rope_tables = {rope_table(r, c.rope_theta, r.long_factor)};
         d.rope_long = {r.original, 1};
-        // cos and sin times a: the scores times a².
-        const float a2 = (float)(r.attention * r.attention);
-        d.attention_scale *= a2;
-        d.enc_dims.scale = d.dec_dims.scale = d.attention_scale;
     }
 }
 
@@ -162,12 +159,16 @@ WeightRules phi3_weights(Config &cfg, const Fields &f, const Has &has) {
     const Phi3Rope rope = phi3_rope(f, cfg);
     const std::vector<int64_t> head = head_order(rope);
     const int dk = rope.head_dim, qk_heads = cfg.num_heads + cfg.kv_heads();
-    std::vector<int64_t> rows;
-    for (int h = 0; h < qk_heads; h++)
-        for (int64_t t : head) rows.push_back((int64_t)h * dk + t);
-    for (int64_t j = (int64_t)rows.size(); j < (int64_t)(qk_heads + cfg.kv_heads()) * dk; j++) rows.push_back(j);  // V
     Rule qkv{How::Rows, {theirs + "self_attn.qkv_proj.weight"}};
-    qkv.rows = rows;
+    for (int h = 0; h < qk_heads; h++)
+        for (int64_t t : head) {
+            qkv.rows.push_back((int64_t)h * dk + t);
+            qkv.row_factors.push_back(t < rope.rotary ? (float)rope.attention : 1.0f);  // cos and sin times a
+        }
+    for (int64_t j = (int64_t)qkv.rows.size(); j < (int64_t)(qk_heads + cfg.kv_heads()) * dk; j++) {  // V
+        qkv.rows.push_back(j);
+        qkv.row_factors.push_back(1.0f);
+    }
     r[ours + "self_attn.in_proj_weight"] = qkv;
     r[ours + "self_attn.out_proj.weight"] = {How::Same, {theirs + "self_attn.o_proj.weight"}};
     // gate_up_proj [2F, D]: rows 0..F-1 the gate, F..2F-1 up.
