@@ -1,9 +1,11 @@
 // A Hugging Face directory's weights under the parameter table's names
 // (params.h: PyTorch nn.Transformer's). Each family is a table of rules, one
 // per tensor of ours: which of the file's tensors it comes from and how —
-// as it is, transposed (GPT-2's Conv1D keeps [in, out]), or several stacked
-// (separate Q, K and V projections → one [3D, D] in_proj). The transposes
-// and stacks are made once, at load; the calls read them as any weight.
+// as it is, transposed (GPT-2's Conv1D keeps [in, out]), several stacked
+// (separate Q, K and V projections → one [3D, D] in_proj), scaled, offset
+// (Gemma's 1 + w), a slice read in place (one expert of a fused tensor), or
+// its rows reordered and scaled (Phi-3's heads: families/phi3.cpp). What is
+// made is made once, at load; the calls read it as any weight.
 // The file's tensors that no rule reads are an Error naming them, unless
 // transformers keeps them beside the weights (buffers, unused heads).
 #include "family.h"
