@@ -14,15 +14,12 @@
 #include "hf_attention_causal_bias.h"
 #include "hf_attention_causal_decode_bias.h"
 #include "hf_attention_causal_decode_paged_bias.h"
-#include "hf_attention_causal_window.h"
-#include "hf_attention_causal_decode_window.h"
-#include "hf_attention_causal_decode_paged_window.h"
 #include "hf_attention_causal_window_softcap.h"
 #include "hf_attention_causal_decode_window_softcap.h"
 
 HF_DECLARE_LI(hf_attention)
 HF_DECLARE_LI(hf_attention_causal)
-HF_DECLARE(hf_attention_causal_decode)
+HF_DECLARE_GPU(hf_attention_causal_decode)
 HF_DECLARE(hf_attention_decode)
 HF_DECLARE_GPU(hf_attention_causal_decode_paged)
 HF_DECLARE_GPU(hf_attention_decode_paged)
@@ -30,15 +27,41 @@ HF_DECLARE_GPU(hf_attention_bias)
 HF_DECLARE_GPU(hf_attention_causal_bias)
 HF_DECLARE_GPU(hf_attention_causal_decode_bias)
 HF_DECLARE_GPU(hf_attention_causal_decode_paged_bias)
-HF_DECLARE_GPU(hf_attention_causal_window)
-HF_DECLARE_GPU(hf_attention_causal_decode_window)
-HF_DECLARE_GPU(hf_attention_causal_decode_paged_window)
 HF_DECLARE_GPU(hf_attention_causal_window_softcap)
 HF_DECLARE_GPU(hf_attention_causal_decode_window_softcap)
 
 using ref::Buffer;
 using AttnFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                        int32_t, float, halide_buffer_t *);
+using WindowFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
+                         int32_t, halide_buffer_t *);
+
+// The causal kernels take a sliding window at run time (0: every key). The
+// suites that run them beside the non-causal kernels call them with 0
+// through this, every build of each: hand (CPU and GPU), autoscheduled.
+template <WindowFn F>
+int window0(halide_buffer_t *q, halide_buffer_t *k, halide_buffer_t *v, halide_buffer_t *len, int32_t offset,
+            float scale, halide_buffer_t *o) {
+    return F(q, k, v, len, offset, scale, 0, o);
+}
+#ifdef HALFORMER_TEST_GPU
+#define WINDOW0_KERNEL(base) Kernel<AttnFn>{window0<base>, window0<base##_opencl>, window0<base##_cuda>}
+#else
+#define WINDOW0_KERNEL(base) Kernel<AttnFn>{window0<base>, nullptr, nullptr}
+#endif
+#ifdef HALFORMER_TEST_AUTOSCHEDULED
+#define WINDOW0_CPU(fn) Kernel<AttnFn>{window0<fn>, nullptr, nullptr}
+#ifdef HALFORMER_TEST_GPU
+#define WINDOW0_LI(base) , {#base "_li2018", Kernel<AttnFn>{nullptr, window0<base##_li2018_opencl>, \
+                                                        window0<base##_li2018_cuda>, window0<base>}}
+#else
+#define WINDOW0_LI(base)
+#endif
+#define WINDOW0_IMPL3(base) {#base, WINDOW0_KERNEL(base)}, {#base "_adams2019", WINDOW0_CPU(base##_adams2019)}, \
+    {#base "_mullapudi2016", WINDOW0_CPU(base##_mullapudi2016)} WINDOW0_LI(base)
+#else
+#define WINDOW0_IMPL3(base) {#base, WINDOW0_KERNEL(base)}
+#endif
 
 struct Case {
     int B, H, Tq, Tkv, dk;
@@ -221,7 +244,7 @@ static Buffer<float> positions(Buffer<float> &b, int begin, int extent) {
 // runtime's multiples of 32; key padding, grouped heads, and new queries
 // after cached ones.
 TEST(AttentionCausalChunks, AreTheSameBitsAsOneCall) {
-    const auto fn = HF_KERNEL(hf_attention_causal);
+    const auto fn = WINDOW0_KERNEL(hf_attention_causal);
     // (The third: 1100 keys are 17 blocks of the hand schedule's 64, and
     // from 16 blocks LLVM vectorized the combination over blocks where it
     // could reassociate it: the chunks' calls, with fewer blocks, summed in
@@ -250,9 +273,9 @@ TEST(AttentionCausalChunks, AreTheSameBitsAsOneCall) {
 
 INSTANTIATE_TEST_SUITE_P(All, AttentionTest,
                          testing::ValuesIn(on_device(std::vector<Impl<AttnFn>>{
-                             HF_IMPL3(hf_attention), HF_IMPL3(hf_attention_causal),
+                             HF_IMPL3(hf_attention), WINDOW0_IMPL3(hf_attention_causal),
                              {"hf_attention_decode", HF_KERNEL(hf_attention_decode)},
-                             {"hf_attention_causal_decode", HF_KERNEL(hf_attention_causal_decode)}})),
+                             {"hf_attention_causal_decode", WINDOW0_KERNEL(hf_attention_causal_decode)}})),
                          impl_name<AttnFn>);
 
 // Small heads (dk = 8, 12: the test models' sizes) against short caches, one
@@ -275,9 +298,9 @@ TEST_P(AttentionSmallHeadsTest, SmallHeadsShortCaches) {
 
 INSTANTIATE_TEST_SUITE_P(All, AttentionSmallHeadsTest,
                          testing::ValuesIn(on_device(std::vector<Impl<AttnFn>>{
-                             HF_IMPL3(hf_attention), HF_IMPL3(hf_attention_causal),
+                             HF_IMPL3(hf_attention), WINDOW0_IMPL3(hf_attention_causal),
                              {"hf_attention_decode", HF_KERNEL(hf_attention_decode)},
-                             {"hf_attention_causal_decode", HF_KERNEL(hf_attention_causal_decode)}})),
+                             {"hf_attention_causal_decode", WINDOW0_KERNEL(hf_attention_causal_decode)}})),
                          impl_name<AttnFn>);
 
 // The seeds' worked example: 3 tokens, d_k = 4, scale 1/√4. The seed's
@@ -429,7 +452,7 @@ TEST(AttentionPaged, ATableShorterThanTheKeysIsRefused) {
     table.fill(0);
     len.fill(L);
     const auto fn = HF_KERNEL(hf_attention_causal_decode_paged);
-    EXPECT_NE(fn(q, k, v, len, L - 1, 0.125f, table, o), 0);
+    EXPECT_NE(fn(q, k, v, len, L - 1, 0.125f, table, 0, o), 0);
 }
 
 // T5's attention: the scores (scale 1) plus a bias per head by relative
@@ -497,8 +520,6 @@ TEST(AttentionPaged, ReadsKeysThroughBlockTablesWithBias) {
 // the row's, not the furthest row's), grouped-query heads; windows of 1
 // (a query sees itself only), shorter than a key block, longer than the
 // keys (no effect: the causal kernel's result) and 0 (no limit).
-using WindowFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, float,
-                         int32_t, halide_buffer_t *);
 class AttentionWindowTest : public OpTest<WindowFn> {};
 
 static void run_window_case(const Kernel<WindowFn> &fn, const Case &c, int window, uint32_t seed) {
@@ -527,14 +548,14 @@ TEST_P(AttentionWindowTest, QueriesSeeTheirWindowOnly) {
 
 INSTANTIATE_TEST_SUITE_P(All, AttentionWindowTest,
                          testing::ValuesIn(on_device(std::vector<Impl<WindowFn>>{
-                             {"hf_attention_causal_window", HF_KERNEL(hf_attention_causal_window)},
-                             {"hf_attention_causal_decode_window", HF_KERNEL(hf_attention_causal_decode_window)}})),
+                             HF_IMPL3(hf_attention_causal),
+                             {"hf_attention_causal_decode", HF_KERNEL(hf_attention_causal_decode)}})),
                          impl_name<WindowFn>);
 
 // The paged cache's decoding step with a window: keys through block tables.
 TEST(AttentionPaged, ReadsTheWindowThroughBlockTables) {
     for (int window : {1, 4, 16, 30}) {
-        check_paged(HF_KERNEL(hf_attention_causal_decode_paged_window), true, 1, 7, 2900 + window, window);
+        check_paged(HF_KERNEL(hf_attention_causal_decode_paged), true, 1, 7, 2900 + window, window);
     }
 }
 

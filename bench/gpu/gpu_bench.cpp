@@ -226,13 +226,20 @@ void attention(int B, int H, int T, int dk, bool causal, bool time) {
     len.fill(T);
     Buffer<float> o(dk, T, H, B);
     const float scale = 1.0f / std::sqrt((float)dk);
-    auto fn = causal ? GPU_LI(hf_attention_causal) : GPU_LI(hf_attention);
+    // (The causal kernels' window input at 0: every key.)
+    auto causal_fn = GPU_LI(hf_attention_causal);
+    auto plain_fn = GPU_LI(hf_attention);
+    auto fn = [&](Buffer<float> &q, Buffer<float> &k, Buffer<float> &v, Buffer<int32_t> &len, int offset, float scale,
+                  Buffer<float> &o) {
+        return causal ? causal_fn(q, k, v, len, offset, scale, 0, o) : plain_fn(q, k, v, len, offset, scale, o);
+    };
     const std::string op = op_name(causal ? "attention_causal" : "attention");
     const std::string shape =
         "B" + std::to_string(B) + " H" + std::to_string(H) + " T" + std::to_string(T) + " dk" + std::to_string(dk);
     if (!time) {
         Buffer<float> ref(dk, T, H, B);
-        halformer::check_kernel((causal ? hf_attention_causal : hf_attention)(q, k, v, len, 0, scale, ref),
+        halformer::check_kernel(causal ? hf_attention_causal(q, k, v, len, 0, scale, 0, ref)
+                                       : hf_attention(q, k, v, len, 0, scale, ref),
                                 "attention (CPU)");
         to_device(q);
         to_device(k);

@@ -101,7 +101,8 @@ void check_with_attention(std::mt19937 &rng) {
     kv_len.fill(T);
     const float scale = 1.0f / std::sqrt((float)dk);
     halformer::check_kernel(hf_attention_causal(qr.raw_buffer(), kr.raw_buffer(), v.raw_buffer(),
-                                                kv_len.raw_buffer(), 0, scale, o.raw_buffer()),
+                                                kv_len.raw_buffer(), 0, scale, /*window: every key*/ 0,
+                                                o.raw_buffer()),
                             "hf_attention_causal");
     double err = 0;
     for (int b = 0; b < B; b++)

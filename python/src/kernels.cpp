@@ -161,7 +161,9 @@ Buffer key_lengths(const std::optional<std::vector<int32_t>> &kv_len, int64_t B,
 
 py::array attention(const py::object &q, const py::object &k, const py::object &v,
                     const std::optional<std::vector<int32_t>> &kv_len, bool causal, int q_offset,
-                    const std::optional<float> &scale) {
+                    const std::optional<float> &scale, int window) {
+    if (window < 0) throw py::value_error("attention: window must be 0 (every key) or positive, not " + std::to_string(window));
+    if (window > 0 && !causal) throw py::value_error("attention: a sliding window needs causal=True");
     Buffer qb = Buffer::input(q, "q", {-1, -1, -1, -1});
     const int64_t B = qb.extent(0), H = qb.extent(1), Tq = qb.extent(2), dk = qb.extent(3);
     Buffer kb = Buffer::input(k, "k", {B, H, -1, dk});
@@ -171,7 +173,7 @@ py::array attention(const py::object &q, const py::object &k, const py::object &
     Buffer o = Buffer::output({B, H, Tq, dk});
     const float s = scale.value_or(1.0f / std::sqrt((float)dk));
     if (causal) {
-        call("hf_attention_causal", hf_attention_causal, qb, kb, vb, len, q_offset, s, o);
+        call("hf_attention_causal", hf_attention_causal, qb, kb, vb, len, q_offset, s, window, o);
     } else {
         call("hf_attention", hf_attention, qb, kb, vb, len, q_offset, s, o);
     }
@@ -196,9 +198,11 @@ void bind_kernels(py::module_ &m) {
         "log_softmax", [](const py::object &x, const py::object &mask) { return softmax(x, mask, true); }, "x"_a,
         "mask"_a = py::none(), "log_softmax over the last axis of x [R, N], with an additive mask [R, N].");
     m.def("attention", attention, "q"_a, "k"_a, "v"_a, "kv_len"_a = py::none(), "causal"_a = false, "q_offset"_a = 0,
-          "scale"_a = py::none(),
+          "scale"_a = py::none(), "window"_a = 0,
           "Scaled dot-product attention: q [B, H, Tq, dk], k and v [B, H, Tkv, dk] → [B, H, Tq, dk]. kv_len: valid "
-          "keys per batch row (default Tkv); causal: query i sees keys j ≤ i + q_offset; scale: default 1/√dk.");
+          "keys per batch row (default Tkv); causal: query i sees keys j ≤ i + q_offset; scale: default 1/√dk; "
+          "window (causal only): query i also sees only keys j > p − window, p = min(i + q_offset, kv_len − 1) "
+          "(a sliding window, Mistral's; 0: every key).");
     m.def(
         "reads_in_place", [](const py::array &a) { return readable_in_place(a); }, "a"_a,
         "True when the kernels read `a` where it is (a float32 array whose innermost stride is one element); "

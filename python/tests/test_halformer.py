@@ -416,14 +416,18 @@ def ref_softmax(x, mask=None, log=False):
     return np.where(total > 0, e / np.where(total > 0, total, 1), 0)
 
 
-def ref_attention(q, k, v, kv_len, causal, q_offset, scale):
+def ref_attention(q, k, v, kv_len, causal, q_offset, scale, window=0):
     q, k, v = (a.astype(np.float64) for a in (q, k, v))
     scores = np.einsum("bhid,bhjd->bhij", q, k) * scale
     i = np.arange(q.shape[2])[:, None]
     j = np.arange(k.shape[2])[None, :]
-    valid = j[None] < np.asarray(kv_len)[:, None, None]  # [B, 1, Tkv]
+    lens = np.asarray(kv_len)[:, None, None]
+    valid = j[None] < lens  # [B, 1, Tkv]
     if causal:
         valid = valid & (j <= i + q_offset)[None]
+    if window > 0:  # the query's position: its own, or its row's last key
+        p = np.minimum((i + q_offset)[None], lens - 1)
+        valid = valid & (j[None] > p - window)
     mask = np.where(valid[:, None], 0.0, -np.inf)
     p = ref_softmax(scores + mask)
     return np.einsum("bhij,bhjd->bhid", p, v)
@@ -494,6 +498,23 @@ def test_attention(causal):
     # Defaults: every key, 1/√dk, and an explicit scale.
     assert rel_error(kernels.attention(q, k, v), ref_attention(q, k, v, [Tkv] * B, False, 0, dk ** -0.5)) <= 1e-5
     assert rel_error(kernels.attention(q, k, v, scale=0.3), ref_attention(q, k, v, [Tkv] * B, False, 0, 0.3)) <= 1e-5
+
+
+def test_attention_sliding_window():
+    rng = np.random.default_rng(43)
+    B, H, T, dk = 2, 2, 40, 16
+    q, k, v = f32(rng, B, H, T, dk), f32(rng, B, H, T, dk), f32(rng, B, H, T, dk)
+    for window in (1, 7, 64):
+        got = kernels.attention(q, k, v, kv_len=[T, 23], causal=True, window=window)
+        assert rel_error(got, ref_attention(q, k, v, [T, 23], True, 0, dk ** -0.5, window)) <= 1e-5, window
+    # A window longer than the keys is the causal kernel's answer; a short one is not.
+    whole = kernels.attention(q, k, v, causal=True)
+    assert np.array_equal(kernels.attention(q, k, v, causal=True, window=T), whole)
+    assert not np.allclose(kernels.attention(q, k, v, causal=True, window=3), whole)
+    with pytest.raises(ValueError, match="needs causal=True"):
+        kernels.attention(q, k, v, window=4)
+    with pytest.raises(ValueError, match="window must be 0"):
+        kernels.attention(q, k, v, causal=True, window=-1)
 
 
 # ---- strided inputs: read in place, same answers ----

@@ -86,7 +86,7 @@ public:
         if (bias) bias = s.stack_bias(s.w->dec, true);
         float *stage = s.kv_stage.need((size_t)S * G * 2 * KW);
         for (size_t l = 0; l < layers; l++) {
-            layers::memory_kv(s, layers::Pass{}, s.w->dec.layers[l].cross, memory, S * G, stage);
+            layers::memory_kv(s, layers::Pass{}, s.w->dec.layers[l].attn("multihead_attn"), memory, S * G, stage);
             layers::scatter_rows(s, stage, 2 * KW, S * G, to.data(), s.self_kv[l].get(), pool_rows);
         }
     }

@@ -17,6 +17,9 @@ namespace {
 
 void layer_norm(Kernels &, const NormW &, const float *, float *, int, int) { no_layers("layer_norm"); }
 void norm_add(Kernels &, const NormW &, const float *, const float *, float *, int) { no_layers("norm_add"); }
+void add_layer_norm(Kernels &, const NormW &, const float *, const float *, float *, int) {
+    no_layers("add_layer_norm");
+}
 void self_projections(Kernels &, const Pass &, const AttnW &, const float *, LayerIO &) {
     no_layers("self_projections");
 }
@@ -26,6 +29,12 @@ QK qk_norm(Kernels &, const NormW &, const NormW &, const QK &, bool, LayerIO &)
 void rotate_qk(Kernels &, const QK &, LayerIO &) { no_layers("rotate_qk"); }
 void attention_output(Kernels &, const Pass &, const AttnW &, const LayerIO &, const float *, float *) {
     no_layers("attention_output");
+}
+void cross_attention(Kernels &, const Pass &, const AttnW &, const float *, LayerIO &) {
+    no_layers("cross_attention");
+}
+void cross_attention_output(Kernels &, const Pass &, const AttnW &, const LayerIO &, const float *, float *) {
+    no_layers("cross_attention_output");
 }
 void feed_forward(Kernels &, const Pass &, const LayerW &, const float *, const float *, LayerIO &, float *) {
     no_layers("feed_forward");

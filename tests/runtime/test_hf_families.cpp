@@ -12,12 +12,16 @@
 
 #include "test_files.h"
 #include "../../runtime/src/model/description.h"
+#include "../../runtime/src/model/model_weights.h"
+#include "../../runtime/src/model/params.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 using namespace halformer;
@@ -161,9 +165,10 @@ TEST(HfFamilies, ExpertsPerLayer) {
     for (int l = 0; l < 4; l++) EXPECT_EQ(v.spec(l).moe, l % 2 == 1) << "decoder_sparse_step 2: layer " << l;
 }
 
-// Llama, Mistral and Qwen2 run Llama's layer as a builder; the paper's
-// families (GPT-2, BERT, T5, Marian) the Transformer layer.
-TEST(HfFamilies, LlamasLayerIsABuilder) {
+// Every family is a builder: Llama, Mistral and Qwen2 run Llama's layer,
+// the paper's families (GPT-2, BERT, T5, Marian) their own; only
+// Halformer's own configs run the Transformer layer (the one training runs).
+TEST(HfFamilies, EveryFamilyIsABuilder) {
     for (const char *name : {"llama_gqa", "mistral_window", "qwen2"}) {
         const Description d = described(name);
         EXPECT_NE(d.layer, nullptr) << name;
@@ -171,11 +176,15 @@ TEST(HfFamilies, LlamasLayerIsABuilder) {
     }
     EXPECT_EQ(described("mistral_window").spec(1).window, 6) << "one window for every layer";
     for (int l = 0; l < 2; l++) EXPECT_EQ(described("qwen2").spec(l).window, 0) << "use_sliding_window false";
-    for (const char *name : {"gpt2_lm", "t5_v1_1"}) {
+    std::set<Description::Builder> builders;
+    for (const char *name : {"gpt2_lm", "t5_v1_1", "bert_mlm", "marian"}) {
         const Description d = described(name);
-        EXPECT_EQ(d.layer, nullptr) << name;
+        EXPECT_NE(d.layer, nullptr) << name;
+        builders.insert(d.layer);
         EXPECT_TRUE(d.layer_specs.empty()) << name;
     }
+    EXPECT_EQ(builders.size(), 4u) << "one builder each";
+    EXPECT_EQ(describe(Config{}).layer, nullptr) << "Halformer's own config: the Transformer layer";
 }
 
 // Qwen2's window on the layers from max_window_layers on (with
@@ -251,4 +260,45 @@ TEST_F(EditedFamily, AMissingLayerTensorIsNamed) {
     s.replace(k, from.size(), "model.layers.1.self_attn.q_xorm.weight");
     test_files::write(dir + "/model.safetensors", s);
     expect_error({"q_norm"});
+}
+
+// The parameter table names each layer's tensors as the layer finds them:
+// a tensor's slot is its name within its layer (LayerW::tensors), a stack's
+// own by its key (StackW::slot), and the views the ops take (attn, norm)
+// read those names. Each tensor's slot here holds the address of its spec,
+// so that every lookup can be checked against the spec it must find.
+TEST(ParamTable, LayerTensorsAreFoundByTheirNames) {
+    for (const char *name : {"qwen3", "t5_v1_1", "marian", "bert_mlm", "mixtral", "gemma3_text"}) {
+        const Config c = Config::from_file(fixture(name) + "/config.json");
+        const std::vector<ParamSpec> specs = param_specs(c);
+        StackW enc, dec;
+        enc.layers.resize((size_t)std::max(c.num_encoder_layers, 0));
+        dec.layers.resize((size_t)std::max(c.num_decoder_layers, 0));
+        const float *head_w = nullptr, *head_b = nullptr;
+        std::map<std::string, const float *> where;
+        for (const ParamSpec &s : specs) {
+            const float *at = reinterpret_cast<const float *>(&s);
+            slot_of(enc, dec, head_w, head_b, s.slot) = at;
+            where[s.name] = at;
+            if (s.slot.layer < 0) continue;
+            const std::string side = s.slot.part == Slot::Encoder ? "encoder" : "decoder";
+            EXPECT_EQ(s.name, side + ".layers." + std::to_string(s.slot.layer) + "." + s.slot.key) << name;
+        }
+        for (const auto &[stack, side] : {std::pair{&enc, "encoder"}, std::pair{&dec, "decoder"}}) {
+            for (size_t l = 0; l < stack->layers.size(); l++) {
+                const LayerW &L = stack->layers[l];
+                const std::string p = std::string(side) + ".layers." + std::to_string(l) + ".";
+                EXPECT_EQ(L.attn("self_attn").in_w, where.at(p + "self_attn.in_proj_weight")) << name;
+                EXPECT_EQ(L.attn("self_attn").out_w, where.at(p + "self_attn.out_proj.weight")) << name;
+                EXPECT_EQ(L.norm("norm1").g, where.at(p + "norm1.weight")) << name;
+                EXPECT_EQ(L.get("no_such.weight"), nullptr);
+                EXPECT_THROW(L.need("no_such.weight"), Error);
+                for (const auto &[key, at] : L.tensors) EXPECT_EQ(at, where.at(p + key)) << name << " " << key;
+            }
+        }
+        if (c.has_decoder()) EXPECT_EQ(dec.embed, where.at("tgt_embed.weight")) << name;
+        if (c.has_encoder()) EXPECT_EQ(enc.embed, where.at("src_embed.weight")) << name;
+        EXPECT_EQ(head_w, where.count("generator.weight") ? where.at("generator.weight") : nullptr) << name;
+        EXPECT_THROW(enc.slot("no_such.weight"), Error);
+    }
 }

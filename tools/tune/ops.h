@@ -345,7 +345,8 @@ public:
     }
     std::vector<InputValue> inputs() override {
         std::vector<InputValue> in{{"q", q}, {"k", k}, {"v", v}, {"kv_len", kv_len},
-                                   {"q_offset", (double)q_offset}, {"scale", scale}};
+                                   {"q_offset", (double)q_offset}, {"scale", scale},
+                                   {"window", 0.0}};  // (causal: every key)
         if (page > 0) in.push_back({"block_table", block_table});
         return in;
     }

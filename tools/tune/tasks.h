@@ -252,13 +252,14 @@ inline std::vector<Task> attention_tasks(const halformer::Config &c, const Workl
         Shape s{shape_label("%dx%dx%dx%d", {B, heads, Tq, Tkv}) + (head_dim != dk ? " dk" + std::to_string(head_dim) : "") +
                     (causal ? " causal" : ""),
                 {{"B", B}, {"H", heads}, {"Tq", Tq}, {"Tkv", Tkv}, {"dk", head_dim}}, {}};
-        if (causal) s.gen["causal"] = "true";
+        // (The causal kernels as built: with their window input, at 0.)
+        if (causal) s.gen["causal"] = s.gen["sliding_window"] = "true";
         return s;
     };
     auto att = [&](int B, int Tq, int Tkv, bool causal) { return att_hd(B, H, Tq, Tkv, dk, causal); };
     Task attp{"attention", "prefill", "hf_attention",
               {"hf_attention", "hf_attention_causal", "hf_attention_bias", "hf_attention_causal_bias",
-               "hf_attention_causal_window", "hf_attention_causal_window_softcap"},
+               "hf_attention_causal_window_softcap"},
               {{"query_tile", {8, 1, 2, 4, 6, 12, 16}}, {"key_block", {64, 16, 32, 128, 256}},
                {"heads_per_task", {1, 2, 4}}, {"score_vectors", {2, 1, 3, 4}}, {"value_vectors", {2, 1, 3, 4}}},
               {att(1, P, P, false), att(1, P, P, true)},
@@ -289,7 +290,6 @@ inline std::vector<Task> attention_tasks(const halformer::Config &c, const Workl
     Task attd{"attention", "decode", "hf_attention_decode",
               {"hf_attention_decode", "hf_attention_causal_decode", "hf_attention_causal_decode_paged",
                "hf_attention_decode_paged", "hf_attention_causal_decode_bias", "hf_attention_causal_decode_paged_bias",
-               "hf_attention_causal_decode_window", "hf_attention_causal_decode_paged_window",
                "hf_attention_causal_decode_window_softcap", "hf_attention_causal_decode_paged_window_softcap"},
               {{"key_block", {16, 8, 32, 64, 128}}},
               {att(1, 1, L, false), att(R, 1, L, false), att_rows(R, H, L, dk)},

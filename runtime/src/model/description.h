@@ -91,8 +91,10 @@ struct Description {
     // asked (head_rows), of any rows when loaded.
     // --- What a family's builder (hf/families/<name>.cpp) says beyond
     // Config, read from its config.json by the family's describe().
-    // The sequence of ops one decoder layer runs (the family's builder);
-    // null: the Transformer layer (layers/transformer_layer.cpp).
+    // The sequence of ops one layer runs (the family's builder, for every
+    // stack: bert_layer, t5_layer, llama_layer...); null: the Transformer
+    // layer (layers/transformer_layer.cpp) of Halformer's own configs, the
+    // one training runs forward and backward.
     using Builder = void (*)(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io);
     Builder layer = nullptr;
     // Per decoder layer, as data: its self-attention's sliding window (0:

@@ -366,7 +366,7 @@ std::vector<Tensor> Model::logits(const std::vector<Sequence> &src, const std::v
         m.cross_kv.resize(m.w->dec.layers.size());
         m.attach(m.cross_kv);
         for (size_t l = 0; l < m.w->dec.layers.size(); l++) {
-            layers::memory_kv(m, layers::Pass{}, m.w->dec.layers[l].cross, memory, S * R,
+            layers::memory_kv(m, layers::Pass{}, m.w->dec.layers[l].attn("multihead_attn"), memory, S * R,
                               m.cross_kv[l].need((size_t)S * R * 2 * m.desc.kv_width));
         }
     }

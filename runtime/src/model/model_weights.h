@@ -24,20 +24,38 @@ struct NormW {
 struct AttnW {
     const float *in_w = nullptr, *in_b = nullptr, *out_w = nullptr, *out_b = nullptr;
 };
+// One layer's tensors by the names the parameter table gives them within
+// the layer (params.cpp): "self_attn.in_proj_weight", "linear1.weight",
+// "norm1.weight", a family's own "q_norm.weight" or
+// "experts.3.linear2.weight". The family's table declares which a layer
+// has; a builder (hf/families/<name>.cpp) picks them by name for the ops
+// it composes. The trainer's gradients are laid out the same way.
 struct LayerW {
-    AttnW self, cross;
-    const float *w1 = nullptr, *b1 = nullptr, *w2 = nullptr, *b2 = nullptr;
-    const float *wg = nullptr, *bg = nullptr;  // the gated feed-forward's second input projection
-    NormW self_norm, cross_norm, ffn_norm;
-    // The family's own tensors by name (Description::layer_tensors).
-    std::map<std::string, const float *> named;
-    // A named gain (an Error naming it where the layer has none).
-    NormW norm(const std::string &key) const {
-        auto it = named.find(key);
-        if (it == named.end() || !it->second) throw Error("internal: the layer has no tensor '" + key + "'");
-        return {it->second, nullptr};
+    std::map<std::string, const float *> tensors;
+    // The tensor of that name, or null where the layer has none.
+    const float *get(const std::string &name) const {
+        auto it = tensors.find(name);
+        return it == tensors.end() ? nullptr : it->second;
     }
+    // A tensor the layer must have (an internal Error naming it otherwise).
+    const float *need(const std::string &name) const {
+        const float *t = get(name);
+        if (!t) throw Error("internal: the layer has no tensor '" + name + "'");
+        return t;
+    }
+    const float *&slot(const std::string &name) { return tensors[name]; }
+    // An attention's projections (module "self_attn", "multihead_attn"):
+    // in_proj_weight and _bias (Q|K|V's rows), out_proj.weight and .bias.
+    AttnW attn(const std::string &module) const {
+        return {get(module + ".in_proj_weight"), get(module + ".in_proj_bias"), get(module + ".out_proj.weight"),
+                get(module + ".out_proj.bias")};
+    }
+    // A norm's gain (required) and bias (LayerNorm's; RMSNorm has none).
+    NormW norm(const std::string &module) const { return {need(module + ".weight"), get(module + ".bias")}; }
 };
+// A stack's own tensors (embeddings, final norm, heads' parts) and its
+// layers. Addressed by name too (slot()): the parameter table's name
+// without the stack's prefix ("embed", "norm.weight", "head_transform.bias").
 struct StackW {
     std::vector<LayerW> layers;
     NormW final_norm;
@@ -53,6 +71,8 @@ struct StackW {
     const float *pool_w = nullptr, *pool_b = nullptr;
     // T5: the relative-position bias table [buckets, heads].
     const float *rel_bias = nullptr;
+    // The stack's tensor of that key (an internal Error for an unknown one).
+    const float *&slot(const std::string &key);
 };
 
 // One projection's weights packed for a reduced precision by hf_pack_*

@@ -313,22 +313,23 @@ void Session::prepack() {
     for (const StackW *s : {&w->enc, &w->dec}) {
         const int F = desc.dims(s == &w->dec).d_ff;
         for (const LayerW &L : s->layers) {
-            for (const auto &[first, rows] : layers::self_projection_rows(desc)) pack(L.self.in_w + (size_t)first * D, rows, D);
-            pack(L.self.out_w, D, A);
-            if (L.cross.in_w) {
-                pack(L.cross.in_w, A, D);                      // the queries
-                pack(L.cross.in_w + (size_t)A * D, 2 * K, D);  // keys and values
-                pack(L.cross.out_w, D, A);
+            const AttnW self = L.attn("self_attn"), cross = L.attn("multihead_attn");
+            for (const auto &[first, rows] : layers::self_projection_rows(desc)) pack(self.in_w + (size_t)first * D, rows, D);
+            pack(self.out_w, D, A);
+            if (cross.in_w) {
+                pack(cross.in_w, A, D);                      // the queries
+                pack(cross.in_w + (size_t)A * D, 2 * K, D);  // keys and values
+                pack(cross.out_w, D, A);
             }
-            if (L.w1) pack(L.w1, F, D);
-            if (L.wg) pack(L.wg, F, D);
-            if (L.w2) pack(L.w2, D, F);
+            if (const float *w1 = L.get("linear1.weight")) pack(w1, F, D);
+            if (const float *wg = L.get("linear_gate.weight")) pack(wg, F, D);
+            if (const float *w2 = L.get("linear2.weight")) pack(w2, D, F);
             // A mixture of experts' router and experts (layers/moe.cpp).
             const int Fe = desc.moe.d_ff;
-            for (const auto &[key, w] : L.named) {
-                if (key == "router") pack(w, desc.moe.experts, D);
+            for (const auto &[key, w] : L.tensors) {
+                if (key == "router.weight") pack(w, desc.moe.experts, D);
                 if (key.rfind("experts.", 0) != 0) continue;
-                if (key.size() > 7 && key.compare(key.size() - 7, 7, "linear2") == 0) {
+                if (key.find(".linear2.") != std::string::npos) {
                     pack(w, D, Fe);
                 } else {
                     pack(w, Fe, D);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 
 namespace halformer {
 namespace {
@@ -15,18 +16,19 @@ struct Table {
     const Description &d;
     Slot::Part part = Slot::Head;
     int layer = -1;
-    void add(std::string name, std::vector<int64_t> shape, Init init, Field f, std::string key = "") {
+    // A tensor named prefix + key; the layers find it by key (Slot).
+    void add(const std::string &prefix, std::string key, std::vector<int64_t> shape, Init init) {
         ParamSpec s;
-        s.name = std::move(name);
+        s.name = prefix + key;
         s.shape = std::move(shape);
         s.init = init;
-        s.slot = {part, layer, f, std::move(key)};
+        s.slot = {part, layer, std::move(key)};
         out.push_back(std::move(s));
     }
     // A projection's bias: zeros where the family has none (`has` false:
     // T5 has none, Llama none but where its config says so, Qwen2 Q|K|V's).
-    void bias(std::string name, int64_t n, Field f, bool has) {
-        add(std::move(name), {n}, Init::Zeros, f);
+    void bias(const std::string &prefix, std::string key, int64_t n, bool has) {
+        add(prefix, std::move(key), {n}, Init::Zeros);
         if (!has) {
             out.back().required = false;
             out.back().zero_if_absent = true;
@@ -35,17 +37,17 @@ struct Table {
     // The queries' rows, then the keys', then the values' in one [A + 2K, D]
     // in_proj (A = heads × head_dim; K = kv_heads × head_dim, A but for
     // grouped-query attention), the output projection [D, A].
-    void attention(const std::string &p, bool cross) {
+    void attention(const std::string &p, const std::string &module) {
         const int64_t D = d.d_model, A = d.attn_width, K = d.kv_width;
-        add(p + "in_proj_weight", {A + 2 * K, D}, Init::Xavier, cross ? Field::CrossInW : Field::SelfInW);
-        bias(p + "in_proj_bias", A + 2 * K, cross ? Field::CrossInB : Field::SelfInB, d.qkv_bias);
-        add(p + "out_proj.weight", {D, A}, Init::Xavier, cross ? Field::CrossOutW : Field::SelfOutW);
-        bias(p + "out_proj.bias", D, cross ? Field::CrossOutB : Field::SelfOutB, d.out_bias);
+        add(p, module + ".in_proj_weight", {A + 2 * K, D}, Init::Xavier);
+        bias(p, module + ".in_proj_bias", A + 2 * K, d.qkv_bias);
+        add(p, module + ".out_proj.weight", {D, A}, Init::Xavier);
+        bias(p, module + ".out_proj.bias", D, d.out_bias);
     }
     // LayerNorm's gain and bias; RMSNorm's gain only.
-    void norm(const std::string &p, Field g, Field b) {
-        add(p + "weight", {d.d_model}, Init::Ones, g);
-        if (!d.rms()) add(p + "bias", {d.d_model}, Init::Zeros, b);
+    void norm(const std::string &p, const std::string &module) {
+        add(p, module + ".weight", {d.d_model}, Init::Ones);
+        if (!d.rms()) add(p, module + ".bias", {d.d_model}, Init::Zeros);
     }
 };
 
@@ -54,42 +56,45 @@ void stack(Table &t, const Description &d, const std::string &side, int layers, 
     for (int i = 0; i < layers; i++) {
         const std::string p = side + ".layers." + std::to_string(i) + ".";
         t.layer = i;
-        t.attention(p + "self_attn.", false);
-        if (cross) t.attention(p + "multihead_attn.", true);
+        t.attention(p, "self_attn");
+        if (cross) t.attention(p, "multihead_attn");
         if (side == "decoder" && d.spec(i).moe) {
-            // The router and each expert's gated feed-forward, by name.
+            // The router and each expert's gated feed-forward.
             const int64_t E = d.moe.experts, Fe = d.moe.d_ff;
-            t.add(p + "router.weight", {E, D}, Init::Xavier, Field::Named, "router");
+            t.add(p, "router.weight", {E, D}, Init::Xavier);
             for (int64_t e = 0; e < E; e++) {
                 const std::string x = "experts." + std::to_string(e) + ".";
-                t.add(p + x + "linear1.weight", {Fe, D}, Init::Xavier, Field::Named, x + "linear1");
-                t.add(p + x + "linear_gate.weight", {Fe, D}, Init::Xavier, Field::Named, x + "linear_gate");
-                t.add(p + x + "linear2.weight", {D, Fe}, Init::Xavier, Field::Named, x + "linear2");
+                t.add(p, x + "linear1.weight", {Fe, D}, Init::Xavier);
+                t.add(p, x + "linear_gate.weight", {Fe, D}, Init::Xavier);
+                t.add(p, x + "linear2.weight", {D, Fe}, Init::Xavier);
             }
         } else {
-            t.add(p + "linear1.weight", {F, D}, Init::Xavier, Field::W1);
-            t.bias(p + "linear1.bias", F, Field::B1, d.ffn_bias);
+            t.add(p, "linear1.weight", {F, D}, Init::Xavier);
+            t.bias(p, "linear1.bias", F, d.ffn_bias);
             if (d.gated_ffn) {
-                t.add(p + "linear_gate.weight", {F, D}, Init::Xavier, Field::WGate);
-                t.bias(p + "linear_gate.bias", F, Field::BGate, d.ffn_bias);
+                t.add(p, "linear_gate.weight", {F, D}, Init::Xavier);
+                t.bias(p, "linear_gate.bias", F, d.ffn_bias);
             }
-            t.add(p + "linear2.weight", {D, F}, Init::Xavier, Field::W2);
-            t.bias(p + "linear2.bias", D, Field::B2, d.ffn_bias);
+            t.add(p, "linear2.weight", {D, F}, Init::Xavier);
+            t.bias(p, "linear2.bias", D, d.ffn_bias);
         }
-        t.norm(p + "norm1.", Field::SelfNormG, Field::SelfNormB);
-        if (cross) t.norm(p + "norm2.", Field::CrossNormG, Field::CrossNormB);
-        t.norm(p + (cross ? "norm3." : "norm2."), Field::FfnNormG, Field::FfnNormB);
-        // The family's own (q/k norms, post-norms), by name.
-        for (const auto &e : d.layer_tensors) t.add(p + e.key + ".weight", {e.width}, Init::Ones, Field::Named, e.key);
+        // Before (pre-LN) or after (post-LN) each sub-layer: self-attention,
+        // cross-attention, the feed-forward network.
+        t.norm(p, "norm1");
+        if (cross) t.norm(p, "norm2");
+        t.norm(p, cross ? "norm3" : "norm2");
+        // The family's own (q/k norms, post-norms).
+        for (const auto &e : d.layer_tensors) t.add(p, e.key + ".weight", {e.width}, Init::Ones);
     }
     t.layer = -1;
+    const std::string s = side + ".";
     // T5: the stack's relative-position bias table [buckets, heads].
     if (d.position == Positional::Relative) {
-        t.add(side + ".rel_bias.weight", {d.relative_buckets, d.heads}, Init::Embedding, Field::RelBias);
+        t.add(s, "rel_bias.weight", {d.relative_buckets, d.heads}, Init::Embedding);
     }
     // The final norm: optional in a file, present in a new pre-LN model.
     const size_t first = t.out.size();
-    t.norm(side + ".norm.", Field::FinalNormG, Field::FinalNormB);
+    t.norm(s, "norm");
     for (size_t k = first; k < t.out.size(); k++) {
         t.out[k].required = false;
         t.out[k].fresh = d.final_norms;
@@ -99,12 +104,12 @@ void stack(Table &t, const Description &d, const std::string &side, int layers, 
 
 void embeddings(Table &t, const Description &d, const std::string &prefix, int vocab) {
     t.layer = -1;
-    t.add(prefix + "_embed.weight", {vocab, d.d_model}, Init::Embedding, Field::Embed);
+    t.add(prefix, "_embed.weight", {vocab, d.d_model}, Init::Embedding);
     if (d.position == Positional::Learned) {
-        t.add(prefix + "_pos.weight", {d.max_positions, d.d_model}, Init::Embedding, Field::Pos);
+        t.add(prefix, "_pos.weight", {d.max_positions, d.d_model}, Init::Embedding);
     }
-    if (d.token_types > 0) t.add(prefix + "_types.weight", {d.token_types, d.d_model}, Init::Embedding, Field::Types);
-    if (d.embedding_norm) t.norm(prefix + "_embed_norm.", Field::EmbedNormG, Field::EmbedNormB);
+    if (d.token_types > 0) t.add(prefix, "_types.weight", {d.token_types, d.d_model}, Init::Embedding);
+    if (d.embedding_norm) t.norm(prefix, "_embed_norm");
 }
 
 // BERT's heads, before the projection (generator.*): the masked-LM head's
@@ -114,12 +119,12 @@ void encoder_head(Table &t, const Description &d) {
     t.layer = -1;
     const int64_t D = d.d_model;
     if (d.encoder_head == EncoderHead::MaskedLM) {
-        t.add("head_transform.weight", {D, D}, Init::Xavier, Field::HeadTransformW);
-        t.add("head_transform.bias", {D}, Init::Zeros, Field::HeadTransformB);
-        t.norm("head_norm.", Field::HeadNormG, Field::HeadNormB);
+        t.add("", "head_transform.weight", {D, D}, Init::Xavier);
+        t.add("", "head_transform.bias", {D}, Init::Zeros);
+        t.norm("", "head_norm");
     } else if (d.encoder_head == EncoderHead::Classifier) {
-        t.add("pooler.weight", {D, D}, Init::Xavier, Field::PoolW);
-        t.add("pooler.bias", {D}, Init::Zeros, Field::PoolB);
+        t.add("", "pooler.weight", {D, D}, Init::Xavier);
+        t.add("", "pooler.bias", {D}, Init::Zeros);
     }
 }
 
@@ -152,8 +157,8 @@ std::vector<ParamSpec> param_specs(const Config &c, int head_rows) {
     t.part = Slot::Head;
     const bool decoder = d.decoder;
     const int64_t rows = decoder ? d.tgt_vocab : head_rows;
-    t.add("generator.weight", {rows, d.d_model}, Init::Xavier, Field::HeadW);
-    t.add("generator.bias", {rows}, Init::Zeros, Field::HeadB);
+    t.add("", "generator.weight", {rows, d.d_model}, Init::Xavier);
+    t.add("", "generator.bias", {rows}, Init::Zeros);
     for (size_t k : {out.size() - 2, out.size() - 1}) {
         out[k].required = false;
         out[k].fresh = !decoder && head_rows > 0;
@@ -192,51 +197,37 @@ void init_param(const ParamSpec &spec, const Config &c, uint64_t seed, float *ou
     }
 }
 
+const float *&StackW::slot(const std::string &key) {
+    // (The table's names without the stack's prefix: "src" / "tgt" for the
+    // embeddings, "encoder." / "decoder." for the rest; BERT's heads'.)
+    static const std::map<std::string, const float *StackW::*> plain = {
+        {"_embed.weight", &StackW::embed},          {"_pos.weight", &StackW::pos},
+        {"_types.weight", &StackW::types},          {"rel_bias.weight", &StackW::rel_bias},
+        {"head_transform.weight", &StackW::head_tw}, {"head_transform.bias", &StackW::head_tb},
+        {"pooler.weight", &StackW::pool_w},         {"pooler.bias", &StackW::pool_b},
+    };
+    static const std::map<std::string, NormW StackW::*> norms = {
+        {"norm", &StackW::final_norm}, {"_embed_norm", &StackW::embed_norm}, {"head_norm", &StackW::head_norm}};
+    if (auto it = plain.find(key); it != plain.end()) return this->*(it->second);
+    const size_t dot = key.rfind('.');
+    if (dot != std::string::npos) {
+        auto it = norms.find(key.substr(0, dot));
+        const std::string part = key.substr(dot + 1);
+        if (it != norms.end() && part == "weight") return (this->*(it->second)).g;
+        if (it != norms.end() && part == "bias") return (this->*(it->second)).b;
+    }
+    throw Error("internal: a stack has no tensor '" + key + "'");
+}
+
 const float *&slot_of(StackW &enc, StackW &dec, const float *&head_w, const float *&head_b, const Slot &s) {
-    if (s.part == Slot::Head) return s.field == Field::HeadW ? head_w : head_b;
+    if (s.part == Slot::Head) {
+        if (s.key == "generator.weight") return head_w;
+        if (s.key == "generator.bias") return head_b;
+        throw Error("internal: the head has no tensor '" + s.key + "'");
+    }
     StackW &st = s.part == Slot::Encoder ? enc : dec;
-    switch (s.field) {
-    case Field::Embed: return st.embed;
-    case Field::Pos: return st.pos;
-    case Field::FinalNormG: return st.final_norm.g;
-    case Field::FinalNormB: return st.final_norm.b;
-    case Field::Types: return st.types;
-    case Field::EmbedNormG: return st.embed_norm.g;
-    case Field::EmbedNormB: return st.embed_norm.b;
-    case Field::HeadTransformW: return st.head_tw;
-    case Field::HeadTransformB: return st.head_tb;
-    case Field::HeadNormG: return st.head_norm.g;
-    case Field::HeadNormB: return st.head_norm.b;
-    case Field::PoolW: return st.pool_w;
-    case Field::PoolB: return st.pool_b;
-    case Field::RelBias: return st.rel_bias;
-    default: break;
-    }
-    LayerW &L = st.layers.at((size_t)s.layer);
-    switch (s.field) {
-    case Field::Named: return L.named[s.key];
-    case Field::SelfInW: return L.self.in_w;
-    case Field::SelfInB: return L.self.in_b;
-    case Field::SelfOutW: return L.self.out_w;
-    case Field::SelfOutB: return L.self.out_b;
-    case Field::CrossInW: return L.cross.in_w;
-    case Field::CrossInB: return L.cross.in_b;
-    case Field::CrossOutW: return L.cross.out_w;
-    case Field::CrossOutB: return L.cross.out_b;
-    case Field::W1: return L.w1;
-    case Field::B1: return L.b1;
-    case Field::W2: return L.w2;
-    case Field::B2: return L.b2;
-    case Field::WGate: return L.wg;
-    case Field::BGate: return L.bg;
-    case Field::SelfNormG: return L.self_norm.g;
-    case Field::SelfNormB: return L.self_norm.b;
-    case Field::CrossNormG: return L.cross_norm.g;
-    case Field::CrossNormB: return L.cross_norm.b;
-    case Field::FfnNormG: return L.ffn_norm.g;
-    case Field::FfnNormB: return L.ffn_norm.b;
-    default: throw Error("internal: parameter slot out of range");
-    }
+    if (s.layer < 0) return st.slot(s.key);
+    return st.layers.at((size_t)s.layer).slot(s.key);
 }
 
 }  // namespace halformer

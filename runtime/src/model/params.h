@@ -19,20 +19,14 @@ struct LayerW;
 
 enum class Init { Ones, Zeros, Embedding, Xavier };
 
-// Where the layers find a tensor: a field of a layer, of a stack, or the head.
-enum class Field {
-    SelfInW, SelfInB, SelfOutW, SelfOutB, CrossInW, CrossInB, CrossOutW, CrossOutB,
-    W1, B1, W2, B2, SelfNormG, SelfNormB, CrossNormG, CrossNormB, FfnNormG, FfnNormB,
-    FinalNormG, FinalNormB, Embed, Pos, HeadW, HeadB,
-    Types, EmbedNormG, EmbedNormB, HeadTransformW, HeadTransformB, HeadNormG, HeadNormB, PoolW, PoolB,
-    RelBias, WGate, BGate,
-    Named,  // a family's own layer tensor: LayerW::named[Slot::key]
-};
+// Where the layers find a tensor: a layer's, by its name within the layer
+// (LayerW::tensors: "self_attn.in_proj_weight", "q_norm.weight"), a
+// stack's own, by its key (StackW::slot: "embed", "norm.weight"), or the
+// output head's ("generator.weight", "generator.bias").
 struct Slot {
     enum Part { Encoder, Decoder, Head } part = Head;
     int layer = -1;  // -1: the stack's own tensors
-    Field field = Field::HeadW;
-    std::string key;  // Field::Named
+    std::string key;
 };
 
 struct ParamSpec {

@@ -100,8 +100,8 @@ void fill_zeros(Scratch &zeros, const std::vector<ParamSpec> &specs) {
         if (spec.zero_if_absent) n = std::max(n, numel(spec.shape));
         // A mixture of experts' projections have no biases: zeros as long
         // as their outputs (layers/moe.cpp).
-        if (spec.slot.field == Field::Named && spec.shape.size() == 2 &&
-            (spec.slot.key == "router" || spec.slot.key.rfind("experts.", 0) == 0)) {
+        if (spec.slot.layer >= 0 && spec.shape.size() == 2 &&
+            (spec.slot.key == "router.weight" || spec.slot.key.rfind("experts.", 0) == 0)) {
             n = std::max(n, spec.shape[0]);
         }
     }
@@ -164,14 +164,15 @@ void ModelWeights::bind() {
     fill_zeros(zeros, specs);
     for (const ParamSpec &spec : specs) {
         const float *&slot = slot_of(enc, dec, gen_w, gen_b, spec.slot);
+        const bool head_w = spec.name == "generator.weight", head_b = spec.name == "generator.bias";
         std::vector<int64_t> shape = spec.shape;
-        if (spec.slot.field == Field::HeadB) shape = {gen_rows};
-        if (spec.slot.field == Field::HeadB && !gen_w) continue;  // no head: a bias alone is extra
+        if (head_b) shape = {gen_rows};
+        if (head_b && !gen_w) continue;  // no head: a bias alone is extra
         if (!source->has(spec.name)) {
             if (spec.slot.part == Slot::Head && !spec.tied_to.empty()) {
                 slot = bound.at(spec.tied_to);  // the output projection tied to the embedding
                 tied = true;
-                if (spec.slot.field == Field::HeadW) gen_rows = (int)spec.shape[0];
+                if (head_w) gen_rows = (int)spec.shape[0];
                 continue;
             }
             if (spec.zero_if_absent) {
@@ -182,7 +183,7 @@ void ModelWeights::bind() {
             throw Error(source->where() + ": missing tensor " + source->origin(spec.name) + " (expected shape " +
                         shape_string(shape) + ")");
         }
-        if (spec.slot.field == Field::HeadW && shape[0] == 0) {
+        if (head_w && shape[0] == 0) {
             shape = head_shape(*source, spec.name, D);
             gen_rows = (int)shape[0];
         }
@@ -191,7 +192,7 @@ void ModelWeights::bind() {
             throw Error(source->where() + ": tensor " + source->origin(spec.name) + " has shape " +
                         shape_string(actual) + ", expected " + shape_string(shape));
         }
-        if (spec.slot.field == Field::HeadW) gen_rows = (int)shape[0];
+        if (head_w) gen_rows = (int)shape[0];
         slot = bound[spec.name] = source->data(spec.name);
         if (counted.insert(slot).second) params += numel(shape);  // shared storage counts once
     }

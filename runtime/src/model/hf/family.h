@@ -130,8 +130,9 @@ struct Family {
     // The family's builder: what describe() cannot read off Config — the
     // layer sequence (Description::layer), per-layer windows and rope
     // tables, q/k norms, its own layer tensors — from config.json's
-    // fields (those the config reader already checked). Null: Config says
-    // everything (the 2017 layer's families, Llama's).
+    // fields (those the config reader already checked). Every family has
+    // one; Halformer's own configs (no model_type) run the Transformer
+    // layer, layers/transformer_layer.cpp, which training runs too.
     void (*describe)(const Fields &f, const Config &c, Description &d) = nullptr;
 };
 

@@ -11,9 +11,6 @@
 #include "hf_attention_causal_decode_paged.h"
 #include "hf_attention_decode.h"
 #include "hf_attention_decode_paged.h"
-#include "hf_attention_causal_window.h"
-#include "hf_attention_causal_decode_window.h"
-#include "hf_attention_causal_decode_paged_window.h"
 #include "hf_attention_causal_window_softcap.h"
 #include "hf_attention_causal_decode_window_softcap.h"
 #include "hf_attention_causal_decode_paged_window_softcap.h"
@@ -31,9 +28,6 @@ HF_DEVICE_KERNELS(hf_attention_causal_decode)
 HF_DEVICE_KERNELS(hf_attention_causal_decode_paged)
 HF_DEVICE_KERNELS(hf_attention_decode)
 HF_DEVICE_KERNELS(hf_attention_decode_paged)
-HF_DEVICE_KERNELS(hf_attention_causal_window)
-HF_DEVICE_KERNELS(hf_attention_causal_decode_window)
-HF_DEVICE_KERNELS(hf_attention_causal_decode_paged_window)
 HF_DEVICE_KERNELS(hf_attention_causal_window_softcap)
 HF_DEVICE_KERNELS(hf_attention_causal_decode_window_softcap)
 HF_DEVICE_KERNELS(hf_attention_causal_decode_paged_window_softcap)
@@ -204,6 +198,12 @@ void attention_output(Kernels &k, const Pass &p, const AttnW &w, const LayerIO &
     linear(k, p, "linear", Mat{io.att, io.M(), A, A}, w.out_w, w.out_b, D, out, D, res);
 }
 
+void cross_attention_output(Kernels &k, const Pass &p, const AttnW &w, const LayerIO &io, const float *res,
+                            float *out) {
+    const int D = k.cfg.d_model, A = k.desc.attn_width;
+    linear(k, p, "linear", Mat{io.attc, io.M(), A, A}, w.out_w, w.out_b, D, out, D, res);
+}
+
 void self_projections(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io) {
     const Heads h(k.desc, io);
     const int D = k.cfg.d_model, A = h.D, K = h.K, M = io.M(), QW = A + 2 * K;
@@ -335,22 +335,24 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
             return fn(q.get(), kk.get(), v.get(), vl.get(), offset, h.scale, window, cap, o.get());
         });
     }
-    if (window > 0 && causal) {
-        // Mistral, Gemma's local layers: each query sees its `window` most
-        // recent keys.
-        if (p.train) throw Error("training: a sliding window has no backward kernels (inference only)");
-        auto fn = step ? HF_PICK(k.device(), hf_attention_causal_decode_window)
-                       : HF_PICK(k.device(), hf_attention_causal_window);
+    if (window > 0 && p.train) {
+        throw Error("training: a sliding window has no backward kernels (inference only)");
+    }
+    if (causal && !p.train) {
+        // The causal kernels take the window at run time (Mistral, Gemma's
+        // local layers: each query sees its `window` most recent keys; 0:
+        // every key).
+        auto fn = step ? HF_PICK(k.device(), hf_attention_causal_decode) : HF_PICK(k.device(), hf_attention_causal);
         return run([&](View &q, View &kk, View &v, View &o, int offset) {
             if (listed) {
-                return HF_PICK(k.device(), hf_attention_causal_decode_paged_window)(
+                return HF_PICK(k.device(), hf_attention_causal_decode_paged)(
                     q.get(), kk.get(), v.get(), vl.get(), offset, h.scale, vtable.get(), window, o.get());
             }
             return fn(q.get(), kk.get(), v.get(), vl.get(), offset, h.scale, window, o.get());
         });
     }
-    auto fn = step ? (causal ? HF_PICK(k.device(), hf_attention_causal_decode) : HF_PICK(k.device(), hf_attention_decode))
-                   : (causal ? HF_PICK(k.device(), hf_attention_causal) : HF_PICK(k.device(), hf_attention));
+    if (listed) throw Error("internal: the paged KV cache is read by causal self-attention only");
+    auto fn = step ? HF_PICK(k.device(), hf_attention_decode) : HF_PICK(k.device(), hf_attention);
     if (p.train) {
 #ifdef HALFORMER_HAS_TRAINING
         fn = causal ? HF_PICK(k.device(), hf_attention_causal_train) : HF_PICK(k.device(), hf_attention_train);
@@ -359,10 +361,6 @@ void self_attention(Kernels &k, const Pass &p, bool causal, LayerIO &io) {
 #endif
     }
     run([&](View &q, View &kk, View &v, View &o, int offset) {
-        if (listed) {
-            return HF_PICK(k.device(), hf_attention_causal_decode_paged)(q.get(), kk.get(), v.get(), vl.get(), offset,
-                                                                         h.scale, vtable.get(), o.get());
-        }
         return fn(q.get(), kk.get(), v.get(), vl.get(), offset, h.scale, o.get());
     });
 }

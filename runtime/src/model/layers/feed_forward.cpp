@@ -154,7 +154,8 @@ void fused(Kernels &k, const FfnW &f, const float *in, int M, const float *res, 
 }  // namespace
 
 FfnW ffn_weights(const Description &d, const LayerW &L, const LayerIO &io) {
-    return {L.w1, L.b1, L.wg, L.bg, L.w2, L.b2, io.ffn_width(d)};
+    return {L.get("linear1.weight"), L.get("linear1.bias"), L.get("linear_gate.weight"), L.get("linear_gate.bias"),
+            L.get("linear2.weight"), L.get("linear2.bias"), io.ffn_width(d)};
 }
 
 void feed_forward(Kernels &k, const Pass &p, const FfnW &f, const float *in, int M, const float *res, Scratch &hidden,
@@ -171,7 +172,7 @@ void feed_forward(Kernels &k, const Pass &p, const LayerW &L, const float *in, c
     feed_forward(k, p, ffn_weights(k.desc, L, io), in, io.M(), res, *io.hidden, out);
 }
 
-void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res,
+void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const NormW &n, const float *in, const float *res,
                        LayerIO &io) {
     const int D = k.cfg.d_model, F = io.ffn_width(k.desc), M = io.M();
     if (p.train && k.desc.gated_ffn) throw Error("training: no backward kernels for the gated feed-forward (T5 is inference only)");
@@ -180,17 +181,18 @@ void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *
         // output alone, then LN(y + res).
         if (k.desc.norm_before()) return feed_forward(k, p, L, in, res, io, io.x_out);
         feed_forward(k, p, L, in, nullptr, io, io.y3);
-        return add_layer_norm(k, L.ffn_norm, io.y3, res, io.x_out, M);
+        return add_layer_norm(k, n, io.y3, res, io.x_out, M);
     }
 #ifndef HALFORMER_HAS_TRAINING
     no_training();
 #else
-    linear(k, p, "linear", Mat{in, M, D, D}, L.w1, L.b1, F, io.z1, F);
+    const FfnW f = ffn_weights(k.desc, L, io);
+    linear(k, p, "linear", Mat{in, M, D, D}, f.w1, f.b1, F, io.z1, F);
     View vz(io.z1, {{F, 1}, {M, F}}), vh(io.h1, {{F, 1}, {M, F}});
     auto fn = activation_kernel(k.device(), k.desc.activation);
     k.run("activation", [&] { return fn(vz.get(), vh.get()); });
-    linear(k, p, "linear", Mat{io.h1, M, F, F}, L.w2, L.b2, D, io.y3, D);
-    join(k, p, io.y3, res, io.x_out, L.ffn_norm, M, io.tensor + 3);
+    linear(k, p, "linear", Mat{io.h1, M, F, F}, f.w2, f.b2, D, io.y3, D);
+    join(k, p, io.y3, res, io.x_out, n, M, io.tensor + 3);
 #endif
 }
 
@@ -199,12 +201,13 @@ void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *
 void feed_forward_backward(Kernels &k, const LayerW &L, const LayerW &G, const LayerIO &io, const float *in,
                            const float *dy, float *dz, float *din, bool acc) {
     const int D = k.cfg.d_model, F = io.ffn_width(k.desc), M = io.M();
-    linear_backward_weight(k, dy, D, io.h1, F, const_cast<float *>(G.w2), const_cast<float *>(G.b2), M);
-    View vdy(dy, {{D, 1}, {M, D}}), vw(L.w2, {{F, 1}, {D, F}}), vz(io.z1, {{F, 1}, {M, F}}), vo(dz, {{F, 1}, {M, F}});
+    const FfnW w = ffn_weights(k.desc, L, io), g = ffn_weights(k.desc, G, io);
+    linear_backward_weight(k, dy, D, io.h1, F, const_cast<float *>(g.w2), const_cast<float *>(g.b2), M);
+    View vdy(dy, {{D, 1}, {M, D}}), vw(w.w2, {{F, 1}, {D, F}}), vz(io.z1, {{F, 1}, {M, F}}), vo(dz, {{F, 1}, {M, F}});
     auto fn = activation_backward_kernel(k.device(), k.desc.activation);
     k.run("linear_backward", [&] { return fn(vdy.get(), vw.get(), vz.get(), vo.get()); });
-    linear_backward_weight(k, dz, F, in, D, const_cast<float *>(G.w1), const_cast<float *>(G.b1), M);
-    linear_backward_data(k, dz, F, L.w1, D, din, M, acc);
+    linear_backward_weight(k, dz, F, in, D, const_cast<float *>(g.w1), const_cast<float *>(g.b1), M);
+    linear_backward_data(k, dz, F, w.w1, D, din, M, acc);
 }
 
 #endif  // HALFORMER_HAS_TRAINING

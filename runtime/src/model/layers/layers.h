@@ -189,8 +189,14 @@ QK qk_norm(Kernels &k, const NormW &qn, const NormW &kn, const QK &x, bool per_h
 void rotate_qk(Kernels &k, const QK &x, LayerIO &io);
 // out[M, D] = att·Woᵀ + bo [+ res]: the attention's output projection.
 void attention_output(Kernels &k, const Pass &p, const AttnW &w, const LayerIO &io, const float *res, float *out);
-// Q from `in`, then attention over the encoder memory's K|V.
+// Q from `in`, then attention over the encoder memory's K|V (io.attc);
 void cross_attention(Kernels &k, const Pass &p, const AttnW &w, const float *in, LayerIO &io);
+// out[M, D] = attc·Woᵀ + bo [+ res]: its output projection.
+void cross_attention_output(Kernels &k, const Pass &p, const AttnW &w, const LayerIO &io, const float *res,
+                            float *out);
+// Whether the layer attends to an encoder's memory (a decoder layer of an
+// encoder-decoder model).
+inline bool has_memory(const LayerIO &io) { return io.cross.memory || io.cross.kv; }
 // T5: a stack's bias table [H, 2R+1] by relative position −R..R (R =
 // relative_max_distance; beyond ±R the buckets are those of ±R), made once
 // per stack and call from its rel_bias weights; encoder bidirectional,
@@ -220,13 +226,14 @@ void project_join(Kernels &k, const Pass &p, const AttnW &w, const float *att, c
 void dropout(Kernels &k, const Pass &p, float *y, const float *res, float *out, int M, int N, int tensor);
 
 // --- feed_forward.cpp
-// out = join(act(in·W1ᵀ + b1)·W2ᵀ + b2, res).
-void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res,
+// out = join(act(in·W1ᵀ + b1)·W2ᵀ + b2, res), n the join's norm (post-LN).
+void feed_forward_join(Kernels &k, const Pass &p, const LayerW &L, const NormW &n, const float *in, const float *res,
                        LayerIO &io);
 // out = FFN(in) [+ res] (inference; res null: the sub-layer's output alone).
 void feed_forward(Kernels &k, const Pass &p, const LayerW &L, const float *in, const float *res, LayerIO &io,
                   float *out);
-// The same for M rows with explicit weights (a layer's, or one expert's;
+// The layer's linear1, linear_gate, linear2 (weights and biases; null
+// where none). The same for M rows with explicit weights (a layer's, or one expert's;
 // F wide), the hidden rows in `hidden`.
 struct FfnW {
     const float *w1, *b1, *wg, *bg, *w2, *b2;

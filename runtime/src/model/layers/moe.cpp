@@ -28,7 +28,7 @@ void moe(Kernels &k, const Pass &p, const LayerW &L, const float *in, const floa
     const float *zero = k.w->zeros.get();
     if (!zero) throw Error("internal: moe without the model's zero biases");
     float *scores = io.moe.logits->need((size_t)M * E);
-    linear(k, p, "moe_router", Mat{in, M, D, D}, L.norm("router").g, zero, E, scores, E);
+    linear(k, p, "moe_router", Mat{in, M, D, D}, L.need("router.weight"), zero, E, scores, E);
     float *weights = io.moe.weights->need((size_t)M * K);
     int32_t *ids = (int32_t *)io.moe.ids->need((size_t)M * K);
     {
@@ -64,8 +64,8 @@ void moe(Kernels &k, const Pass &p, const LayerW &L, const float *in, const floa
         const int n = count[(size_t)e];
         if (n == 0) continue;
         const std::string x_ = "experts." + std::to_string(e) + ".";
-        const FfnW f{L.norm(x_ + "linear1").g, zero, L.norm(x_ + "linear_gate").g, zero, L.norm(x_ + "linear2").g,
-                     zero, F};
+        const FfnW f{L.need(x_ + "linear1.weight"), zero, L.need(x_ + "linear_gate.weight"), zero,
+                     L.need(x_ + "linear2.weight"), zero, F};
         const size_t at = (size_t)first[(size_t)e] * D;
         feed_forward(k, p, f, x + at, n, nullptr, *io.hidden, y + at);
     }

@@ -1,6 +1,8 @@
 // BERT (BertModel, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification).
 #include "../family.h"
 
+#include "../../layers/layers.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -9,6 +11,21 @@
 namespace halformer {
 namespace hf {
 namespace {
+
+// BertLayer (modeling_bert.py): post-LN, bidirectional.
+void bert_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
+    using namespace layers;
+    const int M = io.M();
+    const AttnW attn = L.attn("self_attn");
+    self_projections(k, p, attn, io.x_in, io);                      // attention.self: query|key|value
+    self_attention(k, p, causal, io);                               // every key but the padding
+    attention_output(k, p, attn, io, nullptr, io.y1);               // attention.output.dense
+    add_layer_norm(k, L.norm("norm1"), io.y1, io.x_in, io.x1, M);   // attention.output.LayerNorm(· + input)
+    feed_forward(k, p, L, io.x1, nullptr, io, io.y3);               // intermediate.dense, act, output.dense
+    add_layer_norm(k, L.norm("norm2"), io.y3, io.x1, io.x_out, M);  // output.LayerNorm(· + attention's)
+}
+
+void bert_describe(const Fields &, const Config &, Description &d) { d.layer = bert_layer; }
 
 // BertConfig: an encoder, post-LN, learned positions plus token types, a
 // LayerNorm over the embeddings; the head from "architectures":
@@ -122,7 +139,7 @@ const Family &bert_family() {
     static const Family f{
         "bert", bert, bert_weights,
         R"(^(bert\.)?embeddings\.position_ids$|^(bert\.)?pooler\.dense\.(weight|bias)$|^cls\.seq_relationship\.(weight|bias)$|^cls\.predictions\.decoder\.bias$)",
-        "wordpiece"};
+        "wordpiece", bert_describe};
     return f;
 }
 

@@ -21,12 +21,12 @@ namespace {
 void gemma2_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
     using namespace layers;
     const int M = io.M();
-    layer_norm(k, L.self_norm, io.x_in, io.n1, M);                         // input_layernorm
-    self_projections(k, p, L.self, io.n1, io);                             // q|k|v_proj, rotary; K|V to the cache
+    layer_norm(k, L.norm("norm1"), io.x_in, io.n1, M);                     // input_layernorm
+    self_projections(k, p, L.attn("self_attn"), io.n1, io);                // q|k|v_proj, rotary; K|V to the cache
     self_attention(k, p, causal, io);                                      // soft-capped; local: the window
-    attention_output(k, p, L.self, io, nullptr, io.y1);                    // o_proj
+    attention_output(k, p, L.attn("self_attn"), io, nullptr, io.y1);       // o_proj
     norm_add(k, L.norm("post_attention_norm"), io.y1, io.x_in, io.x1, M);  // post_attention_layernorm, + residual
-    layer_norm(k, L.ffn_norm, io.x1, io.n3, M);                            // pre_feedforward_layernorm
+    layer_norm(k, L.norm("norm2"), io.x1, io.n3, M);                       // pre_feedforward_layernorm
     feed_forward(k, p, L, io.n3, nullptr, io, io.y3);                      // mlp (GELU-tanh gated)
     norm_add(k, L.norm("post_ffn_norm"), io.y3, io.x1, io.x_out, M);       // post_feedforward_layernorm, + residual
 }

@@ -24,16 +24,16 @@ namespace {
 void gemma3_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
     using namespace layers;
     const int M = io.M();
-    layer_norm(k, L.self_norm, io.x_in, io.n1, M);                          // input_layernorm
-    QK qk = project_qkv(k, p, L.self, io.n1, io);                           // q_proj, k_proj, v_proj
-    qk = qk_norm(k, L.norm("q_norm"), L.norm("k_norm"), qk, true, io);      // q_norm, k_norm: each head
-    rotate_qk(k, qk, io);                                                   // the layer's rope table
-    self_attention(k, p, causal, io);                                       // local: the sliding window
-    attention_output(k, p, L.self, io, nullptr, io.y1);                     // o_proj
-    norm_add(k, L.norm("post_attention_norm"), io.y1, io.x_in, io.x1, M);   // post_attention_layernorm, + residual
-    layer_norm(k, L.ffn_norm, io.x1, io.n3, M);                             // pre_feedforward_layernorm
-    feed_forward(k, p, L, io.n3, nullptr, io, io.y3);                       // mlp (GELU-tanh gated)
-    norm_add(k, L.norm("post_ffn_norm"), io.y3, io.x1, io.x_out, M);        // post_feedforward_layernorm, + residual
+    layer_norm(k, L.norm("norm1"), io.x_in, io.n1, M);                     // input_layernorm
+    QK qk = project_qkv(k, p, L.attn("self_attn"), io.n1, io);             // q_proj, k_proj, v_proj
+    qk = qk_norm(k, L.norm("q_norm"), L.norm("k_norm"), qk, true, io);     // q_norm, k_norm: each head
+    rotate_qk(k, qk, io);                                                  // the layer's rope table
+    self_attention(k, p, causal, io);                                      // local: the sliding window
+    attention_output(k, p, L.attn("self_attn"), io, nullptr, io.y1);       // o_proj
+    norm_add(k, L.norm("post_attention_norm"), io.y1, io.x_in, io.x1, M);  // post_attention_layernorm, + residual
+    layer_norm(k, L.norm("norm2"), io.x1, io.n3, M);                       // pre_feedforward_layernorm
+    feed_forward(k, p, L, io.n3, nullptr, io, io.y3);                      // mlp (GELU-tanh gated)
+    norm_add(k, L.norm("post_ffn_norm"), io.y3, io.x1, io.x_out, M);       // post_feedforward_layernorm, + residual
 }
 
 // What Gemma3TextConfig says beyond Config: which layers are local, their

@@ -1,6 +1,8 @@
 // GPT-2 (GPT2LMHeadModel, GPT2Model).
 #include "../family.h"
 
+#include "../../layers/layers.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -9,6 +11,21 @@
 namespace halformer {
 namespace hf {
 namespace {
+
+// GPT2Block (modeling_gpt2.py): pre-LN, causal.
+void gpt2_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
+    using namespace layers;
+    const int M = io.M();
+    const AttnW attn = L.attn("self_attn");
+    layer_norm(k, L.norm("norm1"), io.x_in, io.n1, M);  // ln_1
+    self_projections(k, p, attn, io.n1, io);            // attn.c_attn: Q|K|V
+    self_attention(k, p, causal, io);                   // causal, 1/√head_dim
+    attention_output(k, p, attn, io, io.x_in, io.x1);   // attn.c_proj, + residual
+    layer_norm(k, L.norm("norm2"), io.x1, io.n3, M);    // ln_2
+    feed_forward(k, p, L, io.n3, io.x1, io, io.x_out);  // mlp: c_fc, gelu_new, c_proj, + residual
+}
+
+void gpt2_describe(const Fields &, const Config &, Description &d) { d.layer = gpt2_layer; }
 
 // GPT2Config: a decoder-only, pre-LN stack with learned positions, a final
 // LayerNorm and the head tied to the token embedding.
@@ -75,7 +92,7 @@ WeightRules gpt2_weights(Config &, const Fields &, const Has &has) {
 
 const Family &gpt2_family() {
     static const Family f{"gpt2", gpt2, gpt2_weights, R"(^(transformer\.)?h\.\d+\.attn\.(bias|masked_bias)$)",
-                          "byte_level_bpe"};
+                          "byte_level_bpe", gpt2_describe};
     return f;
 }
 

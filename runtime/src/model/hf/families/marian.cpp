@@ -1,6 +1,8 @@
 // Marian (MarianMTModel: OPUS-MT).
 #include "../family.h"
 
+#include "../../layers/layers.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -9,6 +11,33 @@
 namespace halformer {
 namespace hf {
 namespace {
+
+// MarianEncoderLayer / MarianDecoderLayer (modeling_marian.py): post-LN;
+// the decoder's attends to the encoder's output between its self-attention
+// and its feed-forward network.
+void marian_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
+    using namespace layers;
+    const int M = io.M();
+    const AttnW self = L.attn("self_attn");
+    self_projections(k, p, self, io.x_in, io);                     // self_attn: q|k|v_proj
+    self_attention(k, p, causal, io);                              // encoder: every key; decoder: causal
+    attention_output(k, p, self, io, nullptr, io.y1);              // self_attn.out_proj
+    add_layer_norm(k, L.norm("norm1"), io.y1, io.x_in, io.x1, M);  // self_attn_layer_norm(residual + ·)
+    const float *x = io.x1;
+    const char *ffn_norm = "norm2";
+    if (has_memory(io)) {
+        const AttnW cross = L.attn("multihead_attn");
+        cross_attention(k, p, cross, io.x1, io);                       // encoder_attn: q_proj; k|v of the memory
+        cross_attention_output(k, p, cross, io, nullptr, io.y2);       // encoder_attn.out_proj
+        add_layer_norm(k, L.norm("norm2"), io.y2, io.x1, io.x2, M);    // encoder_attn_layer_norm(residual + ·)
+        x = io.x2;
+        ffn_norm = "norm3";
+    }
+    feed_forward(k, p, L, x, nullptr, io, io.y3);                // fc1, activation, fc2
+    add_layer_norm(k, L.norm(ffn_norm), io.y3, x, io.x_out, M);  // final_layer_norm(residual + ·)
+}
+
+void marian_describe(const Fields &, const Config &, Description &d) { d.layer = marian_layer; }
 
 // MarianConfig: an encoder-decoder, post-LN, with sinusoidal positions in
 // [sin | cos] halves, the head tied to the shared embedding plus
@@ -106,7 +135,7 @@ WeightRules marian_weights(Config &cfg, const Fields &, const Has &has) {
 const Family &marian_family() {
     static const Family f{"marian", marian, marian_weights,
                           R"(^model\.(encoder|decoder)\.(embed_positions\._float_tensor|embed_tokens\.weight)$)",
-                          "marian"};
+                          "marian", marian_describe};
     return f;
 }
 

@@ -16,12 +16,12 @@ namespace {
 void mixtral_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
     using namespace layers;
     const int M = io.M();
-    layer_norm(k, L.self_norm, io.x_in, io.n1, M);       // input_layernorm
-    self_projections(k, p, L.self, io.n1, io);           // q|k|v_proj, rotary; K|V to the cache
-    self_attention(k, p, causal, io);                    // causal, sliding_window where set
-    attention_output(k, p, L.self, io, io.x_in, io.x1);  // o_proj, + residual
-    layer_norm(k, L.ffn_norm, io.x1, io.n3, M);          // post_attention_layernorm
-    moe(k, p, L, io.n3, io.x1, io, io.x_out);            // block_sparse_moe, + residual
+    layer_norm(k, L.norm("norm1"), io.x_in, io.n1, M);                // input_layernorm
+    self_projections(k, p, L.attn("self_attn"), io.n1, io);           // q|k|v_proj, rotary; K|V to the cache
+    self_attention(k, p, causal, io);                                 // causal, sliding_window where set
+    attention_output(k, p, L.attn("self_attn"), io, io.x_in, io.x1);  // o_proj, + residual
+    layer_norm(k, L.norm("norm2"), io.x1, io.n3, M);                  // post_attention_layernorm
+    moe(k, p, L, io.n3, io.x1, io, io.x_out);                         // block_sparse_moe, + residual
 }
 
 Config mixtral(const Fields &f) {

@@ -17,14 +17,14 @@ namespace {
 void olmo2_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
     using namespace layers;
     const int M = io.M();
-    QK qk = project_qkv(k, p, L.self, io.x_in, io);                      // q_proj, k_proj, v_proj
+    QK qk = project_qkv(k, p, L.attn("self_attn"), io.x_in, io);         // q_proj, k_proj, v_proj
     qk = qk_norm(k, L.norm("q_norm"), L.norm("k_norm"), qk, false, io);  // q_norm, k_norm: the whole width
     rotate_qk(k, qk, io);                                                // rotary; K|V to the cache
     self_attention(k, p, causal, io);
-    attention_output(k, p, L.self, io, nullptr, io.y1);                  // o_proj
-    norm_add(k, L.self_norm, io.y1, io.x_in, io.x1, M);                  // post_attention_layernorm, + residual
-    feed_forward(k, p, L, io.x1, nullptr, io, io.y3);                    // mlp (SwiGLU)
-    norm_add(k, L.ffn_norm, io.y3, io.x1, io.x_out, M);                  // post_feedforward_layernorm, + residual
+    attention_output(k, p, L.attn("self_attn"), io, nullptr, io.y1);  // o_proj
+    norm_add(k, L.norm("norm1"), io.y1, io.x_in, io.x1, M);           // post_attention_layernorm, + residual
+    feed_forward(k, p, L, io.x1, nullptr, io, io.y3);                 // mlp (SwiGLU)
+    norm_add(k, L.norm("norm2"), io.y3, io.x1, io.x_out, M);          // post_feedforward_layernorm, + residual
 }
 
 Config olmo2(const Fields &f) {

@@ -42,8 +42,8 @@ struct Phi3Rope {
     int head_dim = 0, rotary = 0;  // rotary: rotary_ndims, even, <= head_dim
     bool longrope = false;
     std::vector<float> short_factor, long_factor;
-    int original = 0;          // original_max_position_embeddings
-    double attention = 1.0;    // the attention factor
+    int original = 0;        // original_max_position_embeddings
+    double attention = 1.0;  // the attention factor
 };
 
 std::vector<float> factors(const Fields &s, const char *key, int n) {

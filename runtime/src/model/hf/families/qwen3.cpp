@@ -12,12 +12,12 @@ namespace hf {
 
 void qwen3_attention(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
     using namespace layers;
-    layer_norm(k, L.self_norm, io.x_in, io.n1, io.M());                 // input_layernorm
-    QK qk = project_qkv(k, p, L.self, io.n1, io);                       // q_proj, k_proj, v_proj
+    layer_norm(k, L.norm("norm1"), io.x_in, io.n1, io.M());             // input_layernorm
+    QK qk = project_qkv(k, p, L.attn("self_attn"), io.n1, io);          // q_proj, k_proj, v_proj
     qk = qk_norm(k, L.norm("q_norm"), L.norm("k_norm"), qk, true, io);  // q_norm, k_norm: each head
     rotate_qk(k, qk, io);                                               // rotary; K|V to the cache
     self_attention(k, p, causal, io);                                   // causal, the layer's window
-    attention_output(k, p, L.self, io, io.x_in, io.x1);                 // o_proj, + residual
+    attention_output(k, p, L.attn("self_attn"), io, io.x_in, io.x1);    // o_proj, + residual
 }
 
 namespace {
@@ -25,9 +25,9 @@ namespace {
 // One layer, as Qwen3DecoderLayer runs it.
 void qwen3_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
     using namespace layers;
-    qwen3_attention(k, p, L, causal, io);                               // the attention half, + residual
-    layer_norm(k, L.ffn_norm, io.x1, io.n3, io.M());                    // post_attention_layernorm
-    feed_forward(k, p, L, io.n3, io.x1, io, io.x_out);                  // mlp (SwiGLU), + residual
+    qwen3_attention(k, p, L, causal, io);                  // the attention half, + residual
+    layer_norm(k, L.norm("norm2"), io.x1, io.n3, io.M());  // post_attention_layernorm
+    feed_forward(k, p, L, io.n3, io.x1, io, io.x_out);     // mlp (SwiGLU), + residual
 }
 
 Config qwen3(const Fields &f) {

@@ -22,8 +22,8 @@ namespace {
 // One layer, as Qwen3MoeDecoderLayer runs it.
 void qwen3_moe_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
     using namespace layers;
-    qwen3_attention(k, p, L, causal, io);                               // Qwen3's attention half, + residual
-    layer_norm(k, L.ffn_norm, io.x1, io.n3, io.M());                    // post_attention_layernorm
+    qwen3_attention(k, p, L, causal, io);                  // Qwen3's attention half, + residual
+    layer_norm(k, L.norm("norm2"), io.x1, io.n3, io.M());  // post_attention_layernorm
     if (io.moe_layer) {
         moe(k, p, L, io.n3, io.x1, io, io.x_out);                       // the sparse block, + residual
     } else {

@@ -1,6 +1,8 @@
 // T5 (T5ForConditionalGeneration: v1.0, v1.1, flan).
 #include "../family.h"
 
+#include "../../layers/layers.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -9,6 +11,34 @@
 namespace halformer {
 namespace hf {
 namespace {
+
+// T5Block (modeling_t5.py): T5LayerSelfAttention, T5LayerCrossAttention in
+// the decoder, T5LayerFF; each RMS-normalizes its input and adds its
+// output to the stream. Self-attention adds the stack's relative-position
+// bias (bidirectional in the encoder, causal in the decoder).
+void t5_layer(Session &k, const layers::Pass &p, const LayerW &L, bool causal, layers::LayerIO &io) {
+    using namespace layers;
+    const int M = io.M();
+    const AttnW self = L.attn("self_attn");
+    layer_norm(k, L.norm("norm1"), io.x_in, io.n1, M);  // layer[0].layer_norm
+    self_projections(k, p, self, io.n1, io);            // SelfAttention: q|k|v
+    self_attention(k, p, causal, io);                   // scores unscaled, + position bias
+    attention_output(k, p, self, io, io.x_in, io.x1);   // SelfAttention.o, + residual
+    const float *x = io.x1;
+    const char *ffn_norm = "norm2";
+    if (has_memory(io)) {
+        const AttnW cross = L.attn("multihead_attn");
+        layer_norm(k, L.norm("norm2"), io.x1, io.n2, M);          // layer[1].layer_norm
+        cross_attention(k, p, cross, io.n2, io);                  // EncDecAttention: q; k|v of the memory
+        cross_attention_output(k, p, cross, io, io.x1, io.x2);    // EncDecAttention.o, + residual
+        x = io.x2;
+        ffn_norm = "norm3";
+    }
+    layer_norm(k, L.norm(ffn_norm), x, io.n3, M);   // layer[-1].layer_norm
+    feed_forward(k, p, L, io.n3, x, io, io.x_out);  // DenseReluDense (or gated), + residual
+}
+
+void t5_describe(const Fields &, const Config &, Description &d) { d.layer = t5_layer; }
 
 // T5Config (T5ForConditionalGeneration): an encoder-decoder, pre-norm with
 // RMSNorm, no biases, no embedding scale, positions as a learned bias per
@@ -130,7 +160,7 @@ const Family &t5_family() {
     static const Family f{
         "t5", t5, t5_weights,
         R"(^(encoder|decoder)\.embed_tokens\.weight$|^decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight$)",
-        "t5"};
+        "t5", t5_describe};
     return f;
 }
 
