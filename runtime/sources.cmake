@@ -17,6 +17,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/fault.cpp
   src/files.cpp
   src/model/forward.cpp
+  src/model/gguf.cpp
   src/generate.cpp
   src/model/hf/families.cpp
   src/model/hf/families/bert.cpp
@@ -31,6 +32,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/model/hf/families/qwen3.cpp
   src/model/hf/families/qwen3_moe.cpp
   src/model/hf/families/t5.cpp
+  src/model/hf/gguf_files.cpp
   src/model/hf/hf_config.cpp
   src/model/hf/hf_weights.cpp
   src/options.cpp

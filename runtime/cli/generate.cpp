@@ -66,7 +66,7 @@ int cmd_generate(int argc, char **argv) {
     std::string dir, src, text, stop_ids, prefix;
     GenerateOptions o;
     MachineOptions mo;
-    app.add_option("dir", dir, "model directory (config.json, model.safetensors)");
+    app.add_option("dir", dir, "model directory (config.json, model.safetensors) or GGUF file");
     app.add_option("--src", src, "input token ids, comma-separated (e.g. 5,6,7)");
     app.add_option("--text", text, "input text (a model with a tokenizer)");
     add_decoding_options(app, o);

@@ -61,8 +61,12 @@ void print_build_info() {
 void print_model_info(const std::string &dir, const Model &m) {
     const Config &c = m.config();
     std::printf("model: %s\n", dir.c_str());
+    const bool gguf = dir.size() > 5 && dir.compare(dir.size() - 5, 5, ".gguf") == 0;
     if (!c.family.empty()) {
-        std::printf("format: Hugging Face, model_type \"%s\" (read as the Halformer config below)\n", c.family.c_str());
+        std::printf("format: %s, model_type \"%s\" (read as the Halformer config below)\n",
+                    gguf ? "GGUF (as the Hugging Face checkpoint it was converted from, weights dequantized to float32)"
+                         : "Hugging Face",
+                    c.family.c_str());
     }
     std::printf("config:\n%s", c.to_json().c_str());
     std::printf("parameters: %lld (%.1f M)\n", (long long)m.parameter_count(), m.parameter_count() / 1e6);
@@ -89,7 +93,7 @@ int cmd_info(int argc, char **argv) {
     CLI::App app{"halformer info: this build's kernels and devices, and a model's configuration", "halformer info"};
     std::string dir;
     MachineOptions mo;
-    app.add_option("dir", dir, "model directory (default: only the build)");
+    app.add_option("dir", dir, "model directory or GGUF file (default: only the build)");
     add_machine_options(app, mo);
     add_precision_option(app, mo);
     if (!parse_command(app, argc, argv)) return 0;

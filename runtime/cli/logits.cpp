@@ -19,7 +19,7 @@ int cmd_logits(int argc, char **argv) {
     std::string dir, src, tgt, out;
     bool force = false;
     MachineOptions mo;
-    app.add_option("dir", dir, "model directory (config.json, model.safetensors)");
+    app.add_option("dir", dir, "model directory (config.json, model.safetensors) or GGUF file");
     app.add_option("--src", src, "input token ids, comma-separated (e.g. 5,6,7)");
     app.add_option("--tgt", tgt, "decoder input token ids (encoder-decoder models)");
     app.add_option("--out", out, "the .npy file to write");

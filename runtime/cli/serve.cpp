@@ -21,7 +21,7 @@ int cmd_serve(int argc, char **argv) {
     std::string dir;
     ServerOptions so;
     MachineOptions mo;
-    app.add_option("dir", dir, "model directory (config.json, model.safetensors)")->required();
+    app.add_option("dir", dir, "model directory (config.json, model.safetensors) or GGUF file")->required();
     app.add_option("--host", so.host, "address to listen on (default 127.0.0.1: this machine only)");
     app.add_option("--port", so.port, "port (0: any free port, printed)")->check(CLI::Range(0, 65535));
     app.add_option("--workers", so.engine.workers, "batches run at once, each in its own model session")

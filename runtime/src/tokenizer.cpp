@@ -86,6 +86,12 @@ Tokenizer Tokenizer::load(const std::string &path) {
     return Tokenizer(std::move(impl));
 }
 
+std::optional<Tokenizer> Tokenizer::load_gguf(const std::string &path, const Config &config) {
+    auto impl = text::load_gguf_tokenizer(path, config);
+    if (!impl) return std::nullopt;
+    return Tokenizer(std::move(impl));
+}
+
 std::optional<Tokenizer> Tokenizer::load_hf(const std::string &dir, const Config &config) {
     auto impl = text::load_hf_tokenizer(dir, config);
     if (!impl) return std::nullopt;

@@ -52,6 +52,12 @@ public:
     // Nothing when the directory holds none of its family's files; a file
     // that is there but bad is an Error naming it.
     static std::optional<Tokenizer> load_hf(const std::string &dir, const Config &config);
+    // The tokenizer of a GGUF file (llama.cpp's format): its vocabulary,
+    // merges and special tokens (tokenizer.ggml.*), byte-level BPE as GPT-2,
+    // Llama 3 and Qwen2 ship it (tokenizer.ggml.model "gpt2"; the split by
+    // tokenizer.ggml.pre). Nothing when the file holds no tokenizer; another
+    // kind is an Error naming it.
+    static std::optional<Tokenizer> load_gguf(const std::string &path, const Config &config);
     // Trains a model on opts.inputs and writes it to model_path (never over
     // an existing file). Throws Error with SentencePiece's message.
     static void train(const TokenizerTrainOptions &opts, const std::string &model_path);

@@ -7,6 +7,7 @@
 #include "hf/hf.h"
 
 #include "halformer/files.h"
+#include "halformer/gguf.h"
 #include "halformer/json.h"
 
 #include <cmath>
@@ -273,10 +274,56 @@ void read_chat_template(const std::string &dir, ModelWeights &w) {
 
 }  // namespace
 
+namespace {
+
+// Whether `path` is a file that starts as GGUF files do.
+bool is_gguf_file(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    char magic[4] = {};
+    return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+// A GGUF file, read as the Hugging Face checkpoint it was converted from
+// (hf/gguf_files.cpp): its config.json made from the metadata, its tensors
+// under transformers' names, its tokenizer (tokenizer.ggml.*) and chat
+// template (tokenizer.chat_template).
+Model load_gguf(const std::string &path, Device device) {
+    auto g = std::make_shared<Gguf>(path);
+    const std::string what = path + " (as config.json)";
+    const std::string text = hf::gguf_config_json(*g);
+    auto w = std::make_shared<ModelWeights>();
+    w->cfg = Config::from_json(text, what);
+    w->source = hf::open_weights(hf::gguf_files(g), w->cfg, json::parse(text, what), what);
+    if (auto tok = Tokenizer::load_gguf(path, w->cfg)) {
+        w->tok = std::make_shared<Tokenizer>(std::move(*tok));
+        w->tok->check_matches(w->cfg);
+    }
+    // The special tokens' spellings a chat template reads.
+    const std::vector<std::string> tokens = g->strings("tokenizer.ggml.tokens", {});
+    for (auto [var, id] : {std::pair<const char *, int>{"bos_token", w->cfg.bos_id}, {"eos_token", w->cfg.eos_id}}) {
+        if (id >= 0 && (size_t)id < tokens.size()) w->chat_vars[var] = tokens[(size_t)id];
+    }
+    const std::string tpl = g->string("tokenizer.chat_template", "");
+    if (tpl.empty()) {
+        w->chat_missing = path + " has no chat template (tokenizer.chat_template)";
+    } else {
+        try {
+            w->chat = std::make_shared<ChatTemplate>(ChatTemplate::parse(tpl));
+        } catch (const Error &e) {
+            w->chat_missing = path + ": tokenizer.chat_template: " + e.what();
+        }
+    }
+    w->bind();
+    return make_model(std::move(w), device);
+}
+
+}  // namespace
+
 Model Model::load(const std::string &dir, Device device) {
     struct stat st;
+    if (stat(dir.c_str(), &st) == 0 && S_ISREG(st.st_mode) && is_gguf_file(dir)) return load_gguf(dir, device);
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        throw Error(dir + ": not a model directory (expected config.json and model.safetensors)");
+        throw Error(dir + ": not a model directory (expected config.json and model.safetensors) nor a GGUF file");
     }
     auto w = std::make_shared<ModelWeights>();
     w->cfg = Config::from_file(dir + "/config.json");

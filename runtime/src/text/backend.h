@@ -32,6 +32,9 @@ namespace text {
 // The tokenizer of a Hugging Face directory of config.family, from the files
 // its family ships; nullptr when the directory has none. Errors name the file.
 std::unique_ptr<Tokenizer::Impl> load_hf_tokenizer(const std::string &dir, const Config &c);
+// The tokenizer a GGUF file holds (tokenizer.ggml.*); nullptr when it holds
+// none. Errors name the file and the key.
+std::unique_ptr<Tokenizer::Impl> load_gguf_tokenizer(const std::string &path, const Config &c);
 }  // namespace text
 
 }  // namespace halformer

@@ -26,6 +26,8 @@
 // Immutable after load: every method may be called from many threads at once.
 #pragma once
 
+#include "halformer/json.h"
+
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -73,6 +75,13 @@ public:
     // byte_fallback, another normalizer or pre-tokenizer, another Split
     // pattern) is an Error naming it, never ignored.
     static ByteLevelBpe load_tokenizer_json(const std::string &path);
+    // The same from its parsed text (`what` names it in errors): a
+    // tokenizer.json, or one made from a GGUF file's vocabulary
+    // (hf_tokenizers.cpp).
+    static ByteLevelBpe from_tokenizer_json(const json::Value &root, const std::string &what);
+    // Llama 3's (max_digits 3) and Qwen2's (1) Split pattern as
+    // tokenizer.json spells it.
+    static const char *split_pattern(int max_digits);
 
     // Text → ids. Throws Error when text is not UTF-8 (naming the byte), or
     // when it needs a byte the vocabulary lacks and there is no unk_token.

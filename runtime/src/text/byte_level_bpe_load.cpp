@@ -314,7 +314,16 @@ std::vector<AddedToken> read_added_tokens(const json::Value &root, const std::st
 }  // namespace
 
 ByteLevelBpe ByteLevelBpe::load_tokenizer_json(const std::string &path) {
-    const json::Value root = parse_file(path);
+    return from_tokenizer_json(parse_file(path), path);
+}
+
+const char *ByteLevelBpe::split_pattern(int max_digits) {
+    if (max_digits == 3) return kLlama3Pattern;
+    if (max_digits == 1) return kQwen2Pattern;
+    throw Error("internal: no Split pattern of " + std::to_string(max_digits) + " digits");
+}
+
+ByteLevelBpe ByteLevelBpe::from_tokenizer_json(const json::Value &root, const std::string &path) {
     if (!root.is_object()) throw Error(path + ": expected an object, found " + json::kind_name(root.kind));
     ByteLevelBpe b;
     b.source_ = path;

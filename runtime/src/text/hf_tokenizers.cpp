@@ -17,6 +17,7 @@
 #include "halformer/config.h"
 #include "halformer/error.h"
 #include "halformer/files.h"
+#include "halformer/gguf.h"
 #include "halformer/json.h"
 
 #include <sentencepiece_processor.h>
@@ -492,7 +493,113 @@ std::unique_ptr<Tokenizer::Impl> llama(const std::string &dir, const Config &c) 
     return t;
 }
 
+// A GGUF file's vocabulary as the tokenizer.json it was converted from:
+// model BPE with tokenizer.ggml.tokens (id order) and merges ("a b"), the
+// pre-tokenizer llama.cpp names in tokenizer.ggml.pre (GPT-2's, Llama 3's
+// or Qwen2's split; Qwen2's tokenizer.json normalizes to NFC, which
+// llama.cpp leaves out and transformers does not), and the control and
+// user-defined tokens (tokenizer.ggml.token_type 3 and 4) as added tokens.
+json::Value gguf_tokenizer_json(const Gguf &g) {
+    using V = json::Value;
+    auto str = [](const std::string &s) {
+        V v;
+        v.kind = V::Kind::String;
+        v.string = s;
+        return v;
+    };
+    auto num = [](double d) {
+        V v;
+        v.kind = V::Kind::Number;
+        v.number = d;
+        return v;
+    };
+    auto boolean = [](bool b) {
+        V v;
+        v.kind = V::Kind::Bool;
+        v.boolean = b;
+        return v;
+    };
+    auto obj = [](std::vector<std::pair<std::string, V>> members) {
+        V v;
+        v.kind = V::Kind::Object;
+        v.object = std::move(members);
+        return v;
+    };
+    auto arr = [](std::vector<V> items) {
+        V v;
+        v.kind = V::Kind::Array;
+        v.array = std::move(items);
+        return v;
+    };
+    const std::vector<std::string> tokens = g.strings("tokenizer.ggml.tokens");
+    const std::vector<std::string> merges = g.strings("tokenizer.ggml.merges", {});
+    std::vector<double> types = g.numbers("tokenizer.ggml.token_type", {});
+    if (!types.empty() && types.size() != tokens.size()) {
+        throw Error(g.name() + ": tokenizer.ggml.token_type has " + std::to_string(types.size()) + " entries for " +
+                    std::to_string(tokens.size()) + " tokens");
+    }
+    std::vector<V> merge_items, added;
+    V vocab = obj({});
+    vocab.object.reserve(tokens.size());
+    for (size_t id = 0; id < tokens.size(); id++) {
+        const int type = types.empty() ? 1 : (int)types[id];
+        if (type == 3 || type == 4) {  // CONTROL, USER_DEFINED: matched before the BPE
+            added.push_back(obj({{"id", num((double)id)}, {"content", str(tokens[id])}, {"special", boolean(type == 3)}}));
+        }
+        vocab.object.emplace_back(tokens[id], num((double)id));
+    }
+    for (const std::string &m : merges) merge_items.push_back(str(m));
+    const std::string pre = g.string("tokenizer.ggml.pre", "default");
+    V pre_tokenizer, root = obj({});
+    if (pre == "gpt-2" || pre == "default") {
+        pre_tokenizer = obj({{"type", str("ByteLevel")}, {"add_prefix_space", boolean(false)}, {"use_regex", boolean(true)}});
+    } else if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe" || pre == "qwen2") {
+        const int digits = pre == "qwen2" ? 1 : 3;
+        pre_tokenizer = obj(
+            {{"type", str("Sequence")},
+             {"pretokenizers",
+              arr({obj({{"type", str("Split")},
+                        {"pattern", obj({{"Regex", str(ByteLevelBpe::split_pattern(digits))}})},
+                        {"behavior", str("Isolated")},
+                        {"invert", boolean(false)}}),
+                   obj({{"type", str("ByteLevel")}, {"add_prefix_space", boolean(false)}, {"use_regex", boolean(false)}})})}});
+        if (pre == "qwen2") root.object.emplace_back("normalizer", obj({{"type", str("NFC")}}));
+    } else {
+        throw Error(g.name() + ": tokenizer.ggml.pre \"" + pre +
+                    "\" is not supported by Halformer (gpt-2, llama-bpe, qwen2)");
+    }
+    root.object.emplace_back("model", obj({{"type", str("BPE")}, {"vocab", std::move(vocab)},
+                                           {"merges", arr(std::move(merge_items))}}));
+    root.object.emplace_back("pre_tokenizer", std::move(pre_tokenizer));
+    root.object.emplace_back("decoder", obj({{"type", str("ByteLevel")}}));
+    root.object.emplace_back("added_tokens", arr(std::move(added)));
+    return root;
+}
+
 }  // namespace
+
+std::unique_ptr<Tokenizer::Impl> load_gguf_tokenizer(const std::string &path, const Config &c) {
+    const Gguf g(path);
+    if (!g.has("tokenizer.ggml.model")) return nullptr;
+    const std::string model = g.string("tokenizer.ggml.model");
+    if (model != "gpt2") {
+        throw Error(path + ": tokenizer.ggml.model \"" + model +
+                    "\" is not supported by Halformer (gpt2: byte-level BPE)");
+    }
+    auto t = std::make_unique<LlamaBpeImpl>(ByteLevelBpe::from_tokenizer_json(gguf_tokenizer_json(g), path));
+    t->path = path;
+    t->bos = c.bos_id;
+    t->eos = c.eos_id;
+    t->pad = c.pad_id;
+    // What llama.cpp adds around an input; where the file does not say,
+    // its default for byte-level BPE: a bos for Llama 3's split, none for
+    // GPT-2's and Qwen2's.
+    const std::string pre = g.string("tokenizer.ggml.pre", "default");
+    const bool llama3 = pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe";
+    if (g.boolean("tokenizer.ggml.add_bos_token", llama3) && c.bos_id >= 0) t->prefix = {c.bos_id};
+    if (g.boolean("tokenizer.ggml.add_eos_token", false) && c.eos_id >= 0) t->suffix = {c.eos_id};
+    return t;
+}
 
 std::unique_ptr<Tokenizer::Impl> load_hf_tokenizer(const std::string &dir, const Config &c) {
     // By the family's tokenizer kind (hf/family.h).

@@ -19,14 +19,33 @@
 #include "halformer/config.h"
 #include "halformer/json.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace halformer {
 
 class TensorSource;
+class Gguf;
 
 namespace hf {
+
+// The tensors of a checkpoint's files under their own names (transformers'
+// names, PyTorch shapes), as float32: a directory's safetensors, or a GGUF
+// file's tensors under the names transformers gives them (gguf.cpp).
+class TensorFiles {
+public:
+    virtual ~TensorFiles() = default;
+    // The shape of the tensor of that name, or null where the files hold none.
+    virtual const std::vector<int64_t> *shape(const std::string &name) const = 0;
+    // Its values as float32 (converted once, then kept).
+    virtual const float *f32(const std::string &name) = 0;
+    virtual std::vector<std::string> names() const = 0;
+    virtual std::string where() const = 0;
+    // How the file itself names a tensor (a GGUF file: blk.3.attn_q.weight).
+    virtual std::string spelled(const std::string &name) const { return name; }
+};
 
 // The families read: transformers' model_type values.
 bool is_family(const std::string &model_type);
@@ -39,6 +58,20 @@ Config config_from_json(const json::Value &root, const std::string &what);
 // safetensors. May adjust cfg to what the files hold (a Marian file with
 // its position tables: they are used as they are).
 std::unique_ptr<TensorSource> open_weights(const std::string &dir, Config &cfg);
+// The same over any files, with the config.json (`root`, named `what`) the
+// family's rules read.
+std::unique_ptr<TensorSource> open_weights(std::unique_ptr<TensorFiles> files, Config &cfg, const json::Value &root,
+                                           const std::string &what);
+
+// A GGUF file (llama.cpp's format) as a Hugging Face checkpoint: the
+// config.json transformers would write for it, from the file's metadata
+// (its architecture's keys, and the defaults llama.cpp assumes rather than
+// stores), and its tensors under transformers' names, dequantized to
+// float32 (Llama's Q and K rows back in transformers' order: llama.cpp's
+// converter interleaves each head's halves). An architecture or a tensor
+// Halformer has no family or name for is an Error naming it.
+std::string gguf_config_json(const Gguf &g);
+std::unique_ptr<TensorFiles> gguf_files(std::shared_ptr<Gguf> g);
 // DIR/generation_config.json (where the checkpoint has one) over cfg: eos
 // (one or a list), forced_eos_token_id, decoder_start_token_id,
 // single-token bad_words_ids, num_beams and max_length.

@@ -28,8 +28,8 @@ namespace halformer {
 namespace hf {
 namespace {
 
-// The file's tensors, in one or several shards.
-class Files {
+// A directory's safetensors files, in one or several shards.
+class Files : public TensorFiles {
 public:
     explicit Files(const std::string &dir) {
         const std::string single = dir + "/model.safetensors", index = dir + "/model.safetensors.index.json";
@@ -45,21 +45,31 @@ public:
             throw Error(dir + ": no model.safetensors (nor model.safetensors.index.json with its shards)");
         }
     }
+    const std::vector<int64_t> *shape(const std::string &name) const override {
+        const TensorInfo *t = find(name, nullptr);
+        return t ? &t->shape : nullptr;
+    }
+    const float *f32(const std::string &name) override {
+        SafeTensors *f = nullptr;
+        const TensorInfo *t = find(name, &f);
+        if (!t) throw Error("internal: no tensor '" + name + "' in " + where());
+        return f->f32(*t);
+    }
+    std::vector<std::string> names() const override {
+        std::vector<std::string> out;
+        for (auto &f : files_)
+            for (auto &t : f->tensors()) out.push_back(t.name);
+        return out;
+    }
+    std::string where() const override { return files_.size() == 1 ? files_[0]->path() : dir_of_shards_; }
+
+private:
     const TensorInfo *find(const std::string &name, SafeTensors **file) const {
         auto it = where_.find(name);
         if (it == where_.end()) return nullptr;
         if (file) *file = files_[it->second].get();
         return files_[it->second]->find(name);
     }
-    std::vector<std::string> names() const {
-        std::vector<std::string> out;
-        for (auto &f : files_)
-            for (auto &t : f->tensors()) out.push_back(t.name);
-        return out;
-    }
-    std::string where() const { return files_.size() == 1 ? files_[0]->path() : dir_of_shards_; }
-
-private:
     std::vector<std::string> shards(const std::string &index) {
         dir_of_shards_ = index;
         std::ifstream in(index, std::ios::binary);
@@ -116,19 +126,19 @@ std::string replace_all(std::string s, const std::string &from, const std::strin
 
 class HfSource : public TensorSource {
 public:
-    HfSource(std::unique_ptr<Files> files, const Family &family, Rules rules)
+    HfSource(std::unique_ptr<TensorFiles> files, const Family &family, Rules rules)
         : files_(std::move(files)), unused_(family.unused), rules_(std::move(rules)) {}
 
     bool has(const std::string &name) const override {
         const Rule *r = rule(name);
         if (!r) return false;
         for (auto &t : r->theirs)
-            if (!files_->find(subst(name, t), nullptr)) return false;
+            if (!files_->shape(subst(name, t))) return false;
         return true;
     }
     std::vector<int64_t> shape(const std::string &name) const override {
         const Rule &r = *rule(name);
-        std::vector<int64_t> s = files_->find(subst(name, r.theirs[0]), nullptr)->shape;
+        std::vector<int64_t> s = *files_->shape(subst(name, r.theirs[0]));
         switch (r.how) {
         case How::Same: break;
         case How::Transposed:
@@ -137,7 +147,7 @@ public:
             break;
         case How::Stacked:
             for (size_t k = 1; k < r.theirs.size(); k++) {
-                auto sk = files_->find(subst(name, r.theirs[k]), nullptr)->shape;
+                auto sk = *files_->shape(subst(name, r.theirs[k]));
                 if (sk.empty() || sk.size() != s.size() || !std::equal(sk.begin() + 1, sk.end(), s.begin() + 1)) {
                     bad_shape(subst(name, r.theirs[k]), sk, "the shape of '" + subst(name, r.theirs[0]) + "' " + shape_string(s));
                 }
@@ -200,7 +210,7 @@ public:
             size_t at = 0;
             for (auto &t : r.theirs) {
                 const std::string part = subst(name, t);
-                const size_t n = (size_t)files_->find(part, nullptr)->numel();
+                const size_t n = (size_t)numel(*files_->shape(part));
                 std::copy(read(part), read(part) + n, made.begin() + (ptrdiff_t)at);
                 at += n;
             }
@@ -227,7 +237,7 @@ public:
         const Rule *r = rule(name);
         if (!r) return "'" + name + "'";
         std::string out;
-        for (auto &t : r->theirs) out += (out.empty() ? "'" : " + '") + subst(name, t) + "'";
+        for (auto &t : r->theirs) out += (out.empty() ? "'" : " + '") + files_->spelled(subst(name, t)) + "'";
         if (r->how == How::Transposed) out += " (transposed)";
         if (r->how == How::Scaled) out += " (scaled)";
         if (r->how == How::Offset) out += " (plus " + std::to_string(r->factor) + ")";
@@ -266,16 +276,12 @@ private:
     static std::string subst(const std::string &ours, const std::string &theirs) {
         return replace_all(theirs, "{i}", layer_of(ours));
     }
-    const float *read(const std::string &theirs) {
-        SafeTensors *f = nullptr;
-        const TensorInfo *t = files_->find(theirs, &f);
-        return f->f32(*t);
-    }
+    const float *read(const std::string &theirs) { return files_->f32(theirs); }
     [[noreturn]] void bad_shape(const std::string &t, const std::vector<int64_t> &s, const std::string &want) const {
         throw Error(where() + ": tensor '" + t + "' has shape " + shape_string(s) + ", expected " + want);
     }
 
-    std::unique_ptr<Files> files_;
+    std::unique_ptr<TensorFiles> files_;
     std::regex unused_;
     Rules rules_;
     std::map<std::string, std::string> used_by_;
@@ -285,25 +291,29 @@ private:
 
 }  // namespace
 
-std::unique_ptr<TensorSource> open_weights(const std::string &dir, Config &cfg) {
-    auto files = std::make_unique<Files>(dir);
+std::unique_ptr<TensorSource> open_weights(std::unique_ptr<TensorFiles> files, Config &cfg, const json::Value &root,
+                                           const std::string &what) {
     const Family *family = find_family(cfg.family);
-    if (!family) throw Error(dir + ": internal: no weight names for model_type \"" + cfg.family + "\"");
-    const Files &held = *files;
-    const std::string config_path = dir + "/config.json";
-    std::ifstream in(config_path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    const json::Value root = json::parse(text.str(), config_path);
-    const Fields fields{root, config_path};
-    WeightRules w =
-        family->weights(cfg, fields, [&](const std::string &name) { return held.find(name, nullptr) != nullptr; });
+    if (!family) throw Error(files->where() + ": internal: no weight names for model_type \"" + cfg.family + "\"");
+    const TensorFiles &held = *files;
+    const Fields fields{root, what};
+    WeightRules w = family->weights(cfg, fields, [&](const std::string &name) { return held.shape(name) != nullptr; });
     auto src = std::make_unique<HfSource>(std::move(files), *family, std::move(w.rules));
     for (const std::string &name : w.ignore) src->ignore(name);
     std::vector<std::string> ours;
     for (const ParamSpec &s : param_specs(cfg)) ours.push_back(s.name);
     src->expect(ours);
     return src;
+}
+
+std::unique_ptr<TensorSource> open_weights(const std::string &dir, Config &cfg) {
+    auto files = std::make_unique<Files>(dir);
+    const std::string config_path = dir + "/config.json";
+    std::ifstream in(config_path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    const json::Value root = json::parse(text.str(), config_path);
+    return open_weights(std::move(files), cfg, root, config_path);
 }
 
 }  // namespace hf
