@@ -210,4 +210,21 @@ expect_error "has no chat template" sh -c "echo hi | '$hf' chat '$fx/hf/gpt2_lm'
 expect_error "Conversation roles must alternate" sh -c "echo hi | '$hf' chat '$fx/hf/mistral_window' --system be-brief"
 expect_error "max_positions = 64" sh -c "printf 'a\\nb\\nc\\n' | '$hf' chat '$fx/hf/qwen2' --max-new-tokens 5"
 echo "chat: replies a line a turn; templates' refusals and the position limit are errors naming them"
+# chat --print-prompt: the conversation's rendered prompt, nothing generated.
+printed=$(printf '[{"role": "user", "content": "Hello there"}]' | "$hf" chat "$fx/hf/qwen2" --print-prompt)
+[ "$printed" = "${rendered%$'\n'}" ] || fail "chat --print-prompt: '$printed' is not the rendered prompt"
+expect_error "message 0 is not an object" sh -c "echo '[1]' | '$hf' chat '$fx/hf/qwen2' --print-prompt"
+
+# GGUF files: info, generate and the tokenizer as on a directory (docs/gguf.md).
+"$hf" info "$fx/gguf/qwen2.f32.gguf" | grep -q 'format: GGUF' || fail "info on a GGUF file"
+g_ids=$("$hf" tokenizer encode "$fx/gguf/qwen2.f32.gguf" "Hello there, 123")
+d_ids=$("$hf" tokenizer encode "$fx/hf/qwen2" "Hello there, 123")
+[ -n "$g_ids" ] && [ "$g_ids" = "$d_ids" ] || fail "tokenizer encode: the GGUF file's '$g_ids', the directory's '$d_ids'"
+g_out=$("$hf" generate "$fx/gguf/qwen2.f32.gguf" --text "Hello there" --max-new-tokens 6)
+d_out=$("$hf" generate "$fx/hf/qwen2" --text "Hello there" --max-new-tokens 6)
+[ "$g_out" = "$d_out" ] || fail "generate: the GGUF file's '$g_out', the directory's '$d_out'"
+# A checkpoint's tokenizer without its weights.
+mkdir -p "$tmp/tok_only" && cp "$fx/hf/qwen2/"{config.json,tokenizer.json,tokenizer_config.json} "$tmp/tok_only/"
+[ "$("$hf" tokenizer encode "$tmp/tok_only" "Hello there, 123")" = "$d_ids" ] || fail "tokenizer encode without weights"
+echo "gguf: info, tokenizer and generate equal the directory's; chat --print-prompt; a tokenizer without weights"
 echo "cli: OK"

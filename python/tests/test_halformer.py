@@ -292,6 +292,14 @@ def test_chat_prompt_from_the_checkpoints_template():
         model("dec_pre_gelu").chat_prompt([("user", "Hi")])
 
 
+def test_a_gguf_file_loads_as_its_checkpoint():
+    g = halformer.Model.load(str(FIXTURES / "gguf" / "qwen2.f32.gguf"))
+    d = halformer.Model.load(str(FIXTURES / "hf" / "qwen2"))
+    ids = [[5, 17, 42, 9, 1]]
+    np.testing.assert_allclose(g.logits(ids)[0], d.logits(ids)[0], rtol=1e-5, atol=1e-5)
+    assert g.chat_prompt([("user", "Hi")]) == d.chat_prompt([("user", "Hi")])
+
+
 # ---- text: the demo translator ----
 
 def test_translate_to_german():

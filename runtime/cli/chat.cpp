@@ -7,7 +7,13 @@
 // decides what the model sees), tokenized without adding special tokens (the
 // template writes them), and generated until eos or a stop id
 // (generation_config.json's eos list included).
+//
+// --print-prompt: reads a whole conversation from stdin, a JSON array of
+// {"role", "content"} messages, prints the prompt the template renders for
+// it (with the assistant's turn opened) and exits; nothing is generated.
 #include "common.h"
+
+#include "halformer/json.h"
 
 #include "halformer/options.h"
 
@@ -16,6 +22,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
 
 namespace halformer {
 
@@ -27,6 +34,10 @@ int cmd_chat(int argc, char **argv) {
     MachineOptions mo;
     app.add_option("dir", dir, "model directory (a Hugging Face checkpoint with a chat_template)");
     app.add_option("--system", system, "a system message before the conversation");
+    bool print_prompt = false;
+    app.add_flag("--print-prompt", print_prompt,
+                 "read a conversation (a JSON array of {\"role\", \"content\"}) from stdin, print its rendered "
+                 "prompt and exit");
     add_decoding_options(app, o);
     add_machine_options(app, mo);
     add_precision_option(app, mo);
@@ -38,6 +49,23 @@ int cmd_chat(int argc, char **argv) {
     if (!m.has_tokenizer()) throw Error("chat: " + dir + " has no tokenizer: chat needs text");
     std::vector<ChatMessage> messages;
     if (!system.empty()) messages.push_back({"system", system});
+    if (print_prompt) {
+        const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+        const json::Value v = json::parse(text, "stdin");
+        if (!v.is_array()) throw Error("chat --print-prompt: stdin is not a JSON array of messages");
+        for (size_t i = 0; i < v.array.size(); i++) {
+            const json::Value &e = v.array[i];
+            const json::Value *role = e.is_object() ? e.find("role") : nullptr;
+            const json::Value *content = e.is_object() ? e.find("content") : nullptr;
+            if (!role || !role->is_string() || !content || !content->is_string()) {
+                throw Error("chat --print-prompt: message " + std::to_string(i) +
+                            " is not an object with string \"role\" and \"content\"");
+            }
+            messages.push_back({role->string, content->string});
+        }
+        std::fputs(m.chat_prompt(messages, true).c_str(), stdout);
+        return 0;
+    }
     if (!m.has_chat_template()) m.chat_prompt(messages, true);  // (throws, naming why)
     const bool tty = isatty(0) != 0;
     const int P = m.config().max_positions;

@@ -2,6 +2,8 @@
 //
 //   halformer tokenizer train tok.model --input train.en --input train.de --vocab-size 8000 [--type bpe]
 //   halformer tokenizer encode tok.model ["text"] [--pieces]   # one line of ids per input line
+//     (tok.model: a SentencePiece model, a model directory, a Hugging Face
+//     checkpoint's with or without its weights, or a GGUF file)
 //   halformer tokenizer decode tok.model ["5 6 7"]             # ids back to text
 //   halformer tokenizer pairs tok.model --src train.en --tgt train.de --out train.ids [--max-len 126]
 //
@@ -83,12 +85,14 @@ Subcommands add_subcommands(CLI::App &app, Args &a) {
     s.train->add_option("--seed", a.train.seed, "sampling seed");
 
     s.encode = app.add_subcommand("encode", "text to ids (the argument, or one line of stdin at a time)");
-    s.encode->add_option("model", a.model, "tokenizer.model, or a model directory")->required();
+    s.encode->add_option("model", a.model, "tokenizer.model, a model directory (weights not needed) or a GGUF file")
+        ->required();
     s.encode->add_option("text", a.text, "text to encode (default: read lines from stdin)");
     s.encode->add_flag("--pieces", a.pieces, "print the pieces instead of ids");
 
     s.decode = app.add_subcommand("decode", "ids to text (the argument, or one line of stdin at a time)");
-    s.decode->add_option("model", a.model, "tokenizer.model, or a model directory")->required();
+    s.decode->add_option("model", a.model, "tokenizer.model, a model directory (weights not needed) or a GGUF file")
+        ->required();
     s.decode->add_option("ids", a.text, "space-separated ids (default: read lines from stdin)");
 
     s.pairs = app.add_subcommand("pairs", "parallel text files to the token-id file halformer train reads");
@@ -100,15 +104,6 @@ Subcommands add_subcommands(CLI::App &app, Args &a) {
         ->check(at_least(1));
     s.pairs->add_flag("--force", a.force, "replace --out");
     return s;
-}
-
-// A model directory names its tokenizer in config.json.
-std::string resolve_model(const std::string &m) {
-    struct stat st;
-    if (stat(m.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return m;
-    const Config c = Config::from_file(m + "/config.json");
-    if (c.tokenizer.empty()) throw Error(m + "/config.json names no tokenizer");
-    return m + "/" + c.tokenizer;
 }
 
 int run_train(const Args &a) {
@@ -173,7 +168,7 @@ void write_pairs(const Tokenizer &tok, std::istream &fs, std::istream &ft, const
 }
 
 int run_pairs(const Args &a) {
-    Tokenizer tok = Tokenizer::load(resolve_model(a.model));
+    Tokenizer tok = Tokenizer::load_for(a.model);
     std::ifstream fs(a.src), ft;
     if (!fs) throw Error(a.src + ": cannot open");
     if (!a.tgt.empty()) {
@@ -236,7 +231,7 @@ int cmd_tokenizer(int argc, char **argv) {
     if (s.pairs->parsed()) return run_pairs(a);
     const bool encode = s.encode->parsed();
     const bool from_stdin = (encode ? s.encode->count("text") : s.decode->count("ids")) == 0;
-    const Tokenizer t = Tokenizer::load(resolve_model(a.model));
+    const Tokenizer t = Tokenizer::load_for(a.model);
     return run_lines(t, encode, a.pieces, from_stdin ? nullptr : &a.text);
 }
 

@@ -4,7 +4,10 @@
 #include "halformer/tokenizer.h"
 #include "text/backend.h"
 
+#include "model/hf/hf.h"
+
 #include "halformer/config.h"
+#include "halformer/gguf.h"
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
@@ -13,6 +16,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <thread>
 #include <unordered_map>
@@ -84,6 +88,30 @@ Tokenizer Tokenizer::load(const std::string &path) {
     impl->eos = impl->sp.eos_id();
     impl->unk = impl->sp.unk_id();
     return Tokenizer(std::move(impl));
+}
+
+Tokenizer Tokenizer::load_for(const std::string &path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        const Config c = Config::from_file(path + "/config.json");
+        if (!c.family.empty()) {
+            auto t = load_hf(path, c);
+            if (!t) throw Error(path + ": holds none of the tokenizer files of model_type \"" + c.family + "\"");
+            return std::move(*t);
+        }
+        if (c.tokenizer.empty()) throw Error(path + "/config.json names no tokenizer");
+        return load(path + "/" + c.tokenizer);
+    }
+    std::ifstream in(path, std::ios::binary);
+    char magic[4] = {};
+    if (in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0) {
+        const Gguf g(path);
+        const Config c = Config::from_json(hf::gguf_config_json(g), path + " (as config.json)");
+        auto t = load_gguf(path, c);
+        if (!t) throw Error(path + ": holds no tokenizer (tokenizer.ggml.model)");
+        return std::move(*t);
+    }
+    return load(path);
 }
 
 std::optional<Tokenizer> Tokenizer::load_gguf(const std::string &path, const Config &config) {

@@ -58,6 +58,11 @@ public:
     // tokenizer.ggml.pre). Nothing when the file holds no tokenizer; another
     // kind is an Error naming it.
     static std::optional<Tokenizer> load_gguf(const std::string &path, const Config &config);
+    // Whichever of these `path` is: a SentencePiece model file; a model
+    // directory (Halformer's, whose config.json names its tokenizer, or a
+    // Hugging Face checkpoint's: config.json and its family's tokenizer
+    // files; no weights needed); a GGUF file. An Error names what is missing.
+    static Tokenizer load_for(const std::string &path);
     // Trains a model on opts.inputs and writes it to model_path (never over
     // an existing file). Throws Error with SentencePiece's message.
     static void train(const TokenizerTrainOptions &opts, const std::string &model_path);
