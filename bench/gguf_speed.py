@@ -23,7 +23,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import struct
 import subprocess
@@ -36,6 +35,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import gguf_writer as gw  # noqa: E402
+from report import cpu_name  # noqa: E402  (bench/report.py: the machine's name)
 
 PROMPT, NEW = 128, 128
 NODE_VERSION = "3.21.1"
@@ -60,16 +60,6 @@ const hwm = /VmHWM:\s+(\d+)/.exec(fs.readFileSync("/proc/self/status", "utf8"));
 console.log(JSON.stringify({prompt_ms: first - t0, decode_tok_s: (out.length - 1) / ((t1 - first) / 1000),
                             peak_rss_mb: hwm ? +hwm[1] / 1024 : -1, tokens: out}));
 """
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "cpu"
 
 
 def shape(quick):

@@ -34,7 +34,6 @@ import gc
 import json
 import math
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -47,6 +46,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import make_hf_fixtures as fx  # noqa: E402
+from report import cpu_name  # noqa: E402  (bench/report.py: the machine's name)
 
 PROMPT, NEW = 128, 128
 SHAPES = {
@@ -214,16 +214,6 @@ def copy_bandwidth():
         np.copyto(b, a)
         t.append(time.perf_counter() - t0)
     return 2 * a.nbytes / statistics.median(t) / 1e9
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main():

@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import make_hf_fixtures as fx  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_speed import cpu_name  # noqa: E402
+from report import cpu_name  # noqa: E402  (bench/report.py: the machine's name)
 
 SHAPE = dict(hidden_size=1024, num_attention_heads=16, num_key_value_heads=4, num_hidden_layers=8, vocab_size=8192,
              max_position_embeddings=4096, rope_theta=1000000.0, rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2,
