@@ -18,6 +18,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/files.cpp
   src/model/forward.cpp
   src/model/gguf.cpp
+  src/model/gguf_dequant.cpp
   src/generate.cpp
   src/model/hf/families.cpp
   src/model/hf/families/bert.cpp

@@ -1,5 +1,10 @@
+// GGUF files (halformer/gguf.h): the mapping, the header's validation and
+// the metadata's accessors; the tensor types' blocks and dequantization are
+// gguf_dequant.cpp's.
 #include "halformer/gguf.h"
 #include "halformer/error.h"
+
+#include "gguf_internal.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +17,10 @@
 #include <unistd.h>
 
 namespace halformer {
+
+using gguf_internal::bits_to_float;
+using gguf_internal::dims_string;
+
 namespace {
 
 // ggml's type traits (ggml.c): values per block and bytes per block.
@@ -49,7 +58,6 @@ const GgmlTypeInfo *ggml_type_info(uint32_t t) {
     return nullptr;
 }
 
-constexpr const char *kDequantizable = "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K";
 
 // A nested array deeper than this is refused (llama.cpp writes none; the
 // bound keeps a hostile file from recursing without end).
@@ -122,12 +130,6 @@ struct GgufReader {
     }
 };
 
-float bits_to_float(uint32_t bits) {
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
 GgufValue read_value(GgufReader &r, GgufType type, const std::string &what, int depth) {
     GgufValue v;
     v.type = type;
@@ -174,12 +176,6 @@ GgufValue read_value(GgufReader &r, GgufType type, const std::string &what, int 
     }
     }
     return v;
-}
-
-std::string dims_string(const std::vector<int64_t> &ne) {
-    std::string s = "[";
-    for (size_t k = 0; k < ne.size(); k++) s += (k ? ", " : "") + std::to_string(ne[k]);
-    return s + "]";
 }
 
 }  // namespace
@@ -533,237 +529,6 @@ std::vector<double> Gguf::numbers(const std::string &key) const {
 }
 std::vector<double> Gguf::numbers(const std::string &key, const std::vector<double> &fallback) const {
     return has(key) ? numbers(key) : fallback;
-}
-
-float fp16_to_fp32(uint16_t h) {
-    const uint32_t sign = uint32_t(h & 0x8000) << 16;
-    const uint32_t exp = (h >> 10) & 0x1F;
-    uint32_t man = h & 0x3FF;
-    if (exp == 0x1F) return bits_to_float(sign | 0x7F800000u | man << 13);  // inf, NaN (payload kept)
-    if (exp != 0) return bits_to_float(sign | (exp + 127 - 15) << 23 | man << 13);
-    if (man == 0) return bits_to_float(sign);  // ±0
-    // Subnormal: man × 2^-24. Shift the leading one up to bit 10, lowering
-    // the exponent once a shift.
-    uint32_t e = 127 - 15 + 1;
-    while (!(man & 0x400)) {
-        man <<= 1;
-        e--;
-    }
-    return bits_to_float(sign | e << 23 | (man & 0x3FF) << 13);
-}
-
-float bf16_to_fp32(uint16_t h) { return bits_to_float(uint32_t(h) << 16); }
-
-// The dequantizers follow ggml's dequantize_row_* (ggml-quants.c) operation
-// for operation, in float32, so that the results are the same bits. Every
-// product is exact in float32 (a half's 11 significant bits times a scale of
-// at most 7 bits times a quant of at most 6 fit in 24), so at most the final
-// addition rounds, and a fused multiply-add (where the compiler contracts
-// one) gives the same bits too.
-namespace {
-
-inline uint16_t le16(const uint8_t *p) { return uint16_t(p[0] | p[1] << 8); }
-inline float half_at(const uint8_t *p) { return fp16_to_fp32(le16(p)); }
-
-// Block layouts (ggml-common.h), by byte offset in the block.
-// Q4_0 (18 bytes, 32 values): d f16; qs[16], value j in qs[j] & 15 and
-// value j + 16 in qs[j] >> 4; x = (q - 8) d.
-void row_q4_0(const uint8_t *b, float *y, int64_t nb) {
-    for (int64_t i = 0; i < nb; i++, b += 18, y += 32) {
-        const float d = half_at(b);
-        const uint8_t *qs = b + 2;
-        for (int j = 0; j < 16; j++) {
-            const int x0 = (qs[j] & 0x0F) - 8, x1 = (qs[j] >> 4) - 8;
-            y[j] = x0 * d;
-            y[j + 16] = x1 * d;
-        }
-    }
-}
-
-// Q4_1 (20 bytes): d f16, m f16, qs[16] as Q4_0; x = q d + m.
-void row_q4_1(const uint8_t *b, float *y, int64_t nb) {
-    for (int64_t i = 0; i < nb; i++, b += 20, y += 32) {
-        const float d = half_at(b), m = half_at(b + 2);
-        const uint8_t *qs = b + 4;
-        for (int j = 0; j < 16; j++) {
-            const int x0 = qs[j] & 0x0F, x1 = qs[j] >> 4;
-            y[j] = x0 * d + m;
-            y[j + 16] = x1 * d + m;
-        }
-    }
-}
-
-// Q5_0 (22 bytes): d f16, qh u32 (bit j: the fifth bit of value j), qs[16]
-// as Q4_0; x = (q - 16) d.
-void row_q5_0(const uint8_t *b, float *y, int64_t nb) {
-    for (int64_t i = 0; i < nb; i++, b += 22, y += 32) {
-        const float d = half_at(b);
-        const uint32_t qh = uint32_t(b[2]) | uint32_t(b[3]) << 8 | uint32_t(b[4]) << 16 | uint32_t(b[5]) << 24;
-        const uint8_t *qs = b + 6;
-        for (int j = 0; j < 16; j++) {
-            const int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
-            const int x0 = ((qs[j] & 0x0F) | h0) - 16, x1 = ((qs[j] >> 4) | h1) - 16;
-            y[j] = x0 * d;
-            y[j + 16] = x1 * d;
-        }
-    }
-}
-
-// Q5_1 (24 bytes): d f16, m f16, qh u32, qs[16]; x = q d + m.
-void row_q5_1(const uint8_t *b, float *y, int64_t nb) {
-    for (int64_t i = 0; i < nb; i++, b += 24, y += 32) {
-        const float d = half_at(b), m = half_at(b + 2);
-        const uint32_t qh = uint32_t(b[4]) | uint32_t(b[5]) << 8 | uint32_t(b[6]) << 16 | uint32_t(b[7]) << 24;
-        const uint8_t *qs = b + 8;
-        for (int j = 0; j < 16; j++) {
-            const int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
-            const int x0 = (qs[j] & 0x0F) | h0, x1 = (qs[j] >> 4) | h1;
-            y[j] = x0 * d + m;
-            y[j + 16] = x1 * d + m;
-        }
-    }
-}
-
-// Q8_0 (34 bytes): d f16, qs[32] int8; x = q d.
-void row_q8_0(const uint8_t *b, float *y, int64_t nb) {
-    for (int64_t i = 0; i < nb; i++, b += 34, y += 32) {
-        const float d = half_at(b);
-        for (int j = 0; j < 32; j++) y[j] = (int8_t)b[2 + j] * d;
-    }
-}
-
-// The K quants' 8 sub-block scales and mins, 6 bits each, packed in 12
-// bytes: for j < 4 the low 6 bits of bytes j (scale) and j + 4 (min); for
-// j >= 4 the nibbles of byte j + 4 (scale low, min high) with their top two
-// bits in the top bits of bytes j - 4 (scale) and j (min).
-inline void scale_min_k4(int j, const uint8_t *q, int &sc, int &m) {
-    if (j < 4) {
-        sc = q[j] & 63;
-        m = q[j + 4] & 63;
-    } else {
-        sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
-// Q4_K (144 bytes, 256 values in 8 sub-blocks of 32): d f16, dmin f16,
-// scales[12], qs[128]. Each 64 values take 32 bytes of qs: the low nibbles
-// are sub-block 2c, the high nibbles sub-block 2c + 1; x = d sc q - dmin m.
-void row_q4_k(const uint8_t *b, float *y, int64_t nb) {
-    for (int64_t i = 0; i < nb; i++, b += 144) {
-        const float d = half_at(b), dmin = half_at(b + 2);
-        const uint8_t *scales = b + 4, *q = b + 16;
-        for (int c = 0; c < 4; c++, q += 32) {
-            int sc, m;
-            scale_min_k4(2 * c, scales, sc, m);
-            const float d1 = d * sc, m1 = dmin * m;
-            scale_min_k4(2 * c + 1, scales, sc, m);
-            const float d2 = d * sc, m2 = dmin * m;
-            for (int l = 0; l < 32; l++) *y++ = d1 * (q[l] & 0xF) - m1;
-            for (int l = 0; l < 32; l++) *y++ = d2 * (q[l] >> 4) - m2;
-        }
-    }
-}
-
-// Q5_K (176 bytes): d f16, dmin f16, scales[12], qh[32], qs[128]: as Q4_K,
-// with the fifth bit of the values of sub-block s in bit s of qh[l].
-void row_q5_k(const uint8_t *b, float *y, int64_t nb) {
-    for (int64_t i = 0; i < nb; i++, b += 176) {
-        const float d = half_at(b), dmin = half_at(b + 2);
-        const uint8_t *scales = b + 4, *qh = b + 16, *ql = b + 48;
-        for (int c = 0; c < 4; c++, ql += 32) {
-            int sc, m;
-            scale_min_k4(2 * c, scales, sc, m);
-            const float d1 = d * sc, m1 = dmin * m;
-            scale_min_k4(2 * c + 1, scales, sc, m);
-            const float d2 = d * sc, m2 = dmin * m;
-            const uint8_t u1 = uint8_t(1 << (2 * c)), u2 = uint8_t(2 << (2 * c));
-            for (int l = 0; l < 32; l++) *y++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
-            for (int l = 0; l < 32; l++) *y++ = d2 * ((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
-        }
-    }
-}
-
-// Q6_K (210 bytes, 256 values in 16 sub-blocks of 16): ql[128] (low 4 bits),
-// qh[64] (high 2 bits), scales[16] int8, d f16; x = d sc (q - 32). Each 128
-// values take 64 bytes of ql, 32 of qh and 8 scales.
-void row_q6_k(const uint8_t *b, float *y, int64_t nb) {
-    for (int64_t i = 0; i < nb; i++, b += 210) {
-        const float d = half_at(b + 208);
-        const uint8_t *ql = b, *qh = b + 128;
-        const int8_t *sc = (const int8_t *)(b + 192);
-        for (int n = 0; n < 2; n++, y += 128, ql += 64, qh += 32, sc += 8) {
-            for (int l = 0; l < 32; l++) {
-                const int is = l / 16;
-                const int q1 = ((ql[l] & 0xF) | ((qh[l] >> 0) & 3) << 4) - 32;
-                const int q2 = ((ql[l + 32] & 0xF) | ((qh[l] >> 2) & 3) << 4) - 32;
-                const int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
-                const int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
-                y[l] = d * sc[is] * q1;
-                y[l + 32] = d * sc[is + 2] * q2;
-                y[l + 64] = d * sc[is + 4] * q3;
-                y[l + 96] = d * sc[is + 6] * q4;
-            }
-        }
-    }
-}
-
-}  // namespace
-
-void dequantize_row(GgmlType type, const uint8_t *src, float *dst, int64_t n) {
-    if (!ggml_can_dequantize(type)) {
-        throw Error(std::string("cannot dequantize type ") + ggml_type_name(type) + " (number " +
-                    std::to_string((uint32_t)type) + "; " + kDequantizable + " can be)");
-    }
-    const int64_t block = ggml_block_size(type);
-    if (n < 0 || n % block != 0) {
-        throw Error("dequantize_row: " + std::to_string(n) + " values of " + ggml_type_name(type) +
-                    " are not a whole number of its blocks of " + std::to_string(block));
-    }
-    const int64_t nb = n / block;
-    switch (type) {
-    case GgmlType::F32:
-        for (int64_t k = 0; k < n; k++, src += 4) {
-            dst[k] = bits_to_float(uint32_t(src[0]) | uint32_t(src[1]) << 8 | uint32_t(src[2]) << 16 |
-                                   uint32_t(src[3]) << 24);
-        }
-        break;
-    case GgmlType::F16:
-        for (int64_t k = 0; k < n; k++) dst[k] = half_at(src + 2 * k);
-        break;
-    case GgmlType::BF16:
-        for (int64_t k = 0; k < n; k++) dst[k] = bf16_to_fp32(le16(src + 2 * k));
-        break;
-    case GgmlType::Q4_0: row_q4_0(src, dst, nb); break;
-    case GgmlType::Q4_1: row_q4_1(src, dst, nb); break;
-    case GgmlType::Q5_0: row_q5_0(src, dst, nb); break;
-    case GgmlType::Q5_1: row_q5_1(src, dst, nb); break;
-    case GgmlType::Q8_0: row_q8_0(src, dst, nb); break;
-    case GgmlType::Q4_K: row_q4_k(src, dst, nb); break;
-    case GgmlType::Q5_K: row_q5_k(src, dst, nb); break;
-    case GgmlType::Q6_K: row_q6_k(src, dst, nb); break;
-    default: break;  // refused above
-    }
-}
-
-void dequantize(const GgufTensor &t, float *out) {
-    const std::string what = "tensor '" + t.name + "'";
-    if (!ggml_can_dequantize(t.type)) {
-        throw Error(what + ": cannot dequantize type " + ggml_type_name(t.type) + " (" + kDequantizable + " can be)");
-    }
-    if (t.ne.empty()) throw Error(what + ": has no dimensions");
-    const int64_t row = t.ne[0], block = ggml_block_size(t.type);
-    if (row <= 0 || row % block != 0) {
-        throw Error(what + ": ne[0] = " + std::to_string(row) + " is not a multiple of the block size " +
-                    std::to_string(block) + " of " + ggml_type_name(t.type));
-    }
-    const int64_t rows = t.numel() / row;
-    const size_t row_bytes = (size_t)(row / block) * ggml_type_size(t.type);
-    if (rows <= 0 || (uint64_t)rows * row_bytes != t.bytes || !t.data) {
-        throw Error(what + ": " + std::to_string(t.bytes) + " bytes do not hold " + dims_string(t.ne) + " of " +
-                    ggml_type_name(t.type));
-    }
-    for (int64_t r = 0; r < rows; r++) dequantize_row(t.type, t.data + (size_t)r * row_bytes, out + r * row, row);
 }
 
 }  // namespace halformer
