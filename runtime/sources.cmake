@@ -62,6 +62,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/text/chat_template.cpp
   src/text/chat_template/eval.cpp
   src/text/chat_template/eval_filters.cpp
+  src/text/chat_template/eval_methods.cpp
   src/text/chat_template/lex.cpp
   src/text/chat_template/parse.cpp
   src/text/chat_template/value.cpp

@@ -6,20 +6,24 @@
 //   std::string prompt = t.render({{"user", "Hello"}}, true, {{"bos_token", "<s>"}});
 //
 // The template language is the subset of Jinja these templates use,
-// evaluated as transformers does (jinja2's sandbox with trim_blocks and
-// lstrip_blocks): text, {{ expressions }}, {% if / elif / else %},
-// {% for x in xs %} (loop.index, index0, first, last, length, revindex;
-// else; break, continue), {% set %} (namespace() attributes too), comments
-// and whitespace control ({%- -%}); literals, lists and dicts, attribute
-// and item access, slices, + - * / // % ~, comparisons, in, and / or /
-// not, a if c else b; the filters trim, length, count, upper, lower,
-// title, capitalize, default, string, int, first, last, join, list,
-// reverse, replace, tojson; the tests defined, undefined, none, string,
-// number, integer, mapping, sequence, iterable, boolean, true, false,
-// odd, even; string methods strip, lstrip, rstrip, startswith, endswith,
-// split, upper, lower, title, replace; dict items / keys / values / get;
-// range, namespace and raise_exception. Anything else is an Error naming
-// the construct and where it is, never output that differs silently.
+// evaluated as transformers does (jinja2's sandbox with trim_blocks,
+// lstrip_blocks and the loop-controls extension): text, {{ expressions }},
+// {% if / elif / else %}, {% for x in xs %} (loop.index, index0, first,
+// last, length, revindex, previtem, nextitem; else; break, continue),
+// {% set %} (also as a block, filtered; namespace() attributes), {% macro %}
+// with defaults and keyword arguments, {% call %} with caller(), {% filter
+// %} blocks, comments and whitespace control ({%- -%}); literals, lists,
+// dicts and tuples, attribute and item access, slices with steps,
+// + - * / // % ~, comparisons, in, and / or / not, a if c else b; jinja2's
+// filters that chat templates use (selectattr, rejectattr, select, reject,
+// map, unique, sum, min, max, format, join, items, dictsort, batch, attr,
+// default, trim, length, upper, lower, title, capitalize, replace, string,
+// int, float, abs, round, list, reverse, first, last, tojson, wordcount,
+// indent, center) and its tests; string, list and dict methods; range,
+// namespace, raise_exception and strftime_now (HALFORMER_CHAT_NOW fixes the
+// time). docs/huggingface.md lists what is left out. Anything else is an
+// Error naming the construct and where it is, never output that differs
+// silently.
 #pragma once
 
 #include "halformer/error.h"

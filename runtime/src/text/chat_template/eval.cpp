@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
 
 namespace halformer::jinja {
 
@@ -19,10 +22,10 @@ Value Eval::lookup(const std::string &name) const {
 void Eval::exec(const Stmt &s) {
     at_ = s.at;
     switch (s.kind) {
-    case Stmt::Text: out_ += s.text; break;
+    case Stmt::Text: *out_ += s.text; break;
     case Stmt::Output: {
         const Value v = eval(*s.expr);
-        out_ += to_str(v);
+        *out_ += to_str(v);
         break;
     }
     case Stmt::If:
@@ -34,7 +37,68 @@ void Eval::exec(const Stmt &s) {
         }
         break;
     case Stmt::Set: {
-        Value v = eval(*s.expr);
+        if (!s.block) {
+            assign(s, eval(*s.expr));
+            break;
+        }
+        Value v = Value::str(capture(s.body));
+        if (s.filter) {
+            frames_.emplace_back();
+            frames_.back()[kBlockName] = v;
+            v = eval(*s.filter);
+            frames_.pop_back();
+        }
+        assign(s, std::move(v));
+        break;
+    }
+    case Stmt::FilterBlock: {
+        const Value v = Value::str(capture(s.body));
+        frames_.emplace_back();
+        frames_.back()[kBlockName] = v;
+        const Value r = eval(*s.filter);
+        frames_.pop_back();
+        *out_ += to_str(r);
+        break;
+    }
+    case Stmt::Macro: {
+        const Stmt *sp = &s;
+        frames_.back()[s.targets[0]] = Value::function([this, sp](std::vector<Value> &a, Kwargs &kw) {
+            return call_macro(*sp, a, kw, Value{});
+        });
+        break;
+    }
+    case Stmt::CallBlock: {
+        // caller(): the body, run where the {% call %} is.
+        const Stmt *sp = &s;
+        auto scope = std::make_shared<std::vector<std::map<std::string, Value>>>(frames_);
+        const Value caller = Value::function([this, sp, scope](std::vector<Value> &, Kwargs &) {
+            std::swap(frames_, *scope);
+            struct Back {
+                Eval &e;
+                std::vector<std::map<std::string, Value>> &sc;
+                ~Back() { std::swap(e.frames_, sc); }
+            } back{*this, *scope};
+            return Value::str(capture(sp->body));
+        });
+        const Node &c = *s.expr;
+        const Value m = eval(*c.kids[0]);
+        std::vector<Value> args;
+        for (size_t k = 1; k < c.kids.size(); k++) args.push_back(eval(*c.kids[k]));
+        Kwargs kwargs;
+        for (auto &[key, e] : c.kwargs) kwargs.emplace_back(key, eval(*e));
+        if (m.kind != Value::Function) fail(s.at, std::string("{% call %} of a ") + kind_name(m) + ", not a macro");
+        kwargs.emplace_back("caller", caller);
+        *out_ += to_str((*m.fn)(args, kwargs));
+        break;
+    }
+    case Stmt::For: loop(s); break;
+    case Stmt::Break: throw Break{};
+    case Stmt::Continue: throw Continue{};
+    }
+}
+
+void Eval::assign(const Stmt &s, Value v) {
+    {
         if (s.targets.size() == 2) {
             Value ns = lookup(s.targets[0]);
             if (ns.kind != Value::Dict || !ns.is_namespace) {
@@ -44,12 +108,101 @@ void Eval::exec(const Stmt &s) {
         } else {
             frames_.back()[s.targets[0]] = std::move(v);
         }
-        break;
     }
-    case Stmt::For: loop(s); break;
-    case Stmt::Break: throw Break{};
-    case Stmt::Continue: throw Continue{};
+}
+
+std::string Eval::capture(const Body &body) {
+    std::string buf;
+    std::string *const saved = out_;
+    out_ = &buf;
+    struct Back {
+        std::string *&o, *s;
+        ~Back() { o = s; }
+    } back{out_, saved};
+    run(body);
+    return buf;
+}
+
+// A macro's call: its parameters from the arguments (the rest their
+// defaults, or undefined), its body run in a scope of its own over the
+// template's top level; the output is the value.
+Value Eval::call_macro(const Stmt &s, std::vector<Value> &args, Kwargs &kwargs, const Value &caller) {
+    const Where at = at_;
+    const std::string &name = s.targets[0];
+    const size_t np = s.targets.size() - 1;
+    if (args.size() > np) {
+        fail(at, "macro '" + name + "' takes not more than " + std::to_string(np) + " argument(s)");
     }
+    std::map<std::string, Value> frame;
+    std::vector<bool> given(np, false);
+    for (size_t k = 0; k < args.size(); k++) frame[s.targets[k + 1]] = args[k], given[k] = true;
+    Value call = caller;
+    for (auto &[key, v] : kwargs) {
+        if (key == "caller") {
+            call = v;
+            continue;
+        }
+        const auto it = std::find(s.targets.begin() + 1, s.targets.end(), key);
+        if (it == s.targets.end()) fail(at, "macro '" + name + "' takes no keyword argument '" + key + "'");
+        const size_t k = (size_t)(it - s.targets.begin()) - 1;
+        if (given[k]) fail(at, "macro '" + name + "' got multiple values for argument '" + key + "'");
+        frame[key] = v;
+        given[k] = true;
+    }
+    if (++call_depth_ > 100) {
+        call_depth_--;
+        fail(at, "macro calls nested more than 100 deep");
+    }
+    auto saved = std::make_shared<std::vector<std::map<std::string, Value>>>();
+    std::swap(*saved, frames_);
+    struct Back {
+        Eval &e;
+        std::vector<std::map<std::string, Value>> &sv;
+        Where at;
+        ~Back() {
+            std::swap(e.frames_, sv);
+            e.call_depth_--;
+            e.at_ = at;
+        }
+    } back{*this, *saved, at};
+    frames_.push_back(saved->front());
+    frames_.push_back(std::move(frame));
+    for (size_t k = 0; k < np; k++) {
+        if (given[k]) continue;
+        frames_.back()[s.targets[k + 1]] = s.defaults[k] ? eval(*s.defaults[k]) : Value{};
+    }
+    if (call.kind != Value::Undefined) frames_.back()["caller"] = call;
+    try {
+        return Value::str(capture(s.body));
+    } catch (const Break &) {
+        fail(at, "{% break %} outside a loop");
+    } catch (const Continue &) {
+        fail(at, "{% continue %} outside a loop");
+    }
+}
+
+// strftime_now(fmt): transformers' datetime.now().strftime(fmt), in local
+// time; HALFORMER_CHAT_NOW ("YYYY-MM-DD HH:MM:SS") fixes the time (tests).
+Value Eval::strftime_now(const std::vector<Value> &args) {
+    if (args.size() != 1 || args[0].kind != Value::String) fail(at_, "strftime_now() takes one string");
+    std::tm tm{};
+    const char *fixed = std::getenv("HALFORMER_CHAT_NOW");
+    if (fixed && *fixed) {
+        int Y, M, D, h, m, sec;
+        if (std::sscanf(fixed, "%d-%d-%d %d:%d:%d", &Y, &M, &D, &h, &m, &sec) != 6) {
+            fail(at_, "HALFORMER_CHAT_NOW is not \"YYYY-MM-DD HH:MM:SS\"");
+        }
+        tm.tm_year = Y - 1900, tm.tm_mon = M - 1, tm.tm_mday = D, tm.tm_hour = h, tm.tm_min = m, tm.tm_sec = sec;
+        tm.tm_isdst = -1;
+        std::mktime(&tm);  // the weekday and day of the year
+    } else {
+        const std::time_t now = std::time(nullptr);
+        localtime_r(&now, &tm);
+    }
+    std::string buf(256 + args[0].s.size() * 8, '\0');
+    const size_t n = args[0].s.empty() ? 0 : std::strftime(buf.data(), buf.size(), args[0].s.c_str(), &tm);
+    buf.resize(n);
+    return Value::str(buf);
 }
 
 void Eval::loop(const Stmt &s) {
@@ -156,7 +309,7 @@ Value Eval::eval(const Node &n) {
     case Node::ListLit: {
         Array a;
         for (auto &k : n.kids) a.push_back(eval(*k));
-        return Value::array(std::move(a));
+        return n.name == "tuple" ? Value::tuple(std::move(a)) : Value::array(std::move(a));
     }
     case Node::DictLit: {
         Value d = Value::object();
@@ -255,6 +408,7 @@ Value Eval::call(const Node &n) {
         if (callee.name == "raise_exception") {
             throw Error("chat template: " + (args.empty() ? std::string("raise_exception()") : to_str(args[0])));
         }
+        if (callee.name == "strftime_now") return strftime_now(args);
         if (callee.name == "namespace") {
             Value ns = Value::object();
             ns.is_namespace = true;

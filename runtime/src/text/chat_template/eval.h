@@ -21,7 +21,7 @@ struct Continue {};
 
 class Eval {
 public:
-    explicit Eval(std::string &out) : out_(out) { frames_.emplace_back(); }
+    explicit Eval(std::string &out) : out_(&out) { frames_.emplace_back(); }
     std::vector<std::map<std::string, Value>> frames_;
 
     void run(const Body &body) {
@@ -52,12 +52,24 @@ private:
     static std::string replace_all(std::string s, const std::string &from, const std::string &to);
     static std::string recase(const std::string &s, const std::string &how);
     Value filter(const Node &n);
-    std::optional<Value> text_filter(const std::string &f, const Value &v, const std::vector<Value> &a);
-    std::optional<Value> sequence_filter(const std::string &f, const Value &v, const std::vector<Value> &a);
     bool test(const Node &n);
 
-    std::string &out_;
+    // Macros, {% call %}, block sets and filters: the output of a body.
+    std::string capture(const Body &body);
+    Value call_macro(const Stmt &s, std::vector<Value> &args, std::vector<std::pair<std::string, Value>> &kwargs,
+                     const Value &caller);
+    void assign(const Stmt &s, Value v);
+    Value strftime_now(const std::vector<Value> &args);
+
+    using Kwargs = std::vector<std::pair<std::string, Value>>;
+    Value apply_filter(const std::string &f, const Value &v, const std::vector<Value> &a, const Kwargs &kw);
+    bool apply_test(const std::string &t, const Value &v, const std::vector<Value> &a);
+    Array iterate(const Value &v, const std::string &what);
+    Value attr_path(const Value &v, const std::string &path);
+
+    std::string *out_;
     Where at_;
+    int call_depth_ = 0;
 };
 
 }  // namespace halformer::jinja

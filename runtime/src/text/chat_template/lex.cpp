@@ -151,7 +151,17 @@ std::vector<Tok> tokenize(const std::string &s, const Where &at) {
             if (e + 1 < s.size() && s[e] == '.' && std::isdigit((unsigned char)s[e + 1])) {
                 real = true;
                 e++;
-                while (e < s.size() && std::isdigit((unsigned char)s[e])) e++;
+                while (e < s.size() && (std::isdigit((unsigned char)s[e]) || s[e] == '_')) e++;
+            }
+            // An exponent: 1e3, 2.5E-2 (a float, as jinja2's).
+            if (e < s.size() && (s[e] == 'e' || s[e] == 'E')) {
+                size_t x = e + 1;
+                if (x < s.size() && (s[x] == '+' || s[x] == '-')) x++;
+                if (x < s.size() && std::isdigit((unsigned char)s[x])) {
+                    real = true;
+                    e = x;
+                    while (e < s.size() && (std::isdigit((unsigned char)s[e]) || s[e] == '_')) e++;
+                }
             }
             std::string num = s.substr(k, e - k);
             num.erase(std::remove(num.begin(), num.end(), '_'), num.end());

@@ -20,6 +20,8 @@ public:
     // A for loop's iterable: no conditional (its "if" filters the loop).
     NodeP expression_no_cond() { return or_expr(); }
     bool at_end() const { return t_[k_].kind == Tok::End; }
+    // The tokens not read yet (the last End).
+    std::vector<Tok> rest() const { return std::vector<Tok>(t_.begin() + (long)k_, t_.end()); }
     const Tok &peek(size_t ahead = 0) const { return t_[std::min(k_ + ahead, t_.size() - 1)]; }
     bool accept(const std::string &op) {
         if ((peek().kind == Tok::Op || peek().kind == Tok::Name) && peek().text == op) {
@@ -164,23 +166,27 @@ private:
         }
         return a;
     }
-    NodeP unary() {
+    // As jinja2: a unary minus binds tighter than filters (-3|abs is 3),
+    // attributes, items and calls tighter than it.
+    NodeP unary(bool with_filter = true) {
         Depth guard(*this);
+        NodeP n;
         if (peek().kind == Tok::Op && peek().text == "-") {
             k_++;
-            auto n = make(Node::Neg);
-            n->kids = {unary()};
-            return n;
-        }
-        if (peek().kind == Tok::Op && peek().text == "+") {
+            n = make(Node::Neg);
+            n->kids = {unary(false)};
+        } else if (peek().kind == Tok::Op && peek().text == "+") {
             k_++;
-            return unary();
+            n = unary(false);
+        } else {
+            n = postfix(primary(), false);
         }
-        return postfix(primary());
+        return with_filter ? postfix(n, true) : n;
     }
     void args(const NodeP &n) {
         if (accept(")")) return;
         for (;;) {
+            if (accept(")")) return;  // (a trailing comma)
             if (peek().kind == Tok::Name && peek(1).kind == Tok::Op && peek(1).text == "=") {
                 std::string key = name();
                 k_++;
@@ -192,7 +198,7 @@ private:
             expect(",");
         }
     }
-    NodeP postfix(NodeP a) {
+    NodeP postfix(NodeP a, bool filters) {
         for (;;) {
             if (accept(".")) {
                 auto n = make(Node::Attr);
@@ -218,7 +224,7 @@ private:
                 n->kids = {a};
                 args(n);
                 a = n;
-            } else if (peek().kind == Tok::Op && peek().text == "|") {
+            } else if (filters && peek().kind == Tok::Op && peek().text == "|") {
                 k_++;
                 auto n = make(Node::Filter);
                 n->name = name();
@@ -260,8 +266,9 @@ private:
         }
         if (accept("(")) {
             NodeP e = expression();
-            if (accept(",")) {  // a tuple: a list here
+            if (accept(",")) {  // a tuple
                 auto n = make(Node::ListLit);
+                n->name = "tuple";
                 n->kids = {e};
                 while (!accept(")")) {
                     n->kids.push_back(expression());
@@ -425,9 +432,55 @@ private:
             s->kind = Stmt::Set;
             s->targets.push_back(e.name());
             if (e.accept(".")) s->targets.push_back(e.name());
-            if (!e.accept("=")) e.fail("{% set %} blocks ({% set x %}...{% endset %}) are not supported");
-            s->expr = e.expression();
+            if (e.accept("=")) {
+                s->expr = e.expression();
+                end_of_tag(e);
+                return s;
+            }
+            // {% set x %}...{% endset %}, or {% set x | filters %}...{% endset %}
+            s->block = true;
+            if (!e.at_end()) {
+                if (!(e.peek().kind == Tok::Op && e.peek().text == "|")) e.fail("expected '=' or '|', found " + ExprParser::describe(e.peek()));
+                s->filter = block_filters(e, p.at, false);
+            }
+            s->body = block({"endset"});
+            close_block("endset");
+            return s;
+        }
+        if (kw == "filter") {
+            s->kind = Stmt::FilterBlock;
+            if (e.at_end()) e.fail("{% filter %} without a filter");
+            s->filter = block_filters(e, p.at, true);
+            s->body = block({"endfilter"});
+            close_block("endfilter");
+            return s;
+        }
+        if (kw == "macro") {
+            s->kind = Stmt::Macro;
+            s->targets.push_back(e.name());
+            e.expect("(");
+            while (!e.accept(")")) {
+                s->targets.push_back(e.name());
+                s->defaults.push_back(e.accept("=") ? e.expression() : nullptr);
+                if (!s->defaults.back() && std::count(s->defaults.begin(), s->defaults.end(), nullptr) != (long)s->defaults.size()) {
+                    e.fail("a parameter without a default after one with a default");
+                }
+                if (e.accept(")")) break;
+                e.expect(",");
+            }
             end_of_tag(e);
+            s->body = block({"endmacro"});
+            close_block("endmacro");
+            return s;
+        }
+        if (kw == "call") {
+            s->kind = Stmt::CallBlock;
+            if (e.peek().kind == Tok::Op && e.peek().text == "(") e.fail("{% call(args) %} (a caller with parameters) is not supported");
+            s->expr = e.expression();
+            if (s->expr->kind != Node::Call) e.fail("{% call %} needs a macro call");
+            end_of_tag(e);
+            s->body = block({"endcall"});
+            close_block("endcall");
             return s;
         }
         if (kw == "break" || kw == "continue") {
@@ -435,7 +488,8 @@ private:
             end_of_tag(e);
             return s;
         }
-        if (kw == "endfor" || kw == "endif" || kw == "elif" || kw == "else" || kw == "endset" || kw == "endmacro") {
+        if (kw == "endfor" || kw == "endif" || kw == "elif" || kw == "else" || kw == "endset" || kw == "endmacro" ||
+            kw == "endfilter" || kw == "endcall") {
             fail(p.at, "unexpected {% " + kw + " %}");
         }
         if (kw == "generation" || kw == "endgeneration") {  // transformers' AssistantTracker: markers only
@@ -443,6 +497,26 @@ private:
             return s;
         }
         fail(p.at, "{% " + kw + " %} is not supported by Halformer's chat templates");
+    }
+    // The filters of a {% filter f|g %} or {% set x | f %} tag (`bare`: no
+    // leading '|'), as filters of the name kBlockName.
+    static NodeP block_filters(ExprParser &e, const Where &at, bool bare) {
+        std::vector<Tok> t{{Tok::Name, kBlockName}};
+        if (bare) t.push_back({Tok::Op, "|"});
+        for (const Tok &x : e.rest()) t.push_back(x);
+        ExprParser f(std::move(t), at);
+        NodeP n = f.expression();
+        end_of_tag(f);
+        if (n->kind != Node::Filter) f.fail("expected filters");
+        return n;
+    }
+    // The {% end... %} that block() stopped at.
+    void close_block(const std::string &kw) {
+        ExprParser x(tokenize(p_[k_].text, p_[k_].at), p_[k_].at);
+        x.name();
+        if (kw == "endmacro" && x.peek().kind == Tok::Name) x.name();  // {% endmacro name %}
+        end_of_tag(x);
+        k_++;
     }
     static void end_of_tag(ExprParser &e) {
         if (!e.at_end()) e.fail("unexpected " + ExprParser::describe(e.peek()));

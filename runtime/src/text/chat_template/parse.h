@@ -24,17 +24,24 @@ struct Node {
     bool negated = false;  // Test: "is not"
 };
 
+// The name a {% filter %} or {% set x | f %} block's text is bound to for its filters.
+inline const char *const kBlockName = "\x01block";
+
 struct Stmt;
 using StmtP = std::shared_ptr<Stmt>;
 using Body = std::vector<StmtP>;
 struct Stmt {
-    enum Kind { Text, Output, If, For, Set, Break, Continue } kind;
+    enum Kind { Text, Output, If, For, Set, Break, Continue, Macro, CallBlock, FilterBlock } kind;
     std::string text;
     NodeP expr;                                 // Output, Set's value, For's iterable
     std::vector<std::pair<NodeP, Body>> branches;  // If: (condition, body); the else: condition null
-    std::vector<std::string> targets;           // For: loop variables; Set: name (or namespace, attribute)
-    NodeP filter;                               // For: "if" condition
-    Body body, else_body;                       // For
+    std::vector<std::string> targets;           // For: loop variables; Set: name (or namespace, attribute);
+                                                // Macro: its name, then its parameters
+    std::vector<NodeP> defaults;                // Macro: each parameter's default (null: none)
+    NodeP filter;                               // For: "if" condition; FilterBlock and block Set: the filters,
+                                                // applied to the name kBlockName (the body's text)
+    Body body, else_body;                       // For; Macro, CallBlock, FilterBlock, block Set: body
+    bool block = false;                         // Set: {% set x %}...{% endset %}
     Where at;
 };
 

@@ -5,6 +5,7 @@
 #include "halformer/error.h"
 #include "halformer/json.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -46,14 +47,31 @@ namespace {
 std::string float_repr(double x) {
     if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
     if (std::isnan(x)) return "nan";
+    if (x == 0) return std::signbit(x) ? "-0.0" : "0.0";
+    // Python's repr: the shortest digits that read back, in fixed notation
+    // for exponents -4 to 15, else as d.ddde+XX.
     char buf[64];
-    for (int prec = 1; prec <= 17; prec++) {  // Python's repr: the shortest that reads back
-        std::snprintf(buf, sizeof buf, "%.*g", prec, x);
+    for (int prec = 0; prec <= 16; prec++) {
+        std::snprintf(buf, sizeof buf, "%.*e", prec, x);
         if (std::strtod(buf, nullptr) == x) break;
     }
-    std::string s = buf;
-    if (s.find_first_of(".en") == std::string::npos) s += ".0";
-    return s;
+    std::string m = buf;
+    const size_t e = m.find('e');
+    const int exp = std::atoi(m.c_str() + e + 1);
+    std::string digits;
+    for (size_t k = 0; k < e; k++)
+        if (std::isdigit((unsigned char)m[k])) digits += m[k];
+    const std::string sign = x < 0 ? "-" : "";
+    if (exp < -4 || exp >= 16) {
+        std::string out = sign + digits.substr(0, 1);
+        if (digits.size() > 1) out += "." + digits.substr(1);
+        char eb[16];
+        std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+        return out + eb;
+    }
+    if (exp < 0) return sign + "0." + std::string((size_t)(-exp - 1), '0') + digits;
+    if ((size_t)exp + 1 >= digits.size()) return sign + digits + std::string((size_t)exp + 1 - digits.size(), '0') + ".0";
+    return sign + digits.substr(0, (size_t)exp + 1) + "." + digits.substr((size_t)exp + 1);
 }
 
 std::string py_quote(const std::string &s) {
@@ -88,8 +106,9 @@ std::string repr(const Value &v) {
     switch (v.kind) {
     case Value::String: return py_quote(v.s);
     case Value::List: {
-        std::string out = "[";
+        std::string out = v.is_tuple ? "(" : "[";
         for (size_t k = 0; k < v.list->size(); k++) out += (k ? ", " : "") + repr((*v.list)[k]);
+        if (v.is_tuple) return out + (v.list->size() == 1 ? ",)" : ")");
         return out + "]";
     }
     case Value::Dict: {

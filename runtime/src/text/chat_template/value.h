@@ -27,6 +27,7 @@ struct Value {
     std::shared_ptr<Object> dict;
     std::shared_ptr<Builtin> fn;
     bool is_namespace = false;
+    bool is_tuple = false;  // a List that Python would print as a tuple: (a, b)
 
     static Value none() { Value v; v.kind = None; return v; }
     static Value boolean(bool x) { Value v; v.kind = Bool; v.b = x; return v; }
@@ -34,6 +35,7 @@ struct Value {
     static Value real(double x) { Value v; v.kind = Float; v.f = x; return v; }
     static Value str(std::string x) { Value v; v.kind = String; v.s = std::move(x); return v; }
     static Value array(Array a = {}) { Value v; v.kind = List; v.list = std::make_shared<Array>(std::move(a)); return v; }
+    static Value tuple(Array a) { Value v = array(std::move(a)); v.is_tuple = true; return v; }
     static Value object(Object o = {}) { Value v; v.kind = Dict; v.dict = std::make_shared<Object>(std::move(o)); return v; }
     static Value function(Builtin f) { Value v; v.kind = Function; v.fn = std::make_shared<Builtin>(std::move(f)); return v; }
 
