@@ -226,5 +226,10 @@ d_out=$("$hf" generate "$fx/hf/qwen2" --text "Hello there" --max-new-tokens 6)
 # A checkpoint's tokenizer without its weights.
 mkdir -p "$tmp/tok_only" && cp "$fx/hf/qwen2/"{config.json,tokenizer.json,tokenizer_config.json} "$tmp/tok_only/"
 [ "$("$hf" tokenizer encode "$tmp/tok_only" "Hello there, 123")" = "$d_ids" ] || fail "tokenizer encode without weights"
+n_ids=$(wc -w <<< "$d_ids")
+[ "$("$hf" tokenizer count "$fx/gguf/qwen2.f32.gguf" "Hello there, 123")" = "$n_ids" ] || fail "tokenizer count"
+counts=$(printf 'a b\nHello there, 123\n' | "$hf" tokenizer count "$tmp/tok_only" 2> "$tmp/count.err" | tr '\n' ' ')
+grep -q "total: .* tokens in 2 lines" "$tmp/count.err" || fail "tokenizer count: no total ($(cat "$tmp/count.err"))"
+[ "${counts% }" = "$(wc -w <<< "$("$hf" tokenizer encode "$tmp/tok_only" "a b")") $n_ids" ] || fail "tokenizer count: $counts"
 echo "gguf: info, tokenizer and generate equal the directory's; chat --print-prompt; a tokenizer without weights"
 echo "cli: OK"

@@ -5,6 +5,7 @@
 //     (tok.model: a SentencePiece model, a model directory, a Hugging Face
 //     checkpoint's with or without its weights, or a GGUF file)
 //   halformer tokenizer decode tok.model ["5 6 7"]             # ids back to text
+//   halformer tokenizer count tok.model ["text"]               # tokens a line (stdin: then the total)
 //   halformer tokenizer pairs tok.model --src train.en --tgt train.de --out train.ids [--max-len 126]
 //
 // `pairs` writes the token-id file `halformer train --train` reads (source
@@ -67,7 +68,7 @@ struct Args {
 };
 
 struct Subcommands {
-    CLI::App *train, *encode, *decode, *pairs;
+    CLI::App *train, *encode, *decode, *count, *pairs;
 };
 
 Subcommands add_subcommands(CLI::App &app, Args &a) {
@@ -94,6 +95,11 @@ Subcommands add_subcommands(CLI::App &app, Args &a) {
     s.decode->add_option("model", a.model, "tokenizer.model, a model directory (weights not needed) or a GGUF file")
         ->required();
     s.decode->add_option("ids", a.text, "space-separated ids (default: read lines from stdin)");
+
+    s.count = app.add_subcommand("count", "tokens in text (the argument, or each line of stdin, then the total on stderr)");
+    s.count->add_option("model", a.model, "tokenizer.model, a model directory (weights not needed) or a GGUF file")
+        ->required();
+    s.count->add_option("text", a.text, "text to count (default: read lines from stdin)");
 
     s.pairs = app.add_subcommand("pairs", "parallel text files to the token-id file halformer train reads");
     s.pairs->add_option("model", a.model, "tokenizer.model, or a model directory")->required();
@@ -187,15 +193,21 @@ int run_pairs(const Args &a) {
 // encode or decode: the argument, or stdin line by line. A line that fails
 // gives an empty output line (the output stays line for line with the
 // input) and a message; the exit status is then 1.
-int run_lines(const Tokenizer &t, bool encode, bool pieces, const std::string *text) {
+enum class Mode { Encode, Pieces, Decode, Count };
+
+int run_lines(const Tokenizer &t, Mode mode, const std::string *text) {
     int failures = 0;
-    int64_t line = 0;
+    int64_t line = 0, total = 0;
     auto one = [&](const std::string &s) {
         line++;
         try {
-            if (!encode) {
+            if (mode == Mode::Count) {
+                const size_t n = t.encode(s).size();
+                total += (int64_t)n;
+                std::printf("%zu\n", n);
+            } else if (mode == Mode::Decode) {
                 std::printf("%s\n", one_line(t.decode(parse_ids(s))).c_str());
-            } else if (pieces) {
+            } else if (mode == Mode::Pieces) {
                 auto p = t.pieces(s);
                 for (size_t i = 0; i < p.size(); i++) std::printf("%s%s", i ? " " : "", p[i].c_str());
                 std::printf("\n");
@@ -215,6 +227,7 @@ int run_lines(const Tokenizer &t, bool encode, bool pieces, const std::string *t
             strip_cr(s);
             one(s);
         }
+        if (mode == Mode::Count) std::fprintf(stderr, "total: %lld tokens in %lld lines\n", (long long)total, (long long)line);
     }
     return failures ? 1 : 0;
 }
@@ -229,10 +242,15 @@ int cmd_tokenizer(int argc, char **argv) {
     if (!parse_command(app, argc, argv)) return 0;
     if (s.train->parsed()) return run_train(a);
     if (s.pairs->parsed()) return run_pairs(a);
-    const bool encode = s.encode->parsed();
-    const bool from_stdin = (encode ? s.encode->count("text") : s.decode->count("ids")) == 0;
+    const Mode mode = s.count->parsed()    ? Mode::Count
+                      : s.decode->parsed() ? Mode::Decode
+                      : a.pieces           ? Mode::Pieces
+                                           : Mode::Encode;
+    const bool from_stdin = (mode == Mode::Decode   ? s.decode->count("ids")
+                             : mode == Mode::Count  ? s.count->count("text")
+                                                    : s.encode->count("text")) == 0;
     const Tokenizer t = Tokenizer::load_for(a.model);
-    return run_lines(t, encode, a.pieces, from_stdin ? nullptr : &a.text);
+    return run_lines(t, mode, from_stdin ? nullptr : &a.text);
 }
 
 }  // namespace halformer
