@@ -157,7 +157,8 @@ out=$("$hf" bench "$fx/ed_pre_gelu" --src-len 8 --new-tokens 4 --iters 1 --batch
 for key in encoder_ms decoder_step_ms greedy_tokens_per_s beam_tokens_per_s peak_rss_mb; do
     grep -q "\"$key\": [0-9]" <<< "$out" || fail "bench --json: $key in $out"
 done
-"$hf" bench "$fx/dec_post_relu" --src-len 5 --new-tokens 3 --iters 1 | grep -q "decoder_step_ms" || fail "bench: text"
+bench_out=$("$hf" bench "$fx/dec_post_relu" --src-len 5 --new-tokens 3 --iters 1) || fail "bench: text"
+grep -q "decoder_step_ms" <<< "$bench_out" || fail "bench: text"
 expect_error "max_positions = 24" "$hf" bench "$fx/ed_pre_gelu" --src-len 30 --iters 1
 
 # Errors name the problem; nothing crashes.
@@ -216,7 +217,10 @@ printed=$(printf '[{"role": "user", "content": "Hello there"}]' | "$hf" chat "$f
 expect_error "message 0 is not an object" sh -c "echo '[1]' | '$hf' chat '$fx/hf/qwen2' --print-prompt"
 
 # GGUF files: info, generate and the tokenizer as on a directory (docs/gguf.md).
-"$hf" info "$fx/gguf/qwen2.f32.gguf" | grep -q 'format: GGUF' || fail "info on a GGUF file"
+# (Captured first: grep -q stops reading at the match, and info's next write
+# would then fail with SIGPIPE under pipefail.)
+info_out=$("$hf" info "$fx/gguf/qwen2.f32.gguf") || fail "info on a GGUF file"
+grep -q 'format: GGUF' <<< "$info_out" || fail "info on a GGUF file: $info_out"
 g_ids=$("$hf" tokenizer encode "$fx/gguf/qwen2.f32.gguf" "Hello there, 123")
 d_ids=$("$hf" tokenizer encode "$fx/hf/qwen2" "Hello there, 123")
 [ -n "$g_ids" ] && [ "$g_ids" = "$d_ids" ] || fail "tokenizer encode: the GGUF file's '$g_ids', the directory's '$d_ids'"
