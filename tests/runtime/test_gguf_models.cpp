@@ -16,10 +16,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+
+#include <unistd.h>
 
 using namespace halformer;
 using namespace std::string_literals;
@@ -51,6 +54,12 @@ double rel_diff(const std::vector<Tensor> &a, const std::vector<Tensor> &b) {
     return num / std::max(den, 1e-30);
 }
 
+// A file of this process's own in the temporary directory (ctest runs the
+// suite once per x86 variant, side by side).
+std::string temp_file(const std::string &name) {
+    return testing::TempDir() + "halformer_gguf_" + std::to_string(getpid()) + "_" + name;
+}
+
 std::string error_of(const std::string &path) {
     try {
         Model::load(path);
@@ -68,7 +77,7 @@ std::string edited(const std::string &name, const std::string &from, const std::
     EXPECT_NE(at, std::string::npos) << from;
     EXPECT_EQ(from.size(), to.size());
     if (at != std::string::npos) bytes.replace(at, from.size(), to);
-    const std::string out = testing::TempDir() + "edited_" + name;
+    const std::string out = temp_file("edited_" + name);
     std::ofstream(out, std::ios::binary) << bytes;
     return out;
 }
@@ -142,15 +151,17 @@ TEST(GgufModels, BadFilesNameTheProblem) {
                                               "llama.attention.head_xxxxx\x04"));
     EXPECT_NE(nokey.find("llama.attention.head_count"), std::string::npos) << nokey;
     // Not a GGUF file, not a directory.
-    const std::string plain = testing::TempDir() + "not_a_model.bin";
+    const std::string plain = temp_file("not_a_model.bin");
     std::ofstream(plain) << "hello";
     EXPECT_NE(error_of(plain).find("nor a GGUF file"), std::string::npos) << error_of(plain);
     // A truncated file: the reader's error, naming the file.
     std::ifstream in(gguf("qwen3.mixed.gguf"), std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string cut = testing::TempDir() + "cut.gguf";
+    const std::string cut = temp_file("cut.gguf");
     std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
     EXPECT_NE(error_of(cut).find("cut.gguf"), std::string::npos) << error_of(cut);
+    for (const std::string &f : {renamed, extra, plain, cut}) std::remove(f.c_str());
+    std::remove(temp_file("edited_qwen3.mixed.gguf").c_str());
 }
 
 // A GGUF file's tokenizer (tokenizer.ggml.*: byte-level BPE as llama.cpp
