@@ -102,9 +102,7 @@ Tokenizer Tokenizer::load_for(const std::string &path) {
         if (c.tokenizer.empty()) throw Error(path + "/config.json names no tokenizer");
         return load(path + "/" + c.tokenizer);
     }
-    std::ifstream in(path, std::ios::binary);
-    char magic[4] = {};
-    if (in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0) {
+    if (is_gguf_file(path)) {
         const Gguf g(path);
         const Config c = Config::from_json(hf::gguf_config_json(g), path + " (as config.json)");
         auto t = load_gguf(path, c);

@@ -201,6 +201,9 @@ private:
     std::map<std::string, size_t> tensor_index_;
 };
 
+// Whether `path` is a readable file that starts as GGUF files do ("GGUF").
+bool is_gguf_file(const std::string &path);
+
 // All t.numel() values of the tensor into `out`, row by row (ne[0] values a
 // row), exactly as ggml's dequantize_row_* computes them. A type
 // ggml_can_dequantize() refuses is an Error naming the type and the tensor.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <limits>
 
 #include <fcntl.h>
@@ -527,6 +528,12 @@ std::vector<double> Gguf::numbers(const std::string &key) const {
     for (const auto &e : v.array) out.push_back(as_double(e));
     return out;
 }
+bool is_gguf_file(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    char magic[4] = {};
+    return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
 std::vector<double> Gguf::numbers(const std::string &key, const std::vector<double> &fallback) const {
     return has(key) ? numbers(key) : fallback;
 }

@@ -276,13 +276,6 @@ void read_chat_template(const std::string &dir, ModelWeights &w) {
 
 namespace {
 
-// Whether `path` is a file that starts as GGUF files do.
-bool is_gguf_file(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    char magic[4] = {};
-    return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
-}
-
 // A GGUF file, read as the Hugging Face checkpoint it was converted from
 // (hf/gguf_files.cpp): its config.json made from the metadata, its tensors
 // under transformers' names, its tokenizer (tokenizer.ggml.*) and chat
