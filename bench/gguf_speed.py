@@ -144,7 +144,7 @@ def run_halformer(exe, path, threads):
                          capture_output=True, text=True, env=env).stdout
     r = json.loads(out.strip().splitlines()[-1])
     return {"prompt_tok_s": PROMPT / (r["encoder_ms"] / 1000), "decode_tok_s": r["greedy_tokens_per_s"],
-            "peak_rss_mb": r["peak_rss_mb"]}
+            "peak_rss_mb": r["peak_rss_mb"], "precision": r.get("precision", "?")}
 
 
 def halformer_tokens(exe, path, n):
@@ -190,13 +190,14 @@ def main():
                 m = rows[side][-1]
                 print(f"[gguf] {t} round {r + 1} {side}: prompt {m['prompt_tok_s']:.1f} tok/s, decode "
                       f"{m['decode_tok_s']:.2f} tok/s, peak {m['peak_rss_mb']:.0f} MB", flush=True)
-            if r == 0 and t == "F32":
+            if r == 0:
                 h = halformer_tokens(a.halformer, path, 32)
                 lc = rows["llama.cpp"][-1]["tokens"][:32]
                 check = {"halformer": h, "llama.cpp": lc, "equal": h == lc}
-                print(f"[gguf] F32 greedy ids equal for {sum(x == y for x, y in zip(h, lc))} of 32", flush=True)
+                print(f"[gguf] {t} greedy ids equal for {sum(x == y for x, y in zip(h, lc))} of 32", flush=True)
         med = {side: {k: statistics.median(x[k] for x in v) for k in ("prompt_tok_s", "decode_tok_s", "peak_rss_mb")}
                for side, v in rows.items()}
+        med["halformer"]["precision"] = rows["halformer"][0].get("precision", "?")
         results["types"][t] = {"file_bytes": size, "median": med, "rounds": {k: [{kk: vv for kk, vv in x.items()
                                                                                  if kk != "tokens"} for x in v]
                                                                            for k, v in rows.items()},
@@ -208,13 +209,15 @@ def main():
     lines = [f"# Halformer and llama.cpp on the same GGUF files ({cpu}, {day})", "",
              f"Llama-3.2-1B-shaped random weights ({s}), {a.threads} threads each, batch 1, a {PROMPT}-token prompt "
              f"then {NEW} greedy tokens, {a.rounds} interleaved rounds, medians. llama.cpp: node-llama-cpp "
-             f"{NODE_VERSION}'s prebuilt CPU backend. Halformer dequantizes every type to float32 at load "
-             "(docs/gguf.md), so its speed and memory are its float32 model's whatever the file's type.", "",
-             "| file | size GB | prompt tok/s H / L (ratio) | decode tok/s H / L (ratio) | peak RSS MB H / L |",
-             "|---|---|---|---|---|"]
+             f"{NODE_VERSION}'s prebuilt CPU backend. Halformer runs each file in its own precision (docs/gguf.md): "
+             "F32 in float32, Q8_0 in int8 packed from the file's codes and block steps (activations quantized "
+             "in blocks of 32, as llama.cpp's Q8_0 dot product does); other types are dequantized to float32.", "",
+             "| file | Halformer runs | size GB | prompt tok/s H / L (ratio) | decode tok/s H / L (ratio) | "
+             "peak RSS MB H / L |",
+             "|---|---|---|---|---|---|"]
     for t, r in results["types"].items():
         h, lc = r["median"]["halformer"], r["median"]["llama.cpp"]
-        lines.append(f"| {t} | {r['file_bytes'] / 1e9:.2f} | {h['prompt_tok_s']:.1f} / {lc['prompt_tok_s']:.1f} "
+        lines.append(f"| {t} | {h.get('precision', '?')} | {r['file_bytes'] / 1e9:.2f} | {h['prompt_tok_s']:.1f} / {lc['prompt_tok_s']:.1f} "
                      f"({h['prompt_tok_s'] / lc['prompt_tok_s']:.2f}x) | {h['decode_tok_s']:.2f} / "
                      f"{lc['decode_tok_s']:.2f} ({h['decode_tok_s'] / lc['decode_tok_s']:.2f}x) | "
                      f"{h['peak_rss_mb']:.0f} / {lc['peak_rss_mb']:.0f} |")
@@ -223,7 +226,8 @@ def main():
             c = r["cross_check"]
             n = sum(x == y for x, y in zip(c["halformer"], c["llama.cpp"]))
             lines += ["", f"{t}: the first 32 greedy ids of the same prompt are equal for {n} of 32 (Halformer's "
-                      "`generate` against llama.cpp's, the same file)."]
+                      "`generate` against llama.cpp's, the same file"
+                      + (")." if t == "F32" else "; both quantize the activations, each its own way).")]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     try:

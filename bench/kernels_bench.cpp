@@ -284,10 +284,10 @@ void linear(int M, int K, int N) {
 }
 
 // Reduced-precision linear, Y = X·Wᵀ + b with X float32: ours packs W once
-// (bf16, or int8 with per-column scales) and converts or quantizes X inside
+// (bf16, or int8 with a scale per 32 k of each column, Q8_0's blocks) and converts or quantizes X inside
 // the call; oneDNN gets its best case, X already in bf16 / u8 and W
 // reordered once into its own layout (its int8 output is the raw int32 sum
-// converted to float, without our per-row and per-column rescaling).
+// converted to float, without our per-block rescaling).
 void linear_lowp(int M, int K, int N, bool int8) {
     using dt = dnnl::memory::data_type;
     auto x = keep(rnd({K, M}, 1)), w = keep(rnd({K, N}, 2, 0.05f)), b = keep(rnd({N}, 3));
@@ -297,11 +297,11 @@ void linear_lowp(int M, int K, int N, bool int8) {
     const bool compute = M >= 128;
     const double wbytes = int8 ? 1.0 : 2.0;
     const double work = compute ? 2.0 * M * K * N : wbytes * K * N + 4.0 * ((double)M * K + (double)M * N);
-    const int Np = (N + 47) / 48 * 48, kf = int8 ? 4 : 2, groups = (K + kf - 1) / kf;
+    const int Np = (N + 47) / 48 * 48, kf = int8 ? 4 : 2, groups = int8 ? (K + 31) / 32 * 8 : (K + kf - 1) / kf;
     auto wp = keep(Buffer<void>(int8 ? halide_type_t(halide_type_int, 8) : halide_type_t(halide_type_bfloat, 16),
                                 {kf, 48, groups, Np / 48}));
-    auto scale = keep(Buffer<float>(Np));
-    auto colsum = keep(Buffer<int32_t>(Np));
+    auto scale = keep(Buffer<float>(48, groups * kf / 32, Np / 48));
+    auto colsum = keep(Buffer<int16_t>(48, groups * kf / 32, Np / 48));
     int rc = int8 ? hf_pack_int8(*w, *wp, *scale, *colsum) : hf_pack_bf16(*w, *wp);
     if (rc) halformer::check_kernel(rc, "pack");
     if (int8) {

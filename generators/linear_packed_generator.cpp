@@ -3,8 +3,8 @@
 //
 //   x        [M, K]              Halide (k, m)           float32 activations
 //   w        packed W [N, K]     Halide (r, j, kk, p)    f32 | bf16 | int8, from pack_weights
-//   scale    [Np]                Halide (n)              int8 only: W ≈ scale(n)·q(n, k)
-//   colsum   [Np]                Halide (n)              int8 only: Σ_k q(n, k)
+//   scale    [Np, Kp/32]         Halide (j, b, p)        int8 only: W ≈ scale(n, b)·q(n, k), b = k / 32
+//   colsum   [Np, Kp/32]         Halide (j, b, p)        int8 only: Σ_{k in b} q(n, k) (int16)
 //   bias     [N]                 Halide (n)
 //   residual [M, N]              Halide (n, m)           only when residual=true
 //   gate     [M, N]              Halide (n, m)           only when gated=true: y = act(·)·gate
@@ -12,17 +12,22 @@
 //
 // bf16: each activation is rounded to bfloat16 (nearest, ties to even) where
 // it enters the product; products are summed in float32.
-// int8 (CTranslate2's scheme): each row of x is quantized on the fly with its
-// own step sx(m) = max_k |x(k, m)| / 127; the products of the int8 codes are
-// summed exactly in int32 and rescaled by sx(m)·scale(n). The products take
-// one of two forms with the same exact sums (the schedule's int8_form picks
-// one per target: schedules/linear_packed_schedule.h):
+// int8 (llama.cpp's Q8_0 scheme, both sides in blocks of 32 k): each row of x
+// is quantized on the fly block by block, with the block's own step
+// sx(b, m) = max_{k in b} |x(k, m)| / 127 (codes round(x · (1 / sx)), within
+// ±127); a block's products of the int8
+// codes are summed exactly in int32, rescaled by sx(b, m)·scale(n, b) and
+// the blocks summed in float32, in k order. (One step per row and column,
+// CTranslate2's scheme, moved the logits of a 1B decoder twice as far from
+// float32 as Q8_0's blocks: issue 61.) The products take one of two forms
+// with the same exact sums (the schedule's int8_form picks one per target:
+// schedules/linear_packed_schedule.h):
 //   offset  the codes enter as unsigned bytes qx + 128 (the form of VNNI's
-//           vpdpbusd) and 128·colsum(n) is subtracted back;
+//           vpdpbusd) and 128·colsum(n, b) is subtracted back;
 //   sign    |qx| enters as an unsigned byte and the weight's bits are
 //           inverted where qx < 0 (w ^ s, s = -1 there: ~w = -w - 1), so
-//           each such product is |qx|·(-w - 1) = qx·w + qx; the row's
-//           negsum(m) = Σ_k |qx| over its negative codes is added back. The
+//           each such product is |qx|·(-w - 1) = qx·w + qx; the block's
+//           negsum(b, m) = Σ |qx| over its negative codes is added back. The
 //           factors stay within [0, 127] and [-128, 126], so a pair of
 //           products fits int16 exactly (|a·b + c·d| ≤ 2·127·128 = 32,512)
 //           for vpmaddubsw, and the weight costs one xor (not xor and
@@ -54,8 +59,8 @@ public:
 
     Input<Buffer<float, 2>> x{"x"};
     Input<Buffer<>> *w = nullptr;
-    Input<Buffer<float, 1>> *scale = nullptr;
-    Input<Buffer<int32_t, 1>> *colsum = nullptr;
+    Input<Buffer<float, 3>> *scale = nullptr;
+    Input<Buffer<int16_t, 3>> *colsum = nullptr;
     Input<Buffer<float, 1>> *bias = nullptr;
     Input<Buffer<float, 2>> *residual = nullptr;
     Input<Buffer<float, 2>> *gate = nullptr;
@@ -64,8 +69,8 @@ public:
     void configure() {
         w = add_input<Buffer<>>("w", packed_type(format), 4);
         if (format == WeightFormat::Int8) {
-            scale = add_input<Buffer<float, 1>>("scale");
-            colsum = add_input<Buffer<int32_t, 1>>("colsum");
+            scale = add_input<Buffer<float, 3>>("scale");
+            colsum = add_input<Buffer<int16_t, 3>>("colsum");
         }
         bias = add_input<Buffer<float, 1>>("bias");
         if (residual_add) residual = add_input<Buffer<float, 2>>("residual");
@@ -81,14 +86,18 @@ public:
         // may compute whole rows past the edge: they are never stored).
         Func xc("xc");
         xc(k, m) = select(k < K, x(clamp(k, 0, K - 1), clamp(m, 0, M - 1)), 0.0f);
-        r = RDom(0, kf, 0, groups, "r");
+        const bool int8 = format == WeightFormat::Int8;
+        // int8 sums each block of kQBlock k on its own (r.y: the block's
+        // groups), then the blocks (rb); the others sum every group (r.y).
+        const int block_groups = kQBlock / kf;
+        r = int8 ? RDom(0, kf, 0, block_groups, "r") : RDom(0, kf, 0, groups, "r");
+        rb = RDom(0, int8 ? groups / block_groups : 1, "rb");
         // xin(rr, mi, kk, mo): the activations in the product's type, of row
         // m = mo·rb + mi and k = kk·kf + rr: each block of rb rows is one
         // contiguous stream, the kf values of one group of its rows side by
         // side. (rb only reshapes: any value gives the same y.)
-        const int rb = row_block();
-        Expr kx = kk * kf + rr, mx = mo * rb + mi;
-        Type sum_type = format == WeightFormat::Int8 ? Int(32) : Float(32);
+        const int rows = row_block();
+        Expr kx = kk * kf + rr, mx = mo * rows + mi;
         switch ((WeightFormat)format) {
         case WeightFormat::F32:
             xin(rr, mi, kk, mo) = xc(kx, mx);
@@ -97,16 +106,18 @@ public:
             xin(rr, mi, kk, mo) = cast(BFloat(16), xc(kx, mx));
             break;
         case WeightFormat::Int8: {
-            RDom rk(0, K, "rk");
-            absmax(m) = maximum(abs(x(rk, clamp(m, 0, M - 1))));
-            step(m) = int8_step(absmax(m));
-            Expr q = quantize_i8(xc(kx, mx), step(mx));
+            // Each block's step (zero padding past K: an all-zero block has step 1).
+            RDom rq(0, kQBlock, "rq");
+            absmax(b, m) = maximum(abs(xc(b * kQBlock + rq, m)));
+            step(b, m) = int8_step(absmax(b, m));
+            inv_step(b, m) = 1.0f / step(b, m);
+            Expr q = quantize_i8_by_inverse(xc(kx, mx), inv_step(kx / kQBlock, mx));
             if (sign_form()) {
                 xin(rr, mi, kk, mo) = cast<uint8_t>(abs(q));
                 xsign(rr, mi, kk, mo) = select(q < 0, cast<int8_t>(-1), cast<int8_t>(0));
-                // The row's Σ |q| over its negative codes: the sums' correction (see the top).
-                Expr qk = cast<int32_t>(quantize_i8(x(rk, clamp(m, 0, M - 1)), step(m)));
-                negsum(m) = sum(select(qk < 0, -qk, 0));
+                // The block's Σ |q| over its negative codes: the sums' correction (see the top).
+                Expr qk = cast<int32_t>(quantize_i8_by_inverse(xc(b * kQBlock + rq, m), inv_step(b, m)));
+                negsum(b, m) = sum(select(qk < 0, -qk, 0));
             } else {
                 xin(rr, mi, kk, mo) = cast<uint8_t>(cast<int16_t>(q) + 128);
             }
@@ -117,14 +128,24 @@ public:
         // of cb columns; cb divides the panel, so a slice lies in one panel)
         // and row mo·rb + mi. (cb only reshapes, as rb does.)
         const int cb = slice_columns(), slices = kPanel / cb;
-        acc(j, p, mi, mo) = cast(sum_type, 0);
-        Expr wv = (*w)(r.x, (p % slices) * cb + j, r.y, p / slices);
-        if (xsign.defined()) wv = wv ^ xsign(r.x, mi, r.y, mo);
-        acc(j, p, mi, mo) += cast(sum_type, xin(r.x, mi, r.y, mo)) * cast(sum_type, wv);
-        Expr a = acc(n % cb, n / cb, m % rb, m / rb);
-        if (format == WeightFormat::Int8 && !xsign.defined()) a -= 128 * (*colsum)(n);
-        if (xsign.defined()) a += negsum(m);
-        Expr v = format == WeightFormat::Int8 ? cast<float>(a) * (step(m) * (*scale)(n)) : a;
+        Expr jp = (p % slices) * cb + j, panel = p / slices;  // the column within its panel, the panel
+        if (int8) {
+            // blk(j, p, mi, mo, b): block b's exact int32 sum; acc adds the
+            // blocks rescaled, in k order.
+            Expr kg = b * block_groups + r.y;
+            Expr wv = (*w)(r.x, jp, kg, panel);
+            if (xsign.defined()) wv = wv ^ xsign(r.x, mi, kg, mo);
+            blk(j, p, mi, mo, b) = 0;
+            blk(j, p, mi, mo, b) += cast<int32_t>(xin(r.x, mi, kg, mo)) * cast<int32_t>(wv);
+            Expr row = mo * rows + mi;
+            Expr corr = xsign.defined() ? negsum(rb, row) : -128 * cast<int32_t>((*colsum)(jp, rb, panel));
+            acc(j, p, mi, mo) = 0.0f;
+            acc(j, p, mi, mo) += cast<float>(blk(j, p, mi, mo, rb) + corr) * (step(rb, row) * (*scale)(jp, rb, panel));
+        } else {
+            acc(j, p, mi, mo) = 0.0f;
+            acc(j, p, mi, mo) += cast<float>(xin(r.x, mi, r.y, mo)) * cast<float>((*w)(r.x, jp, r.y, panel));
+        }
+        Expr v = acc(n % cb, n / cb, m % rows, m / rows);
         v = activate(v + (*bias)(n), activation);
         if (gated) v *= (*gate)(n, m);
         if (residual_add) v += (*residual)(n, m);
@@ -134,6 +155,13 @@ public:
         w->dim(0).set_bounds(0, kf).set_stride(1);
         w->dim(1).set_bounds(0, kPanel).set_stride(kf);
         w->dim(2).set_stride(kf * kPanel);
+        if (int8) {
+            // scale and colsum: one kPanel run per (block, panel), dense.
+            scale->dim(0).set_bounds(0, kPanel).set_stride(1);
+            scale->dim(1).set_stride(kPanel);
+            colsum->dim(0).set_bounds(0, kPanel).set_stride(1);
+            colsum->dim(1).set_stride(kPanel);
+        }
         x.dim(0).set_stride(1);
         // y starts at (0, 0): which panel column and block row an output
         // is then follows from its index alone.
@@ -144,8 +172,8 @@ public:
         x.set_estimates({{0, 512}, {0, 128}});
         w->set_estimates({{0, kf}, {0, kPanel}, {0, 512 / kf}, {0, 2048 / kPanel}});
         bias->set_estimates({{0, 2048}});
-        if (scale) scale->set_estimates({{0, 2048}});
-        if (colsum) colsum->set_estimates({{0, 2048}});
+        if (scale) scale->set_estimates({{0, kPanel}, {0, 512 / kQBlock}, {0, 2048 / kPanel}});
+        if (colsum) colsum->set_estimates({{0, kPanel}, {0, 512 / kQBlock}, {0, 2048 / kPanel}});
         if (residual_add) residual->set_estimates({{0, 2048}, {0, 128}});
         if (gated) gate->set_estimates({{0, 2048}, {0, 128}});
         y.set_estimates({{0, 2048}, {0, 128}});
@@ -155,13 +183,13 @@ public:
         if (leave_to_autoscheduler(auto_schedule)) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
-        schedule_linear_packed_cpu({y, acc, xin, xsign, absmax, step, negsum, n, m, j, p, mi, mo, rr, kk, r},
+        schedule_linear_packed_cpu({y, acc, blk, xin, xsign, absmax, step, inv_step, negsum, n, m, j, p, mi, mo, rr, kk, b, r, rb},
                                    {row_block(), slice_columns(), k_group(format), rec.get("task_blocks", task_blocks)},
                                    get_pipeline(), get_target());
     }
 
 private:
-    Var n{"n"}, m{"m"}, j{"j"}, p{"p"}, k{"k"}, rr{"rr"}, kk{"kk"}, mi{"mi"}, mo{"mo"};
+    Var n{"n"}, m{"m"}, j{"j"}, p{"p"}, k{"k"}, rr{"rr"}, kk{"kk"}, mi{"mi"}, mo{"mo"}, b{"b"};
 
     // Vectors per register block row: the tuned or given vectors_n, else
     // the target's (linear_packed_vectors); cb = that many vectors of 32-bit
@@ -182,8 +210,9 @@ private:
     bool sign_form() {
         return format == WeightFormat::Int8 && int8_form(int8_form_knob, get_target()) == Int8Form::Sign;
     }
-    Func acc{"acc"}, xin{"xin"}, xsign{"xsign"}, absmax{"absmax"}, step{"step"}, negsum{"negsum"};
-    RDom r;
+    Func acc{"acc"}, blk{"blk"}, xin{"xin"}, xsign{"xsign"}, absmax{"absmax"}, step{"step"}, inv_step{"inv_step"},
+        negsum{"negsum"};
+    RDom r, rb;
 };
 
 }  // namespace

@@ -3,13 +3,23 @@
 // when a model is loaded in a precision.
 //
 //   w       [N, K]    Halide (k, n)           float32
-//   wp      packed    Halide (r, j, kk, p)    f32 | bf16 | int8; its extents give Kp and Np
-//   scale   [Np]      Halide (n)              int8 only: max_k |W(n, k)| / 127 (1 for a zero row)
-//   colsum  [Np]      Halide (n)              int8 only: Σ_k q(n, k)
+//   wp      packed           Halide (r, j, kk, p)    f32 | bf16 | int8; its extents give Kp and Np
+//   scale   [Np, Kp/32]      Halide (j, b, p)        int8 only: max_{k in b} |W(n, k)| / 127 (1 for zeros)
+//   colsum  [Np, Kp/32]      Halide (j, b, p)        int8 only: Σ_{k in b} q(n, k), int16
 //
-// Padding (k ≥ K, n ≥ N) is zero. bf16 rounds to nearest, ties to even.
+// (n = p·48 + j, b = k / 32: generators/packing.h.) Padding (k ≥ K, n ≥ N)
+// is zero. bf16 rounds to nearest, ties to even.
+//
+// format=q8_0 reads a GGUF Q8_0 tensor's blocks as the file holds them
+// instead of w, into the int8 layout: no rounding, the file's codes and
+// steps (the fp16 d of each block) as they are.
+//
+//   blocks  [N, K/32, 34]    Halide (i, b, n)        uint8: d (fp16, little-endian), then 32 int8 codes
 #include "Halide.h"
 #include "packing.h"
+
+#include <stdexcept>
+
 #include "../schedules/pack_weights_schedule.h"
 
 namespace {
@@ -19,29 +29,46 @@ using namespace halformer;
 
 class PackWeights : public Generator<PackWeights> {
 public:
-    GeneratorParam<WeightFormat> format{"format", WeightFormat::BF16, weight_format_names()};
+    GeneratorParam<std::string> format{"format", "bf16"};  // f32 | bf16 | int8 | q8_0
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};
 
-    Input<Buffer<float, 2>> w{"w"};
+    Input<Buffer<float, 2>> *w = nullptr;
+    Input<Buffer<uint8_t, 3>> *blocks = nullptr;
     Output<Buffer<>> *wp = nullptr;
-    Output<Buffer<float, 1>> *scale = nullptr;
-    Output<Buffer<int32_t, 1>> *colsum = nullptr;
+    Output<Buffer<float, 3>> *scale = nullptr;
+    Output<Buffer<int16_t, 3>> *colsum = nullptr;
 
     void configure() {
-        wp = add_output<Buffer<>>("wp", packed_type(format), 4);
-        if (format == WeightFormat::Int8) {
-            scale = add_output<Buffer<float, 1>>("scale");
-            colsum = add_output<Buffer<int32_t, 1>>("colsum");
+        if (from_q8_0()) {
+            blocks = add_input<Buffer<uint8_t, 3>>("blocks");
+        } else {
+            w = add_input<Buffer<float, 2>>("w");
+        }
+        wp = add_output<Buffer<>>("wp", packed_type(packed_format()), 4);
+        if (packed_format() == WeightFormat::Int8) {
+            scale = add_output<Buffer<float, 3>>("scale");
+            colsum = add_output<Buffer<int16_t, 3>>("colsum");
         }
     }
 
     void generate() {
         /* THE ALGORITHM */
-        const int kf = k_group(format);
-        Expr K = w.dim(0).extent(), N = w.dim(1).extent();
-        wz(k, n) = select(k < K && n < N, w(clamp(k, 0, K - 1), clamp(n, 0, N - 1)), 0.0f);
+        const WeightFormat f = packed_format();
+        const int kf = k_group(f);
         Expr col = p * kPanel + j, kk_r = kk * kf + r;
-        switch ((WeightFormat)format) {
+        if (from_q8_0()) {
+            // The file's codes and steps, zero codes (step 1) past its rows.
+            Expr N = blocks->dim(2).extent(), KB = blocks->dim(1).extent();
+            Expr in = n < N && b < KB, nc = clamp(n, 0, N - 1), bc = clamp(b, 0, KB - 1);
+            Expr bits = cast<uint16_t>(blocks_at(0, bc, nc)) | (cast<uint16_t>(blocks_at(1, bc, nc)) << 8);
+            bstep(n, b) = select(in, cast<float>(reinterpret<float16_t>(bits)), 1.0f);
+            Expr code = reinterpret<int8_t>(blocks_at(2 + k % kQBlock, clamp(k / kQBlock, 0, KB - 1), nc));
+            q(k, n) = select(n < N && k / kQBlock < KB, code, cast<int8_t>(0));
+        } else {
+            Expr K = w->dim(0).extent(), N = w->dim(1).extent();
+            wz(k, n) = select(k < K && n < N, (*w)(clamp(k, 0, K - 1), clamp(n, 0, N - 1)), 0.0f);
+        }
+        switch (f) {
         case WeightFormat::F32:
             (*wp)(r, j, kk, p) = wz(kk_r, col);
             break;
@@ -49,32 +76,49 @@ public:
             (*wp)(r, j, kk, p) = cast(BFloat(16), wz(kk_r, col));
             break;
         case WeightFormat::Int8: {
-            RDom rk(0, K, "rk");
-            absmax(n) = maximum(abs(wz(rk, n)));
-            (*scale)(n) = int8_step(absmax(n));
-            q(k, n) = quantize_i8(wz(k, n), (*scale)(n));
-            (*colsum)(n) = sum(cast<int32_t>(q(rk, n)));
+            RDom rq(0, kQBlock, "rq");
+            if (!from_q8_0()) {
+                absmax(n, b) = maximum(abs(wz(b * kQBlock + rq, n)));
+                bstep(n, b) = int8_step(absmax(n, b));
+                q(k, n) = quantize_i8(wz(k, n), bstep(n, k / kQBlock));
+            }
+            (*scale)(j, b, p) = bstep(col, b);
+            bsum(n, b) = cast<int16_t>(sum(cast<int32_t>(q(b * kQBlock + rq, n))));
+            (*colsum)(j, b, p) = bsum(col, b);
             (*wp)(r, j, kk, p) = q(kk_r, col);
             break;
         }
         }
-        w.set_estimates({{0, 512}, {0, 2048}});
+        if (w) w->set_estimates({{0, 512}, {0, 2048}});
+        if (blocks) blocks->set_estimates({{0, 34}, {0, 512 / kQBlock}, {0, 2048}});
         wp->set_estimates({{0, kf}, {0, kPanel}, {0, 512 / kf}, {0, 2048 / kPanel}});
-        if (scale) scale->set_estimates({{0, 2048}});
-        if (colsum) colsum->set_estimates({{0, 2048}});
+        if (scale) scale->set_estimates({{0, kPanel}, {0, 512 / kQBlock}, {0, 2048 / kPanel}});
+        if (colsum) colsum->set_estimates({{0, kPanel}, {0, 512 / kQBlock}, {0, 2048 / kPanel}});
     }
 
     void schedule() {
         if (leave_to_autoscheduler(auto_schedule)) return;
-        const bool int8 = format == WeightFormat::Int8;
-        schedule_pack_weights_cpu({Func(*wp), int8, absmax, int8 ? Func(*scale) : Func(), int8 ? Func(*colsum) : Func(), q,
-                                   p, n, k},
+        const bool int8 = packed_format() == WeightFormat::Int8;
+        schedule_pack_weights_cpu({Func(*wp), int8, int8 ? Func(*scale) : Func(), int8 ? Func(*colsum) : Func(), bstep,
+                                   bsum, q, p, n, k},
                                   get_target());
     }
 
 private:
-    Var r{"r"}, j{"j"}, kk{"kk"}, p{"p"}, k{"k"}, n{"n"};
-    Func wz{"wz"}, absmax{"absmax"}, q{"q"};
+    Var r{"r"}, j{"j"}, kk{"kk"}, p{"p"}, k{"k"}, n{"n"}, b{"b"};
+    Func wz{"wz"}, absmax{"absmax"}, bstep{"bstep"}, bsum{"bsum"}, q{"q"};
+
+    bool from_q8_0() const { return format.value() == "q8_0"; }
+    WeightFormat packed_format() const {
+        if (from_q8_0()) return WeightFormat::Int8;
+        auto it = weight_format_names().find(format.value());
+        if (it == weight_format_names().end()) {
+            throw std::invalid_argument("pack_weights: format must be f32, bf16, int8 or q8_0, not " + format.value());
+        }
+        return it->second;
+    }
+    // byte i of block b of row n (the file's row-major [N, K/32, 34] bytes).
+    Expr blocks_at(Expr i, Expr bb, Expr nn) { return (*blocks)(i, bb, nn); }
 };
 
 }  // namespace

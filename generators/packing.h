@@ -16,9 +16,19 @@
 // panel's kf·kPanel values for one kk are contiguous, so the kernel reads
 // each panel as one stream.
 //
-// int8 adds per-output-column scales (W ≈ scale(n)·q(n, k), q ∈ [-127, 127])
-// and colsum(n) = Σ_k q(n, k), which the kernel needs where it feeds the
-// activations to vpdpbusd as unsigned bytes q_x + 128 (the offset form).
+// int8 is quantized in blocks of kQBlock = 32 consecutive k of one output
+// column (the layout of llama.cpp's Q8_0, whose files load as they are):
+// W(n, k) ≈ scale(n, b)·q(n, k) with b = k / 32 and q ∈ [-127, 127]; Kp is K
+// rounded up to 32. Each block has its own scale and its code sum
+// colsum(n, b) = Σ_{k in b} q(n, k) (int16: |sum| ≤ 32·127), which the
+// kernel needs where it feeds the activations to vpdpbusd as unsigned bytes
+// q_x + 128 (the offset form). Both are stored panel by panel, as the
+// weights are:
+//
+//   scale(j, b, p)  = the step of column p·kPanel + j over block b   float32
+//   colsum(j, b, p) = its codes' sum                                  int16
+//
+// so a panel's scales for one block are one contiguous run of kPanel.
 #pragma once
 
 #include "Halide.h"
@@ -37,6 +47,7 @@ inline const std::map<std::string, WeightFormat> &weight_format_names() {
 }
 
 constexpr int kPanel = 48;  // 3 AVX-512 vectors of 32-bit lanes
+constexpr int kQBlock = 32;  // k per int8 scale (weights and activations)
 
 inline int k_group(WeightFormat f) {
     return f == WeightFormat::F32 ? 1 : f == WeightFormat::BF16 ? 2 : 4;
@@ -51,6 +62,15 @@ inline Halide::Type packed_type(WeightFormat f) {
 inline Halide::Expr quantize_i8(Halide::Expr v, Halide::Expr scale) {
     using namespace Halide;
     return cast<int8_t>(clamp(round(v / scale), -127.0f, 127.0f));
+}
+
+// The same with the step's inverse (1 / step, computed once per step):
+// round(v · inverse). The activations are quantized this way so that every
+// kernel, however it vectorizes, gets the same codes (a division by a
+// broadcast step may be lowered as a multiplication by its reciprocal).
+inline Halide::Expr quantize_i8_by_inverse(Halide::Expr v, Halide::Expr inverse) {
+    using namespace Halide;
+    return cast<int8_t>(clamp(round(v * inverse), -127.0f, 127.0f));
 }
 
 // The step that maps the largest magnitude to 127 (1 for an all-zero row).

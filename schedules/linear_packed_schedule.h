@@ -13,13 +13,16 @@ namespace halformer {
 struct LinearPackedStages {
     Halide::Func y;       // y(n, m)
     Halide::Func acc;     // acc(j, p, mi, mo): one panel's sums for one block of rows
+    Halide::Func blk;     // int8: blk(j, p, mi, mo, b), block b's exact int32 sums (else undefined)
     Halide::Func xin;     // xin(rr, mi, kk, mo): the activations in the product's type
     Halide::Func xsign;   // int8 sign form: xsign(rr, mi, kk, mo), -1 where the code is negative (else undefined)
-    Halide::Func absmax;  // int8: absmax(m), the row's largest |x| (else undefined)
-    Halide::Func step;    // int8: step(m)
-    Halide::Func negsum;  // int8 sign form: negsum(m), Σ |q| over the row's negative codes (else undefined)
-    Halide::Var n, m, j, p, mi, mo, rr, kk;
-    Halide::RDom r;       // r.x: the kf products one lane sums; r.y: k groups
+    Halide::Func absmax;  // int8: absmax(b, m), the largest |x| of row m's block b (else undefined)
+    Halide::Func step;    // int8: step(b, m)
+    Halide::Func inv_step;  // int8: 1 / step(b, m)
+    Halide::Func negsum;  // int8 sign form: negsum(b, m), Σ |q| over the block's negative codes (else undefined)
+    Halide::Var n, m, j, p, mi, mo, rr, kk, b;
+    Halide::RDom r;       // r.x: the kf products one lane sums; r.y: k groups (int8: a block's)
+    Halide::RDom rb;      // int8: the blocks (else one)
 };
 
 // Register block width, in vectors of 32-bit lanes: `knob`, else 2 vectors
@@ -206,14 +209,37 @@ inline void schedule_linear_packed_cpu(LinearPackedStages s, const LinearPackedK
         .unroll(s.j)
         .unroll(s.mi);
     RVar rx(s.r.x), ry(s.r.y);
-    s.acc.update()
+    // The products: into acc directly (f32, bf16), or into one block's
+    // int32 sums (int8: blk, in registers too), which acc then rescales and
+    // adds, block by block.
+    Func sums = s.blk.defined() ? s.blk : s.acc;
+    if (s.blk.defined()) {
+        RVar rbv(s.rb.x);
+        s.acc.update()
+            .split(s.j, jo, jv, lanes)
+            .reorder(jv, jo, s.mi, rbv)
+            .vectorize(jv)
+            .unroll(jo)
+            .unroll(s.mi);
+        s.blk.compute_at(s.acc, rbv)
+            .store_in(MemoryType::Register)
+            .bound_extent(s.j, cols)
+            .bound_extent(s.p, 1)
+            .bound_extent(s.mi, rows)
+            .bound_extent(s.mo, 1)
+            .bound_extent(s.b, 1)
+            .vectorize(s.j, lanes)
+            .unroll(s.j)
+            .unroll(s.mi);
+    }
+    sums.update()
         .split(s.j, jo, jv, lanes)
         .reorder(rx, jv, jo, s.mi, ry)
         .atomic(true)
         .vectorize(jv)
         .unroll(jo)
         .unroll(s.mi);
-    if (knobs.kf > 1) s.acc.update().vectorize(rx);
+    if (knobs.kf > 1) sums.update().vectorize(rx);
     // The per-row stages run on the thread pool only for calls of 32 rows
     // or more: a decoding step's few rows are quicker copied by the calling
     // thread than handed to the pool (measured 2026-11-28, AVX2 AMD EPYC,
@@ -234,6 +260,9 @@ inline void schedule_linear_packed_cpu(LinearPackedStages s, const LinearPackedK
         s.absmax.compute_root();
         s.absmax.specialize(many_rows).parallel(s.m, 8);
         s.step.compute_root();
+        s.step.specialize(many_rows).parallel(s.m, 8);
+        s.inv_step.compute_root();
+        s.inv_step.specialize(many_rows).parallel(s.m, 8);
     }
     if (s.negsum.defined()) {
         s.negsum.compute_root();

@@ -20,6 +20,8 @@ the C++ reader, into tests/fixtures/gguf/:
                          one KV head, Llama 3's rope scaling as llama.cpp stores it (rope_freqs.weight, the
                          factor of each frequency), its tokenizer (pre "llama-bpe", add_bos_token true) and
                          chat template.
+  llama3_mqa.q8_0.gguf   the same in Q8_0 wherever a row is whole blocks of 32 (the FFN's down projection,
+                         56 wide, stays F32): loads as int8 packed from the file's codes, Q/K rows permuted.
 
     /usr/bin/python3 tests/make_gguf_models.py
 """
@@ -232,6 +234,9 @@ def main():
     convert("qwen2", "qwen2.f32.gguf", "qwen2", lambda n, a: "F32",
             lambda d, c: tokenizer_metadata(d, c["vocab_size"], "qwen2", False))
     convert("llama3_mqa", "llama3_mqa.bf16.gguf", "llama", lambda n, a: "F32" if a.ndim == 1 else "BF16",
+            lambda d, c: tokenizer_metadata(d, c["vocab_size"], "llama-bpe", True))
+    convert("llama3_mqa", "llama3_mqa.q8_0.gguf", "llama",
+            lambda n, a: "Q8_0" if a.ndim == 2 and a.shape[-1] % 32 == 0 else "F32",
             lambda d, c: tokenizer_metadata(d, c["vocab_size"], "llama-bpe", True))
     print("wrote", ", ".join(sorted(os.listdir(OUT))))
 

@@ -2,8 +2,9 @@
 // linear_packed (hf_linear_{f32,bf16,int8}[_dot][_act|_residual]) against double
 // precision references. Two references each:
 //   * the same quantization done here (bf16 rounding to nearest even; int8
-//     steps max|·|/127 per weight column and per activation row), then exact
-//     double sums: only float32 summation separates kernel and reference;
+//     steps max|·|/127 per block of 32 k, of each weight column and each
+//     activation row), then exact double sums: only float32 summation
+//     separates kernel and reference;
 //   * plain float32 inputs: the error bound the format allows, per element.
 // CPU only (x86; AVX512-BF16 / VNNI where the variant has them).
 #include <cstring>
@@ -45,6 +46,7 @@
 #include "hf_linear_int8_silu_gated.h"
 #include "hf_linear_int8_dot_silu_gated.h"
 #include "hf_pack_int8.h"
+#include "hf_pack_q8_0.h"
 #include "hf_pack_f32.h"
 #include "hf_linear_f32.h"
 #include "hf_linear_f32_dot.h"
@@ -100,12 +102,22 @@ int quantize(float v, float step) {
     float q = std::nearbyint(v / step);  // ties to even, as Halide's round
     return (int)std::fmax(-127.0f, std::fmin(127.0f, q));
 }
+// The activations' codes: v times the step's inverse (packing.h).
+int quantize_x(float v, float step) {
+    const float inverse = 1.0f / step;
+    float q = std::nearbyint(v * inverse);
+    return (int)std::fmax(-127.0f, std::fmin(127.0f, q));
+}
+
+constexpr int kQBlock = 32;
 
 struct Packed {
     int N, K, Np, groups, kf;
     Buffer<void> w;
-    Buffer<float> scale;
-    Buffer<int32_t> colsum;
+    Buffer<float> scale;      // int8: (j, b, p)
+    Buffer<int16_t> colsum;   // int8: (j, b, p)
+    float step(int n, int k) const { return scale(n % kPanel, k / kQBlock, n / kPanel); }
+    int sum(int n, int b) const { return colsum(n % kPanel, b, n / kPanel); }
 };
 
 enum class Fmt { F32, BF16, Int8 };
@@ -117,14 +129,16 @@ Packed pack(Buffer<float> w, Fmt fmt) {
     p.N = w.dim(1).extent();
     p.kf = fmt == Fmt::Int8 ? 4 : fmt == Fmt::BF16 ? 2 : 1;
     p.Np = (p.N + kPanel - 1) / kPanel * kPanel;
-    p.groups = (p.K + p.kf - 1) / p.kf;
+    const int unit = fmt == Fmt::Int8 ? kQBlock : p.kf;
+    p.groups = (p.K + unit - 1) / unit * unit / p.kf;
     halide_type_t t = fmt == Fmt::Int8   ? halide_type_t(halide_type_int, 8)
                       : fmt == Fmt::BF16 ? halide_type_t(halide_type_bfloat, 16)
                                          : halide_type_t(halide_type_float, 32);
     p.w = Buffer<void>(t, {p.kf, kPanel, p.groups, p.Np / kPanel});
     if (fmt == Fmt::Int8) {
-        p.scale = Buffer<float>(p.Np);
-        p.colsum = Buffer<int32_t>(p.Np);
+        const int B = p.groups * p.kf / kQBlock;
+        p.scale = Buffer<float>(kPanel, B, p.Np / kPanel);
+        p.colsum = Buffer<int16_t>(kPanel, B, p.Np / kPanel);
         EXPECT_EQ(hf_pack_int8(w, p.w, p.scale, p.colsum), 0);
     } else if (fmt == Fmt::BF16) {
         EXPECT_EQ(hf_pack_bf16(w, p.w), 0);
@@ -258,18 +272,23 @@ Result reference(const Variant &v, const Buffer<float> &x, const Buffer<float> &
     const int K = x.dim(0).extent(), M = x.dim(1).extent(), N = w.dim(1).extent();
     Result r{Array({N, M}), Array({N, M}), Array({N, M})};
     for (int m = 0; m < M; m++) {
-        float amax = 0;
-        for (int k = 0; k < K; k++) amax = std::fmax(amax, std::fabs(x(k, m)));
-        const float sx = int8_step(amax);
+        // Each block's step of this row.
+        std::vector<float> sx((K + kQBlock - 1) / kQBlock, 0.0f);
+        for (int k = 0; k < K; k++) sx[k / kQBlock] = std::fmax(sx[k / kQBlock], std::fabs(x(k, m)));
+        for (float &s : sx) s = int8_step(s);
         for (int n = 0; n < N; n++) {
-            double exact = 0, plain = 0, bound = 0;
-            const double sw = v.int8 ? p.scale(n) : 0;
+            double exact = 0, plain = 0, bound = 0, block = 0;
             for (int k = 0; k < K; k++) {
                 const double xv = x(k, m), wv = w(k, n);
                 plain += xv * wv;
                 if (v.int8) {
-                    exact += (double)quantize(x(k, m), sx) * packed_at(p, n, k);
-                    bound += std::fabs(xv) * sw / 2 + std::fabs(wv) * sx / 2 + sx * sw / 4;
+                    const double sxb = sx[k / kQBlock], sw = p.step(n, k);
+                    block += (double)quantize_x(x(k, m), sx[k / kQBlock]) * packed_at(p, n, k);
+                    bound += std::fabs(xv) * sw / 2 + std::fabs(wv) * sxb / 2 + sxb * sw / 4;
+                    if (k % kQBlock == kQBlock - 1 || k == K - 1) {
+                        exact += block * sxb * sw;
+                        block = 0;
+                    }
                 } else if (v.f32) {
                     // float32 summation only: the worst case of K roundings
                     exact += xv * packed_at(p, n, k);
@@ -279,7 +298,6 @@ Result reference(const Variant &v, const Buffer<float> &x, const Buffer<float> &
                     bound += std::fabs(xv * wv) * (2.0 / 256 + 1.0 / 65536);  // two roundings of 2^-8
                 }
             }
-            if (v.int8) exact *= (double)sx * sw;
             const double rv = v.residual && !v.gated ? res(n, m) : 0.0, gv = v.gated ? res(n, m) : 1.0;
             r.exact(n, m) = ref::activate(exact + b(n), v.act) * gv + rv;
             r.plain(n, m) = ref::activate(plain + b(n), v.act) * gv + rv;
@@ -328,25 +346,97 @@ TEST(PackWeights, LayoutScalesAndPadding) {
             }
             Packed p = pack(w, fmt);
             for (int n = 0; n < p.Np; n++) {
-                float amax = 0;
-                for (int k = 0; k < K && n < N; k++) amax = std::fmax(amax, std::fabs(w(k, n)));
-                const float step = int8_step(amax);
-                if (int8) {
-                    ASSERT_FLOAT_EQ(p.scale(n), step) << "n=" << n;
-                }
                 int64_t sum = 0;
                 for (int k = 0; k < p.groups * p.kf; k++) {
+                    // int8: the block's step, max |W| / 127 over its 32 k (1 for zeros, the padding's too).
+                    float amax = 0;
+                    for (int kb = k / kQBlock * kQBlock; kb < (k / kQBlock + 1) * kQBlock && kb < K && n < N; kb++) {
+                        amax = std::fmax(amax, std::fabs(w(kb, n)));
+                    }
+                    const float step = int8_step(amax);
+                    if (int8) {
+                        ASSERT_FLOAT_EQ(p.step(n, k), step) << "n=" << n << " k=" << k;
+                    }
                     const double got = packed_at(p, n, k);
                     double want = 0;
                     if (n < N && k < K) want = int8 ? quantize(w(k, n), step) : fmt == Fmt::BF16 ? bf16_round(w(k, n)) : w(k, n);
                     ASSERT_EQ(got, want) << fmt_name(fmt) << " K=" << K << " N=" << N << " n=" << n
                                          << " k=" << k;
                     sum += (int64_t)got;
-                }
-                if (int8) {
-                    ASSERT_EQ(p.colsum(n), sum) << "n=" << n;
+                    if (int8 && k % kQBlock == kQBlock - 1) {
+                        ASSERT_EQ(p.sum(n, k / kQBlock), sum) << "n=" << n << " block " << k / kQBlock;
+                        sum = 0;
+                    }
                 }
             }
+        }
+    }
+}
+
+// A GGUF Q8_0 tensor's blocks (fp16 step d, then 32 codes per 34 bytes, rows
+// one after another) packed as the file holds them: every code and step
+// where the int8 layout puts it, zero codes past the rows, the blocks' code
+// sums; and the int8 kernel on them equals the reference on the values
+// they stand for (d · q), the extreme codes -128 and 127 included.
+TEST(PackWeights, Q8_0BlocksAsTheFileHoldsThem) {
+    SKIP_ON_DEVICE();
+    for (auto [K, N] : std::vector<std::pair<int, int>>{{32, 1}, {64, 49}, {256, 100}}) {
+        const int B = K / kQBlock;
+        std::vector<uint8_t> file((size_t)N * B * 34);
+        std::vector<float> d((size_t)N * B);
+        std::vector<int> code((size_t)N * K);
+        uint32_t state = 12345u + (uint32_t)(K * 7 + N);
+        auto next = [&] { return state = state * 1664525u + 1013904223u; };
+        for (int n = 0; n < N; n++) {
+            for (int b = 0; b < B; b++) {
+                // A normal fp16 step: sign 0, exponent 5..20, any mantissa.
+                const uint16_t e = (uint16_t)(5 + next() % 16), mant = (uint16_t)(next() % 1024);
+                const uint16_t bits = (uint16_t)(e << 10 | mant);
+                d[(size_t)n * B + b] = std::ldexp(1.0f + mant / 1024.0f, e - 15);
+                uint8_t *blk = &file[((size_t)n * B + b) * 34];
+                blk[0] = (uint8_t)(bits & 0xff);
+                blk[1] = (uint8_t)(bits >> 8);
+                for (int i = 0; i < kQBlock; i++) {
+                    int q = (int)(next() % 256) - 128;
+                    if (n == 0 && b == 0) q = i % 2 ? 127 : -128;  // the extremes
+                    code[(size_t)n * K + b * kQBlock + i] = q;
+                    blk[2 + i] = (uint8_t)(int8_t)q;
+                }
+            }
+        }
+        Packed p;
+        p.K = K;
+        p.N = N;
+        p.kf = 4;
+        p.Np = (N + kPanel - 1) / kPanel * kPanel;
+        p.groups = K / 4;
+        p.w = Buffer<void>(halide_type_t(halide_type_int, 8), {4, kPanel, p.groups, p.Np / kPanel});
+        p.scale = Buffer<float>(kPanel, B, p.Np / kPanel);
+        p.colsum = Buffer<int16_t>(kPanel, B, p.Np / kPanel);
+        Buffer<uint8_t> blocks(file.data(), {34, B, N});
+        ASSERT_EQ(hf_pack_q8_0(blocks, p.w, p.scale, p.colsum), 0);
+        Buffer<float> wf(K, N);  // the values the blocks stand for
+        for (int n = 0; n < p.Np; n++) {
+            for (int b = 0; b < B; b++) {
+                int sum = 0;
+                for (int i = 0; i < kQBlock; i++) {
+                    const int k = b * kQBlock + i, want = n < N ? code[(size_t)n * K + k] : 0;
+                    ASSERT_EQ(packed_at(p, n, k), want) << "K=" << K << " n=" << n << " k=" << k;
+                    sum += want;
+                    if (n < N) wf(k, n) = d[(size_t)n * B + b] * (float)want;
+                }
+                ASSERT_EQ(p.step(n, b * kQBlock), n < N ? d[(size_t)n * B + b] : 1.0f) << "n=" << n << " b=" << b;
+                ASSERT_EQ(p.sum(n, b), sum) << "n=" << n << " b=" << b;
+            }
+        }
+        // The products on those codes: as the reference sums them.
+        for (const Variant &v : variants()) {
+            if (!v.int8 || v.residual || v.act != "none") continue;
+            const int M = 3;
+            Buffer<float> x = ref::random_buffer({K, M}, 40 + K, -2, 2), bias = ref::random_buffer({N}, 41), y(N, M);
+            ASSERT_EQ(call(v, x, p, bias, y, y), 0) << v.name;
+            Result r = reference(v, x, wf, p, bias, y);
+            EXPECT_LE(ref::rel_error(y, r.exact), 2e-5) << v.name << " K=" << K << " N=" << N;
         }
     }
 }

@@ -27,7 +27,7 @@ struct MachineOptions {
     int threads = 0;  // 0: Halide's default (one per core)
     std::string isa;  // "": the best this CPU runs
     std::string device = "cpu";
-    std::string precision = "fp32";
+    std::string precision;  // empty: the model's as loaded
     std::string max_memory;  // "": the model's default (3/4 of the machine)
 };
 

@@ -114,6 +114,36 @@ TEST(GgufModels, QuantizedMixEqualsItsDequantization) {
     EXPECT_LE(q, 0.5) << "(a tiny random model: the largest logit's error against the largest logit)";
 }
 
+// A file of Q8_0 weights runs as it is: int8 by default, its projections
+// packed from the file's codes (the query and key rows found where
+// llama.cpp's converter permuted them), their float32 values made only
+// when another precision asks for them. Against the same file in float32
+// (the reader's dequantization, tested above) int8 moves the logits a little
+// (the activations' blocks), as it does the directory's own int8; rows read
+// in the wrong order would move them by their whole size.
+TEST(GgufModels, Q8_0FileRunsInt8FromItsCodes) {
+    Model g = Model::load(gguf("llama3_mqa.q8_0.gguf"));
+    EXPECT_EQ(g.precision(), Precision::INT8) << "a Q8_0 file runs as int8";
+    Model d = Model::load(hf("llama3_mqa"));
+    const auto p = prompts(g.config().tgt_vocab_size);
+    const auto int8 = g.logits(p);
+    d.set_precision(Precision::INT8);
+    const auto d_int8 = d.logits(p);
+    g.set_precision(Precision::FP32);  // the deferred float32 values made now
+    const auto f32 = g.logits(p);
+    d.set_precision(Precision::FP32);
+    const auto d_f32 = d.logits(p);
+    const double to_f32 = rel_diff(int8, f32);
+    EXPECT_GT(to_f32, 1e-6) << "int8 products should not give the float32 logits";
+    EXPECT_LE(to_f32, 0.05);
+    EXPECT_LE(rel_diff(f32, d_f32), 0.05) << "Q8_0 weights against the float32 ones";
+    EXPECT_LE(rel_diff(int8, d_int8), 0.05) << "the file's codes against the directory quantized at load";
+    // Back to int8: packed from the codes again, the same bits.
+    g.set_precision(Precision::INT8);
+    const auto again = g.logits(p);
+    for (size_t s = 0; s < int8.size(); s++) EXPECT_EQ(again[s].data, int8[s].data) << "sequence " << s;
+}
+
 TEST(GgufModels, GreedyDecodingMatchesRecomputation) {
     Model m = Model::load(gguf("qwen3.mixed.gguf"));
     Sequence prompt = prompts(m.config().tgt_vocab_size)[0];

@@ -125,14 +125,14 @@ private:
 };
 
 // linear_packed: x [M, K], w [N, K] packed by hf_pack_f32 / bf16 / int8
-// (+ int8 scale, colsum), bias [N] (+ residual) → y [M, N]. The reference
+// (+ int8's per-block scale, colsum), bias [N] (+ residual) → y [M, N]. The reference
 // applies the format's quantization (as tests/test_linear_packed.cpp) and
 // sums in double: only float32 summation separates it from the kernel.
 class LinearPackedData : public OpData {
 public:
     LinearPackedData(const Shape &s, const std::string &format, const std::string &act, bool residual)
         : M(dim(s, "M")), K(dim(s, "K")), N(dim(s, "N")), int8(format == "int8"), f32(format == "f32"), act(act),
-          has_res(residual), kf(int8 ? 4 : f32 ? 1 : 2), groups((K + kf - 1) / kf), Np((N + kPanel - 1) / kPanel * kPanel),
+          has_res(residual), kf(int8 ? 4 : f32 ? 1 : 2), groups(int8 ? (K + 31) / 32 * 8 : (K + kf - 1) / kf), Np((N + kPanel - 1) / kPanel * kPanel),
           x(ref::random_buffer({K, M}, 1)), w(ref::random_buffer({K, N}, 2, -0.1f, 0.1f)),
           b(ref::random_buffer({N}, 3)), res(ref::random_buffer({N, M}, 4)), y(N, M) {
         if (format != "f32" && format != "bf16" && format != "int8")
@@ -141,8 +141,8 @@ public:
                       {kf, kPanel, groups, Np / kPanel});
         int rc;
         if (int8) {
-            scale = Buffer<float>(Np);
-            colsum = Buffer<int32_t>(Np);
+            scale = Buffer<float>(kPanel, groups * kf / 32, Np / kPanel);
+            colsum = Buffer<int16_t>(kPanel, groups * kf / 32, Np / kPanel);
             rc = hf_pack_int8(w.raw_buffer(), wp.raw_buffer(), scale.raw_buffer(), colsum.raw_buffer());
         } else if (f32) {
             rc = hf_pack_f32(w.raw_buffer(), wp.raw_buffer());
@@ -168,19 +168,20 @@ public:
         ref::Array r({N, (int)rows.size()});
         for (size_t i = 0; i < rows.size(); i++) {
             const int m = rows[i];
-            // int8: the row's step max|x| / 127 (1 for a zero row), codes
-            // nearbyint(x / step) (ties to even, as Halide's round) within ±127.
-            float amax = 0;
-            for (int k = 0; k < K; k++) amax = std::fmax(amax, std::fabs(x(k, m)));
-            const float sx = amax > 0 ? amax / 127.0f : 1.0f;
+            // int8: each block of 32 k's step max|x| / 127 (1 for zeros), codes
+            // nearbyint(x · (1 / step)) (ties to even, as Halide's round) within ±127.
+            std::vector<float> sx((K + 31) / 32, 0.0f);
+            for (int k = 0; k < K; k++) sx[k / 32] = std::fmax(sx[k / 32], std::fabs(x(k, m)));
+            for (float &v : sx) v = v > 0 ? v / 127.0f : 1.0f;
             for (int n = 0; n < N; n++) {
                 double sum = 0;
                 for (int k = 0; k < K; k++) {
-                    double xq = int8 ? std::fmax(-127.0f, std::fmin(127.0f, std::nearbyint(x(k, m) / sx)))
+                    const float inverse = 1.0f / sx[k / 32];
+                    double xq = int8 ? std::fmax(-127.0f, std::fmin(127.0f, std::nearbyint(x(k, m) * inverse)))
                                      : f32 ? x(k, m) : bf16_round(x(k, m));
+                    if (int8) xq *= (double)sx[k / 32] * scale(n % kPanel, k / 32, n / kPanel);
                     sum += xq * packed_at(n, k);
                 }
-                if (int8) sum *= (double)sx * scale(n);
                 r(n, (int)i) = ref::activate(sum + b(n), act) + (has_res ? res(n, m) : 0.0);
             }
         }
@@ -197,7 +198,7 @@ private:
     Buffer<float> x, w, b, res, y;
     Buffer<> wp;
     Buffer<float> scale;
-    Buffer<int32_t> colsum;
+    Buffer<int16_t> colsum;
 
     // float32 → bfloat16 → float32, to nearest, ties to even.
     static float bf16_round(float v) {

@@ -69,6 +69,9 @@ std::string record_note(const TunedRecord *r);
 // A model reads it once, when it is made or loaded.
 enum class Fp32Packing { None, Steps, All };
 Fp32Packing fp32_packing();
+// Whether this build has the packed bf16 / int8 kernels (x86 builds do; the
+// ARM one does not, and runs float32 only).
+bool lowp_kernels();
 
 // Every record the kernels were built with (none with -DHALFORMER_TUNED=OFF).
 const std::vector<TunedRecord> &tuned_records();

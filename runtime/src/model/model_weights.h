@@ -11,6 +11,7 @@
 #include "description.h"
 #include "halformer/safetensors.h"
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -80,7 +81,7 @@ struct StackW {
 struct PackedLinear {
     int N = 0, K = 0, Np = 0, groups = 0, kf = 0;
     Scratch data;          // Np·groups·kf values of the format (bytes in float units)
-    Scratch scale, colsum; // int8: [Np] float32, [Np] int32
+    Scratch scale, colsum; // int8: [Np, Kp/32] float32, int16 (bytes in float units)
 };
 
 // The packed projections of one precision, shared by a model's sessions:
@@ -102,6 +103,25 @@ public:
     virtual std::string where() const = 0;
     // How errors name one of our tensors: the file's own name(s) for it.
     virtual std::string origin(const std::string &name) const { return "'" + name + "'"; }
+    // The N rows of K values at `rows` (an address data() gave, or inside
+    // one) as a quantized file holds them in Q8_0 (GGUF: per row K/32
+    // blocks of 34 bytes, the rows one after another), when it does: the
+    // int8 packing then takes the file's codes as they are. Empty where the
+    // file has them in another type or the model changes them at load.
+    virtual std::vector<uint8_t> q8_0(const float *rows, int N, int K) {
+        (void)rows, (void)N, (void)K;
+        return {};
+    }
+    // A projection's weight (a layer's 2-D tensor, the untied head). After
+    // defer_quantized(), one whose values are all the file's Q8_0 codes may
+    // come as an address with no values behind it yet: the int8 packing
+    // reads the codes (q8_0), and whatever needs the float32 values calls
+    // materialize() first (on the address or one inside its tensor), or
+    // materialize_all(). Reading it before faults: never a silent zero.
+    virtual const float *projection(const std::string &name) { return data(name); }
+    virtual void defer_quantized() {}
+    virtual void materialize(const float *inside) { (void)inside; }
+    virtual void materialize_all() {}
 };
 
 // What every session of a Model reads: the config, the tokenizer, the

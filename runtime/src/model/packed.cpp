@@ -83,6 +83,7 @@
 #include "hf_pack_bf16.h"
 #include "hf_pack_f32.h"
 #include "hf_pack_int8.h"
+#include "hf_pack_q8_0.h"
 #endif
 
 namespace halformer {
@@ -90,7 +91,8 @@ namespace halformer {
 namespace {
 
 #ifndef HALFORMER_NO_LOWP
-constexpr int kPanel = 48;  // generators/packing.h
+constexpr int kPanel = 48;   // generators/packing.h
+constexpr int kQBlock = 32;  // k per int8 scale
 
 // Rows up to which a projection uses the one-row register blocks (_dot):
 // measured 2026-11-23 (sapphirerapids, 2 threads, 1 × 512 → 2048) 84 GFLOP/s
@@ -158,6 +160,14 @@ const char *precision_name(Precision p) {
     return "?";
 }
 
+bool lowp_kernels() {
+#ifdef HALFORMER_NO_LOWP
+    return false;
+#else
+    return true;
+#endif
+}
+
 Fp32Packing fp32_packing() {
 #ifdef HALFORMER_NO_LOWP
     return Fp32Packing::None;
@@ -192,6 +202,44 @@ View packed_view(const PackedLinear &p, Format f) {
                 packed_type(f));
 }
 
+// int8's per-block scales and code sums, (j, b, p) as packing.h lays them out.
+int int8_blocks(const PackedLinear &p) { return p.groups * p.kf / kQBlock; }
+View scale_view(const PackedLinear &p) {
+    const int B = int8_blocks(p);
+    return View(p.scale.get(), {{kPanel, 1}, {B, kPanel}, {p.Np / kPanel, kPanel * B}});
+}
+View colsum_view(const PackedLinear &p) {
+    const int B = int8_blocks(p);
+    return View(p.colsum.get(), {{kPanel, 1}, {B, kPanel}, {p.Np / kPanel, kPanel * B}},
+                halide_type_t(halide_type_int, 16));
+}
+
+// The entry for (weight, N), made empty under the cache's lock (and the
+// existing one when there is one).
+std::pair<PackedLinear *, bool> cache_entry(PackCache &c, const float *weight, int N) {
+    auto key = std::make_pair(weight, N);
+    auto it = c.map.find(key);
+    if (it != c.map.end()) return {&it->second, false};
+    return {&c.map[key], true};
+}
+
+// Sizes p's buffers for N × K in format f.
+void allocate(PackedLinear &p, Format f, int N, int K) {
+    p.N = N;
+    p.K = K;
+    p.kf = k_group(f);
+    p.Np = (N + kPanel - 1) / kPanel * kPanel;
+    const int unit = f == kInt8 ? kQBlock : p.kf;
+    p.groups = (K + unit - 1) / unit * unit / p.kf;
+    const size_t values = (size_t)p.Np * p.groups * p.kf, bytes = values * packed_type(f).bytes();
+    p.data.need((bytes + 3) / 4);
+    if (f == kInt8) {
+        const size_t blocks = (size_t)p.Np * int8_blocks(p);
+        p.scale.need(blocks);
+        p.colsum.need((blocks * 2 + 3) / 4);
+    }
+}
+
 }  // namespace
 
 const PackedLinear &Session::pack(const float *weight, int N, int K) {
@@ -199,27 +247,37 @@ const PackedLinear &Session::pack(const float *weight, int N, int K) {
     // packs under the lock (entries of a std::map stay where they are while
     // others are added).
     std::lock_guard<std::mutex> lock(w->packs->mu);
-    auto key = std::make_pair(weight, N);
-    auto it = w->packs->map.find(key);
-    if (it != w->packs->map.end()) return it->second;
-    PackedLinear &p = w->packs->map[key];
+    auto [entry, fresh] = cache_entry(*w->packs, weight, N);
+    PackedLinear &p = *entry;
+    if (!fresh) return p;
     const Format f = format_of(w->precision);
-    p.N = N;
-    p.K = K;
-    p.kf = k_group(f);
-    p.Np = (N + kPanel - 1) / kPanel * kPanel;
-    p.groups = (K + p.kf - 1) / p.kf;
-    const size_t values = (size_t)p.Np * p.groups * p.kf, bytes = values * packed_type(f).bytes();
-    p.data.need((bytes + 3) / 4);
-    View vw(weight, {{K, 1}, {N, K}}), vp = packed_view(p, f);
-    switch (f) {
-    case kInt8: {
-        View vs(p.scale.need(p.Np), {{p.Np, 1}}), vc(p.colsum.need(p.Np), {{p.Np, 1}}, true);
-        run("pack", [&] { return hf_pack_int8(vw.get(), vp.get(), vs.get(), vc.get()); });
-        break;
-    }
-    case kBF16: run("pack", [&] { return hf_pack_bf16(vw.get(), vp.get()); }); break;
-    case kF32: run("pack", [&] { return hf_pack_f32(vw.get(), vp.get()); }); break;
+    try {
+        if (f == kInt8 && w->source) {
+            // A quantized file's own codes where it has them for these rows.
+            std::vector<uint8_t> q = w->source->q8_0(weight, N, K);
+            if (!q.empty()) {
+                allocate(p, f, N, K);
+                View vb(q.data(), {{34, 1}, {K / kQBlock, 34}, {N, K / kQBlock * 34}}, halide_type_t(halide_type_uint, 8));
+                View vp = packed_view(p, f), vs = scale_view(p), vc = colsum_view(p);
+                run("pack", [&] { return hf_pack_q8_0(vb.get(), vp.get(), vs.get(), vc.get()); });
+                return p;
+            }
+        }
+        if (w->source) w->source->materialize(weight);
+        allocate(p, f, N, K);
+        View vw(weight, {{K, 1}, {N, K}}), vp = packed_view(p, f);
+        switch (f) {
+        case kInt8: {
+            View vs = scale_view(p), vc = colsum_view(p);
+            run("pack", [&] { return hf_pack_int8(vw.get(), vp.get(), vs.get(), vc.get()); });
+            break;
+        }
+        case kBF16: run("pack", [&] { return hf_pack_bf16(vw.get(), vp.get()); }); break;
+        case kF32: run("pack", [&] { return hf_pack_f32(vw.get(), vp.get()); }); break;
+        }
+    } catch (...) {
+        w->packs->map.erase(std::make_pair(weight, N));  // (no half-made entry left behind)
+        throw;
     }
     return p;
 }
@@ -234,7 +292,7 @@ void Session::run_packed(const char *name, const float *x, int M, int x_stride, 
     View vx(x, {{K, 1}, {M, x_stride}}), vb(bias, {{N, 1}}), vy(y, {{N, 1}, {M, y_stride}}), vp = packed_view(p, f),
         ve(extra ? extra : y, {{N, 1}, {M, y_stride}});
     if (f == kInt8) {
-        View vs(p.scale.get(), {{p.Np, 1}}), vc(p.colsum.get(), {{p.Np, 1}}, true);
+        View vs = scale_view(p), vc = colsum_view(p);
         if (extra) {
             auto fn = reinterpret_cast<Int8ResFn>(any);
             run(name, [&] { return fn(vx.get(), vp.get(), vs.get(), vc.get(), vb.get(), ve.get(), vy.get()); });
@@ -299,6 +357,9 @@ void Model::set_precision(Precision p) {
 #endif
     std::lock_guard<std::mutex> lock(pool_->mu);
     pool_->require_idle("set_precision");
+    // Projections a quantized file's codes stood in for get their float32
+    // values now (model_weights.h: TensorSource::projection).
+    if (p != Precision::INT8 && impl_->w->source) impl_->w->source->materialize_all();
     // The weights' packed copies are shared by every session.
     impl_->w->packs = std::make_shared<PackCache>();
     impl_->w->precision = p;

@@ -194,7 +194,9 @@ void ModelWeights::bind() {
                         shape_string(actual) + ", expected " + shape_string(shape));
         }
         if (head_w) gen_rows = (int)shape[0];
-        slot = bound[spec.name] = source->data(spec.name);
+        // A layer's 2-D tensors and the untied head are projections.
+        const bool projection = shape.size() == 2 && (head_w || spec.slot.layer >= 0);
+        slot = bound[spec.name] = projection ? source->projection(spec.name) : source->data(spec.name);
         if (counted.insert(slot).second) params += numel(shape);  // shared storage counts once
     }
     head_biases(*this);
@@ -306,8 +308,21 @@ Model load_gguf(const std::string &path, Device device) {
             w->chat_missing = path + ": tokenizer.chat_template: " + e.what();
         }
     }
+    // A file of Q8_0 weights runs as it is: int8 projections packed from
+    // the file's own codes and block steps, their float32 values never
+    // made (on a CPU; set_precision to another makes them).
+    uint64_t q8 = 0, all = 0;
+    for (const GgufTensor &t : g->tensors()) {
+        if (t.ne.size() != 2) continue;
+        all += t.bytes;
+        if (t.type == GgmlType::Q8_0) q8 += t.bytes;
+    }
+    const bool int8 = device == Device::CPU && all > 0 && q8 * 2 > all && lowp_kernels();
+    if (int8) w->source->defer_quantized();
     w->bind();
-    return make_model(std::move(w), device);
+    Model m = make_model(std::move(w), device);
+    if (int8) m.set_precision(Precision::INT8);
+    return m;
 }
 
 }  // namespace

@@ -207,10 +207,7 @@ public:
                         ", which Halformer does not read (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, "
                         "Q6_K)");
         }
-        // (Their biases were permuted with them.)
-        const bool q = name.find(".self_attn.q_proj.") != std::string::npos;
-        const bool k = name.find(".self_attn.k_proj.") != std::string::npos;
-        const bool permuted = arch_.permuted_qk && (q || k);
+        const int permuted = permuted_heads(name);
         // A float32 tensor in its place is read where it lies, in the
         // file's mapping (GGUF aligns tensors to 32 bytes or more).
         if (t.type == GgmlType::F32 && !permuted && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) {
@@ -220,12 +217,29 @@ public:
         dequantize(t, v.data());
         if (permuted) {
             e.values.resize(v.size());
-            unpermute(v.data(), e.values.data(), e.shape[0], e.shape.size() == 2 ? e.shape[1] : 1,
-                      q ? heads_ : kv_heads_, where() + ": tensor '" + t.name + "'");
+            unpermute(v.data(), e.values.data(), e.shape[0], e.shape.size() == 2 ? e.shape[1] : 1, permuted,
+                      where() + ": tensor '" + t.name + "'");
         } else {
             e.values = std::move(v);
         }
         return e.values.data();
+    }
+    const uint8_t *q8_0_row(const std::string &name, int64_t row) const override {
+        auto it = entries_.find(name);
+        if (it == entries_.end()) return nullptr;
+        const Entry &e = it->second;
+        const GgufTensor &t = *e.tensor;
+        if (t.type != GgmlType::Q8_0 || e.shape.size() != 2 || row < 0 || row >= e.shape[0]) return nullptr;
+        // Row `row` of transformers' order is the file's row where
+        // llama.cpp's converter put it (unpermute, above, reversed).
+        int64_t from = row;
+        if (const int heads = permuted_heads(name)) {
+            const int64_t hd = e.shape[0] / heads, half = hd / 2, h = row / hd, i = row % hd;
+            if (e.shape[0] % heads != 0 || hd % 2 != 0) return nullptr;
+            from = h * hd + 2 * (i % half) + i / half;
+        }
+        const size_t row_bytes = (size_t)(e.shape[1] / 32) * 34;
+        return t.data + (size_t)from * row_bytes;
     }
     std::vector<std::string> names() const override {
         std::vector<std::string> out;
@@ -239,6 +253,14 @@ public:
     }
 
 private:
+    // The heads whose Q or K rows (and biases) llama.cpp's converter
+    // interleaved in this tensor (see the top); 0 where it did not.
+    int permuted_heads(const std::string &name) const {
+        if (!arch_.permuted_qk) return 0;
+        if (name.find(".self_attn.q_proj.") != std::string::npos) return (int)heads_;
+        if (name.find(".self_attn.k_proj.") != std::string::npos) return (int)kv_heads_;
+        return 0;
+    }
     struct Entry {
         const GgufTensor *tensor = nullptr;
         std::vector<int64_t> shape;  // PyTorch's order

@@ -45,6 +45,12 @@ public:
     virtual std::string where() const = 0;
     // How the file itself names a tensor (a GGUF file: blk.3.attn_q.weight).
     virtual std::string spelled(const std::string &name) const { return name; }
+    // Row `row` of a 2-D tensor the file holds in Q8_0 (K/32 blocks of 34
+    // bytes), in the order f32() gives its rows; null for any other type.
+    virtual const uint8_t *q8_0_row(const std::string &name, int64_t row) const {
+        (void)name, (void)row;
+        return nullptr;
+    }
 };
 
 // The families read: transformers' model_type values.

@@ -23,6 +23,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <sys/mman.h>
 
 namespace halformer {
 namespace hf {
@@ -174,7 +175,107 @@ public:
         }
         return s;
     }
+    ~HfSource() override {
+        for (auto &[at, d] : deferred_) munmap(const_cast<float *>(at), d.bytes);
+    }
     const float *data(const std::string &name) override {
+        const float *d = values(name);
+        given_[d] = {name, (size_t)numel(shape(name))};
+        return d;
+    }
+    void defer_quantized() override { defer_ = true; }
+    // A projection the file holds in Q8_0, when deferring: an address
+    // reserved for its float32 values and nothing behind it (reading it
+    // faults) until materialize(); the int8 packing takes the file's codes.
+    const float *projection(const std::string &name) override {
+        if (!defer_ || !quantized_copy(name)) return data(name);
+        const size_t count = (size_t)numel(shape(name)), bytes = std::max<size_t>(count * sizeof(float), 1);
+        void *at = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (at == MAP_FAILED) return data(name);
+        const float *d = static_cast<const float *>(at);
+        deferred_[d] = {name, bytes, false};
+        given_[d] = {name, count};
+        return d;
+    }
+    void materialize(const float *inside) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = deferred_.upper_bound(inside);
+        if (it == deferred_.begin()) return;
+        --it;
+        Deferred &d = it->second;
+        if (d.done || (const char *)inside >= (const char *)it->first + d.bytes) return;
+        float *to = const_cast<float *>(it->first);
+        if (mprotect(to, d.bytes, PROT_READ | PROT_WRITE) != 0) {
+            throw Error("cannot map the float32 values of " + origin(d.name) + " (" + std::to_string(d.bytes) + " bytes)");
+        }
+        const float *v = values(d.name);
+        std::copy(v, v + d.bytes / sizeof(float), to);
+        made_.erase(d.name);
+        mprotect(to, d.bytes, PROT_READ);
+        d.done = true;
+    }
+    void materialize_all() override {
+        std::vector<const float *> all;
+        for (auto &[at, d] : deferred_) all.push_back(at);
+        for (const float *at : all) materialize(at);
+    }
+    std::vector<uint8_t> q8_0(const float *rows, int N, int K) override {
+        // The tensor `rows` lies in, and its first row there.
+        auto it = given_.upper_bound(rows);
+        if (it == given_.begin() || N <= 0 || K <= 0 || K % 32 != 0) return {};
+        --it;
+        const auto &[name, count] = it->second;
+        const size_t at = (size_t)(rows - it->first);
+        if (at % (size_t)K != 0 || at + (size_t)N * K > count) return {};
+        const std::vector<int64_t> s = shape(name);
+        if (s.size() != 2 || s[1] != K) return {};
+        const Rule &r = *rule(name);
+        const int64_t first = (int64_t)(at / (size_t)K);
+        // Each row's file tensor and row there; only the ways of reading a
+        // tensor that keep the file's values as they are.
+        auto source_row = [&](int64_t row, std::string &key) -> int64_t {
+            key = subst(name, r.theirs[0]);
+            switch (r.how) {
+            case How::Same: return row;
+            case How::Rows: return r.row_factors.empty() ? r.rows[(size_t)row] : -1;
+            case How::Slice: {
+                const auto *fs = files_->shape(key);
+                return fs && fs->size() == 2 && (*fs)[1] == K && r.first % K == 0 ? r.first / K + row : -1;
+            }
+            case How::Stacked:
+                for (auto &t : r.theirs) {
+                    key = subst(name, t);
+                    const int64_t part = (*files_->shape(key))[0];
+                    if (row < part) return row;
+                    row -= part;
+                }
+                return -1;
+            default: return -1;
+            }
+        };
+        const size_t row_bytes = (size_t)K / 32 * 34;
+        std::vector<uint8_t> out((size_t)N * row_bytes);
+        std::string key;
+        for (int i = 0; i < N; i++) {
+            const int64_t from = source_row(first + i, key);
+            const uint8_t *src = from < 0 ? nullptr : files_->q8_0_row(key, from);
+            if (!src) return {};
+            std::copy(src, src + row_bytes, out.begin() + (ptrdiff_t)(i * row_bytes));
+        }
+        return out;
+    }
+    // Whether every value of `name` is one of the file's Q8_0 values, rows
+    // taken as they are (q8_0() then gives them all).
+    bool quantized_copy(const std::string &name) const {
+        const Rule *r = rule(name);
+        const std::vector<int64_t> s = shape(name);
+        if (!r || s.size() != 2 || s[1] % 32 != 0) return false;
+        if (r->how != How::Same && r->how != How::Stacked && !(r->how == How::Rows && r->row_factors.empty())) return false;
+        for (auto &t : r->theirs)
+            if (!files_->q8_0_row(subst(name, t), 0)) return false;
+        return true;
+    }
+    const float *values(const std::string &name) {
         const Rule &r = *rule(name);
         const std::string key = subst(name, r.theirs[0]);
         if (r.how == How::Same || r.how == How::Flat) return read(key);
@@ -259,6 +360,19 @@ public:
     }
 
 private:
+    // What data() gave: each tensor's address, name and size (q8_0 finds
+    // the tensor a projection's rows lie in).
+    std::map<const float *, std::pair<std::string, size_t>> given_;
+    // The projections whose float32 values wait for materialize().
+    struct Deferred {
+        std::string name;
+        size_t bytes = 0;
+        bool done = false;
+    };
+    bool defer_ = false;
+    std::map<const float *, Deferred> deferred_;
+    std::mutex mu_;
+
     // "decoder.layers.3.linear1.weight" → its rule and the layer "3".
     const Rule *rule(const std::string &name) const {
         auto it = rules_.find(generic(name));
