@@ -182,6 +182,13 @@ public:
     const std::vector<GgufTensor> &tensors() const { return tensors_; }
     const GgufTensor *find_tensor(const std::string &name) const;
 
+    // Lets the system drop the mapped file's pages from this process's
+    // resident memory (once its tensors have been packed): what is read
+    // again comes back from the file. Nothing for a buffer's Gguf.
+    void evict() const;
+    // The same for the whole pages inside one tensor's bytes.
+    void evict(const GgufTensor &t) const;
+
 private:
     void parse();
     const GgufValue &need(const std::string &key, const char *expected) const;

@@ -284,6 +284,17 @@ Gguf::Gguf(const uint8_t *data, size_t size, std::string name) : name_(std::move
     parse();
 }
 
+void Gguf::evict() const {
+    if (map_) ::madvise(map_, map_size_, MADV_DONTNEED);
+}
+
+void Gguf::evict(const GgufTensor &t) const {
+    if (!map_ || !t.data || t.bytes == 0) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), from = (uintptr_t)t.data, to = from + t.bytes;
+    const uintptr_t first = (from + page - 1) / page * page, last = to / page * page;
+    if (last > first) ::madvise((void *)first, last - first, MADV_DONTNEED);
+}
+
 Gguf::~Gguf() {
     if (map_) ::munmap(map_, map_size_);
 }

@@ -321,7 +321,10 @@ Model load_gguf(const std::string &path, Device device) {
     if (int8) w->source->defer_quantized();
     w->bind();
     Model m = make_model(std::move(w), device);
-    if (int8) m.set_precision(Precision::INT8);
+    if (int8) {
+        m.set_precision(Precision::INT8);
+        g->evict();  // (the packed copies hold the codes now)
+    }
     return m;
 }
 

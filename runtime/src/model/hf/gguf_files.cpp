@@ -241,6 +241,10 @@ public:
         const size_t row_bytes = (size_t)(e.shape[1] / 32) * 34;
         return t.data + (size_t)from * row_bytes;
     }
+    void evict(const std::string &name) const override {
+        auto it = entries_.find(name);
+        if (it != entries_.end()) g_->evict(*it->second.tensor);
+    }
     std::vector<std::string> names() const override {
         std::vector<std::string> out;
         for (auto &[name, e] : entries_) out.push_back(name);

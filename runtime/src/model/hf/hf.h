@@ -51,6 +51,9 @@ public:
         (void)name, (void)row;
         return nullptr;
     }
+    // Done with the file's bytes of that tensor for now (a mapped file's
+    // pages may leave resident memory; read again, they come back).
+    virtual void evict(const std::string &name) const { (void)name; }
 };
 
 // The families read: transformers' model_type values.

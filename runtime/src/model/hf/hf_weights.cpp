@@ -256,12 +256,16 @@ public:
         const size_t row_bytes = (size_t)K / 32 * 34;
         std::vector<uint8_t> out((size_t)N * row_bytes);
         std::string key;
+        std::set<std::string> read_from;
         for (int i = 0; i < N; i++) {
             const int64_t from = source_row(first + i, key);
             const uint8_t *src = from < 0 ? nullptr : files_->q8_0_row(key, from);
             if (!src) return {};
             std::copy(src, src + row_bytes, out.begin() + (ptrdiff_t)(i * row_bytes));
+            read_from.insert(key);
         }
+        // (Packed from this copy: the file's pages need not stay resident.)
+        for (const std::string &k : read_from) files_->evict(k);
         return out;
     }
     // Whether every value of `name` is one of the file's Q8_0 values, rows
