@@ -224,7 +224,8 @@ public:
         auto it = given_.upper_bound(rows);
         if (it == given_.begin() || N <= 0 || K <= 0 || K % 32 != 0) return {};
         --it;
-        const auto &[name, count] = it->second;
+        const std::string &name = it->second.first;
+        const size_t count = it->second.second;
         const size_t at = (size_t)(rows - it->first);
         if (at % (size_t)K != 0 || at + (size_t)N * K > count) return {};
         const std::vector<int64_t> s = shape(name);
