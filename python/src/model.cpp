@@ -259,6 +259,24 @@ void bind_model_calls(py::class_<Model> &c) {
             "The checkpoint's chat_template rendered over (role, content) pairs: the prompt continue_text "
             "takes (halformer.Error without a template, or where the template refuses the messages).")
         .def(
+            "chat_prompt",
+            [](const Model &m, const py::list &messages, bool add_generation_prompt, const py::object &tools,
+               const py::kwargs &kwargs) {
+                // As transformers' apply_chat_template(messages, tools=..., **kwargs):
+                // the conversation as JSON, in the order Python holds it.
+                py::dict request;
+                request["messages"] = messages;
+                if (!tools.is_none()) request["tools"] = tools;
+                for (auto item : kwargs) request[item.first] = item.second;
+                const std::string text =
+                    py::module_::import("json").attr("dumps")(request, py::arg("ensure_ascii") = false).cast<std::string>();
+                return m.chat_prompt_json(text, add_generation_prompt);
+            },
+            py::arg("messages"), py::arg("add_generation_prompt") = true, py::arg("tools") = py::none(),
+            "The same over message dicts, as transformers' apply_chat_template takes them (tool_calls, tool "
+            "messages, any key), with tools and the template's other variables as keyword arguments "
+            "(enable_thinking=False, ...).")
+        .def(
             "embed",
             [](Model &m, const std::vector<std::string> &texts) {
                 return to_numpy(without_gil([&] { return m.embed(texts); }));

@@ -292,6 +292,21 @@ def test_chat_prompt_from_the_checkpoints_template():
         model("dec_pre_gelu").chat_prompt([("user", "Hi")])
 
 
+def test_chat_prompt_with_tools_as_transformers_takes_them():
+    m = halformer.Model.load(str(FIXTURES / "hf" / "qwen2_tools"))  # Qwen2.5's template
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather.",
+                                               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+    call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    messages = [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "content": "21 degrees"}]
+    prompt = m.chat_prompt(messages, tools=tools)
+    assert '<tools>\n{"type": "function", "function": {"name": "get_weather", "description": "Weather.", ' in prompt, prompt
+    assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' in prompt, prompt
+    assert "<tool_response>\n21 degrees\n</tool_response>" in prompt, prompt
+    assert prompt.endswith("<|im_start|>assistant\n")
+    assert "<tools>" not in m.chat_prompt(messages[:1])
+
+
 def test_a_gguf_file_loads_as_its_checkpoint():
     g = halformer.Model.load(str(FIXTURES / "gguf" / "qwen2.f32.gguf"))
     d = halformer.Model.load(str(FIXTURES / "hf" / "qwen2"))

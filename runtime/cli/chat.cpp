@@ -9,8 +9,10 @@
 // (generation_config.json's eos list included).
 //
 // --print-prompt: reads a whole conversation from stdin, a JSON array of
-// {"role", "content"} messages, prints the prompt the template renders for
-// it (with the assistant's turn opened) and exits; nothing is generated.
+// messages or an object with "messages" and the template's other variables
+// ("tools", "enable_thinking", ...: transformers' apply_chat_template
+// kwargs), prints the prompt the template renders for it (with the
+// assistant's turn opened) and exits; nothing is generated.
 #include "common.h"
 
 #include "halformer/json.h"
@@ -36,8 +38,8 @@ int cmd_chat(int argc, char **argv) {
     app.add_option("--system", system, "a system message before the conversation");
     bool print_prompt = false;
     app.add_flag("--print-prompt", print_prompt,
-                 "read a conversation (a JSON array of {\"role\", \"content\"}) from stdin, print its rendered "
-                 "prompt and exit");
+                 "read a conversation from stdin (a JSON list of messages, or {\"messages\": [...], \"tools\": [...], "
+                 "...} with the template's other variables), print its rendered prompt and exit");
     add_decoding_options(app, o);
     add_machine_options(app, mo);
     add_precision_option(app, mo);
@@ -51,19 +53,35 @@ int cmd_chat(int argc, char **argv) {
     if (!system.empty()) messages.push_back({"system", system});
     if (print_prompt) {
         const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-        const json::Value v = json::parse(text, "stdin");
-        if (!v.is_array()) throw Error("chat --print-prompt: stdin is not a JSON array of messages");
-        for (size_t i = 0; i < v.array.size(); i++) {
-            const json::Value &e = v.array[i];
-            const json::Value *role = e.is_object() ? e.find("role") : nullptr;
-            const json::Value *content = e.is_object() ? e.find("content") : nullptr;
-            if (!role || !role->is_string() || !content || !content->is_string()) {
-                throw Error("chat --print-prompt: message " + std::to_string(i) +
-                            " is not an object with string \"role\" and \"content\"");
-            }
-            messages.push_back({role->string, content->string});
+        // A list of messages, or an object: "messages" and the template's
+        // other variables ("tools", "enable_thinking", ...), as
+        // transformers' apply_chat_template(messages, **kwargs) takes them.
+        json::Value v = json::parse(text, "stdin");
+        json::Value *conversation = v.is_object() ? nullptr : &v;
+        for (auto &[k, x] : v.object) {
+            if (k == "messages") conversation = &x;
         }
-        std::fputs(m.chat_prompt(messages, true).c_str(), stdout);
+        if (conversation == nullptr || !conversation->is_array()) {
+            throw Error("chat --print-prompt: stdin is neither a JSON list of messages nor an object with a "
+                        "\"messages\" list");
+        }
+        for (size_t i = 0; i < conversation->array.size(); i++) {
+            const json::Value &e = conversation->array[i];
+            const json::Value *role = e.is_object() ? e.find("role") : nullptr;
+            if (!role || !role->is_string()) {
+                throw Error("chat --print-prompt: message " + std::to_string(i) + " is not an object with a string \"role\"");
+            }
+        }
+        if (!system.empty()) {
+            json::Value sys, role, content;
+            sys.kind = json::Value::Kind::Object;
+            role.kind = content.kind = json::Value::Kind::String;
+            role.string = "system";
+            content.string = system;
+            sys.object = {{"role", role}, {"content", content}};
+            conversation->array.insert(conversation->array.begin(), sys);
+        }
+        std::fputs(m.chat_prompt_json(json::dump(v), true).c_str(), stdout);
         return 0;
     }
     if (!m.has_chat_template()) m.chat_prompt(messages, true);  // (throws, naming why)

@@ -2,6 +2,7 @@
 //
 //   halformer serve DIR [--host 127.0.0.1] [--port 8080] [--workers 2] [--max-batch 32]
 //   curl -s localhost:8080/v1/generate -d '{"text": "Open the file."}'
+//   halformer serve DIR --host 0.0.0.0 --api-key-file keys.txt --ssl-cert cert.pem --ssl-key key.pem
 //
 // SIGTERM or SIGINT: stop accepting, answer every request already accepted,
 // exit 0.
@@ -11,9 +12,31 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
 #include <pthread.h>
 
 namespace halformer {
+
+namespace {
+
+// The keys of an --api-key-file: one a line, surrounding blanks trimmed.
+std::vector<std::string> read_api_keys(const std::string &path) {
+    std::ifstream in(path);
+    if (!in) throw Error("--api-key-file " + path + ": cannot read it");
+    std::vector<std::string> keys;
+    std::string line;
+    while (std::getline(in, line)) {
+        const size_t a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
+        if (a == std::string::npos || line[a] == '#') continue;
+        keys.push_back(line.substr(a, b - a + 1));
+    }
+    return keys;
+}
+
+}  // namespace
 
 int cmd_serve(int argc, char **argv) {
     CLI::App app{"halformer serve: an HTTP/JSON server for one model (POST /v1/generate, the OpenAI API: POST /v1/completions and GET /v1/models; GET /health, GET /metrics)",
@@ -47,10 +70,25 @@ int cmd_serve(int argc, char **argv) {
                    "for a worker (0: first come, first served)")
         ->check(CLI::NonNegativeNumber);
     app.add_flag("--log", so.log, "one line per request on stderr");
+    std::vector<std::string> key_files;
+    app.add_option("--api-key", so.api_keys,
+                   "a key callers must send as \"Authorization: Bearer KEY\" (repeatable; also --api-key-file and "
+                   "$HALFORMER_API_KEY, which other users of this machine cannot read off the process list)");
+    app.add_option("--api-key-file", key_files, "a file of API keys, one a line (# comments, blank lines skipped)")
+        ->check(CLI::ExistingFile);
+    app.add_option("--ssl-cert", so.ssl_cert, "HTTPS: the server's PEM certificate (chain)")->check(CLI::ExistingFile);
+    app.add_option("--ssl-key", so.ssl_key, "HTTPS: the certificate's PEM private key")->check(CLI::ExistingFile);
     add_machine_options(app, mo);
     add_precision_option(app, mo);
     if (!parse_command(app, argc, argv)) return 0;
     so.engine.join = !no_join;
+    for (const std::string &f : key_files) {
+        const std::vector<std::string> keys = read_api_keys(f);
+        if (keys.empty()) throw Error("--api-key-file " + f + ": no key in the file");
+        so.api_keys.insert(so.api_keys.end(), keys.begin(), keys.end());
+    }
+    if (const char *env = std::getenv("HALFORMER_API_KEY"); env != nullptr && *env != 0) so.api_keys.push_back(env);
+    if ((so.ssl_cert.empty()) != (so.ssl_key.empty())) throw Error("serve: --ssl-cert and --ssl-key go together");
     const Device device = apply_machine_options(mo);
     // The signals are taken by sigwait below: block them before any thread
     // starts, so that every thread inherits the mask.
@@ -71,10 +109,11 @@ int cmd_serve(int argc, char **argv) {
     apply_precision(mo, model);
     Server server(model, so);
     const int port = server.start();
-    std::printf("halformer serve: %s (%s, \"%s\") on http://%s:%d  (POST /v1/generate, POST /v1/completions, "
-                "GET /v1/models, GET /health, GET /metrics)\n",
-                dir.c_str(), architecture_name(model.config().architecture), so.model_name.c_str(), so.host.c_str(),
-                port);
+    std::printf("halformer serve: %s (%s, \"%s\") on %s://%s:%d  (POST /v1/generate, POST /v1/completions, "
+                "GET /v1/models, GET /health, GET /metrics)%s\n",
+                dir.c_str(), architecture_name(model.config().architecture), so.model_name.c_str(),
+                so.ssl_cert.empty() ? "http" : "https", so.host.c_str(), port,
+                so.api_keys.empty() ? "" : "; an API key is required (Authorization: Bearer)");
     std::fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);

@@ -214,5 +214,36 @@ std::string quote(const std::string &s) {
     return out + "\"";
 }
 
+std::string dump(const Value &v) {
+    switch (v.kind) {
+    case Value::Kind::Null: return "null";
+    case Value::Kind::Bool: return v.boolean ? "true" : "false";
+    case Value::Kind::Number: {
+        if (!std::isfinite(v.number)) return "null";
+        char buf[32];
+        if (std::floor(v.number) == v.number && std::fabs(v.number) <= 9007199254740992.0) {
+            std::snprintf(buf, sizeof buf, "%.0f", v.number);
+        } else {
+            std::snprintf(buf, sizeof buf, "%.17g", v.number);
+        }
+        return buf;
+    }
+    case Value::Kind::String: return quote(v.string);
+    case Value::Kind::Array: {
+        std::string out = "[";
+        for (size_t i = 0; i < v.array.size(); i++) out += (i ? "," : "") + dump(v.array[i]);
+        return out + "]";
+    }
+    case Value::Kind::Object: {
+        std::string out = "{";
+        for (size_t i = 0; i < v.object.size(); i++) {
+            out += (i ? "," : "") + quote(v.object[i].first) + ":" + dump(v.object[i].second);
+        }
+        return out + "}";
+    }
+    }
+    return "null";
+}
+
 }  // namespace json
 }  // namespace halformer

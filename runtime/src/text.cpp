@@ -206,10 +206,27 @@ bool Model::has_tokenizer() const { return impl_->w->tok != nullptr; }
 
 bool Model::has_chat_template() const { return impl_->w->chat != nullptr; }
 
-std::string Model::chat_prompt(const std::vector<ChatMessage> &messages, bool add_generation_prompt) const {
-    const ModelWeights &w = *impl_->w;
+namespace {
+
+// The checkpoint's chat template, or an Error naming why it has none.
+const ChatTemplate &chat_template_of(const ModelWeights &w) {
     if (!w.chat) throw Error("chat: " + (w.chat_missing.empty() ? std::string("this model has no chat template") : w.chat_missing));
-    return w.chat->render(messages, add_generation_prompt, w.chat_vars);
+    return *w.chat;
+}
+
+}  // namespace
+
+std::string Model::chat_prompt(const std::vector<ChatMessage> &messages, bool add_generation_prompt) const {
+    return chat_template_of(*impl_->w).render(messages, add_generation_prompt, impl_->w->chat_vars);
+}
+
+std::string Model::chat_prompt_json(const std::string &conversation, bool add_generation_prompt) const {
+    return chat_template_of(*impl_->w).render_json(conversation, add_generation_prompt, impl_->w->chat_vars);
+}
+
+const std::string &Model::chat_template_source() const {
+    static const std::string none;
+    return impl_->w->chat ? impl_->w->chat->source() : none;
 }
 
 std::string Model::text_of(const Sequence &tokens, const Sequence *prompt) const {

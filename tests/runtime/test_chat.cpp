@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -74,6 +75,69 @@ TEST(ChatTemplate, RendersAsJinja2Does) {
     }
     EXPECT_GE(rendered, 150);
     EXPECT_GE(refused, 27);
+}
+
+// The templates of tool-calling and thinking models (Qwen2.5, Qwen3, Llama
+// 3.2, Mistral Nemo) on requests with tools, tool calls, tool results,
+// enable_thinking and reasoning in the history, as JSON
+// (ChatTemplate::render_json), against jinja2's renderings.
+TEST(ChatTemplate, ToolTemplatesRenderAsJinja2Does) {
+    setenv("HALFORMER_CHAT_NOW", "2024-07-23 09:05:00", 1);
+    const json::Value e = json::parse(read(kChat + "expected.json"), "expected.json");
+    const std::map<std::string, std::string> vars = {{"bos_token", "<s>"}, {"eos_token", "</s>"}};
+    std::vector<std::string> requests;  // each case as the JSON render_json takes
+    for (const json::Value &c : e.find("tool_cases")->array) {
+        json::Value r;
+        r.kind = json::Value::Kind::Object;
+        r.object.emplace_back("messages", *c.find("messages"));
+        if (const json::Value *t = c.find("tools")) r.object.emplace_back("tools", *t);
+        if (const json::Value *k = c.find("kwargs")) {
+            for (const auto &[name, v] : k->object) r.object.emplace_back(name, v);
+        }
+        requests.push_back(json::dump(r));
+    }
+    int rendered = 0, refused = 0;
+    for (const auto &[name, cases] : e.find("tool_templates")->object) {
+        SCOPED_TRACE(name);
+        const ChatTemplate t = ChatTemplate::parse(read(kChat + name + ".jinja"));
+        ASSERT_EQ(cases.array.size(), 2 * requests.size());
+        for (size_t k = 0; k < cases.array.size(); k++) {
+            const json::Value &c = cases.array[k];
+            const bool agp = c.find("add_generation_prompt")->boolean;
+            SCOPED_TRACE("request " + std::to_string(k / 2) + (agp ? " + generation prompt" : ""));
+            const json::Value *err = c.find("error");
+            if (err && err->is_string()) {
+                std::string got;
+                try {
+                    t.render_json(requests[k / 2], agp, vars);
+                } catch (const Error &x) {
+                    got = x.what();
+                }
+                EXPECT_FALSE(got.empty()) << "rendered where jinja2 failed: " << err->string;
+                if (c.find("raised")->boolean) EXPECT_NE(got.find(err->string), std::string::npos) << got;
+                refused++;
+            } else {
+                EXPECT_EQ(t.render_json(requests[k / 2], agp, vars), c.find("text")->string);
+                rendered++;
+            }
+        }
+    }
+    EXPECT_GE(rendered, 90);
+    EXPECT_GE(refused, 6);
+}
+
+// render_json's input: a list of messages or an object with "messages";
+// anything else an Error naming it.
+TEST(ChatTemplate, RenderJsonTakesAListOrAnObject) {
+    const ChatTemplate t = ChatTemplate::parse(
+        "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}{{ tools | length if tools is defined }}"
+        "{{ flag }}");
+    EXPECT_EQ(t.render_json(R"([{"role": "user", "content": "hi"}])", false), "[user:hi]");
+    EXPECT_EQ(t.render_json(R"({"messages": [{"role": "user", "content": 5}], "tools": [1, 2], "flag": true})", false),
+              "[user:5]2True");
+    for (const char *bad : {"{}", "[1]", "\"text\"", "{\"messages\": {}}", "[", "{\"messages\": [], \"add_generation_prompt\": 1}"}) {
+        EXPECT_THROW(t.render_json(bad, false), Error) << bad;
+    }
 }
 
 TEST(ChatTemplate, HostileTemplatesAreNamedErrors) {

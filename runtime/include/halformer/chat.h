@@ -51,6 +51,19 @@ public:
     // evaluation (naming the line).
     std::string render(const std::vector<ChatMessage> &messages, bool add_generation_prompt,
                        const std::map<std::string, std::string> &vars = {}) const;
+    // The same for a conversation as JSON text, the way transformers'
+    // apply_chat_template(messages, tools=..., **kwargs) takes it: a list of
+    // message objects, or an object with "messages" and the template's
+    // other variables ("tools", "documents", "enable_thinking", ...). Each
+    // message goes to the template as it is (content a string, a list of
+    // parts or null; an assistant's tool_calls; a tool message's
+    // tool_call_id and name; any other key), objects in their order; an
+    // integral JSON number is an int to the template, any other a float.
+    // Throws Error when the text is not such JSON.
+    std::string render_json(const std::string &conversation, bool add_generation_prompt,
+                            const std::map<std::string, std::string> &vars = {}) const;
+    // The template's source text.
+    const std::string &source() const;
 
     ChatTemplate(ChatTemplate &&) noexcept;
     ChatTemplate &operator=(ChatTemplate &&) noexcept;

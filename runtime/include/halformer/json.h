@@ -45,6 +45,9 @@ const char *kind_name(Value::Kind k);
 
 // Writes a string with JSON escapes (quotes included).
 std::string quote(const std::string &s);
+// A value as compact JSON text, objects in their order (an integral number
+// within 2^53 without a fraction, any other with 17 significant digits).
+std::string dump(const Value &v);
 
 }  // namespace json
 }  // namespace halformer

@@ -338,6 +338,13 @@ public:
     // the checkpoint has no template or one that did not parse.
     bool has_chat_template() const;
     std::string chat_prompt(const std::vector<ChatMessage> &messages, bool add_generation_prompt = true) const;
+    // The same for a conversation as JSON text (ChatTemplate::render_json:
+    // messages with tool calls and tool results, or an object with
+    // "messages", "tools", "enable_thinking", ... for the template).
+    std::string chat_prompt_json(const std::string &conversation, bool add_generation_prompt = true) const;
+    // The chat template's source ("" without one): which tool-call and
+    // thinking formats the model was trained on.
+    const std::string &chat_template_source() const;
     // The text of generated ids (a Hypothesis' tokens): up to eos, decoded.
     // With prompt (decoder-only): the continuation of that prompt.
     std::string text_of(const Sequence &tokens, const Sequence *prompt = nullptr) const;

@@ -55,6 +55,7 @@
 #include <memory>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace halformer {
 
@@ -75,6 +76,14 @@ struct ServerOptions {
     int read_timeout_s = 10;         // a request stalled this long is cut; an idle connection closed
     std::string model_name = "halformer";  // the model's id in the OpenAI API
     bool log = false;                // one line per request on stderr
+    // Who may call. Empty: anyone who reaches the port. Otherwise every
+    // request but GET /health carries "Authorization: Bearer KEY" with one
+    // of these keys (compared in constant time), or is answered 401 in the
+    // OpenAI API's error shape.
+    std::vector<std::string> api_keys;
+    // HTTPS: a PEM certificate (chain) and its private key, both or neither;
+    // checked when the server is made (a clear error naming the file).
+    std::string ssl_cert, ssl_key;
 
     static EngineOptions server_engine() {
         EngineOptions e;

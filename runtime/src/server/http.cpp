@@ -1,5 +1,6 @@
 #include "http.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
@@ -12,6 +13,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 namespace halformer::serve {
 
 namespace {
@@ -19,6 +24,55 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 thread_local const Connection *tl_connection = nullptr;
+thread_local bool tl_close_after = false;
+
+// OpenSSL's last error as text ("" when it has none).
+std::string ssl_error_text() {
+    std::string out;
+    while (const unsigned long e = ERR_get_error()) {
+        char text[256];
+        ERR_error_string_n(e, text, sizeof text);
+        if (!out.empty()) out += "; ";
+        out += text;
+    }
+    return out;
+}
+
+// The server's TLS context from a PEM certificate (chain) and key.
+SSL_CTX *make_tls_context(const std::string &cert, const std::string &key) {
+    if (cert.empty() != key.empty()) {
+        throw std::runtime_error("serve: TLS needs both a certificate (--ssl-cert) and its private key (--ssl-key)");
+    }
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == nullptr) throw std::runtime_error("serve: TLS: " + ssl_error_text());
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+    SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
+    auto fail = [&](const std::string &what) {
+        const std::string why = ssl_error_text();
+        SSL_CTX_free(ctx);
+        throw std::runtime_error("serve: " + what + (why.empty() ? "" : ": " + why));
+    };
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1) {
+        fail("--ssl-cert " + cert + ": not a readable PEM certificate");
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+        const unsigned long e = ERR_peek_last_error();
+        if (ERR_GET_LIB(e) == ERR_LIB_X509 && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH) {
+            fail("--ssl-key " + key + " is not the key of --ssl-cert " + cert);
+        }
+        fail("--ssl-key " + key + ": not a readable PEM private key");
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) fail("--ssl-key " + key + " is not the key of --ssl-cert " + cert);
+    return ctx;
+}
+
+// A socket's send and receive timeouts (TLS's handshake and records block).
+void set_socket_timeouts(int fd, int read_ms, int write_ms) {
+    timeval r{read_ms / 1000, (read_ms % 1000) * 1000}, w{write_ms / 1000, (write_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &r, sizeof r);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &w, sizeof w);
+}
 
 void ip_and_port(const sockaddr_storage &a, std::string &ip, int &port) {
     char text[INET6_ADDRSTRLEN] = {0};
@@ -52,6 +106,10 @@ Connection::Connection(int fd, int read_timeout_ms, int write_timeout_ms, std::a
 }
 
 Connection::~Connection() {
+    if (ssl_ != nullptr) {
+        if (SSL_is_init_finished(ssl_)) SSL_shutdown(ssl_);  // close_notify, not waiting for the peer's
+        SSL_free(ssl_);
+    }
     ::shutdown(fd_, SHUT_RDWR);
     ::close(fd_);
     open_--;
@@ -66,6 +124,17 @@ bool Connection::wait(short events, int timeout_ms) const {
     }
 }
 
+bool Connection::buffered() const { return ssl_ != nullptr ? SSL_pending(ssl_) > 0 : pos_ < len_; }
+
+bool Connection::accept_tls(SSL_CTX *ctx) {
+    ssl_ = SSL_new(ctx);
+    if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) return false;
+    set_socket_timeouts(fd_, read_timeout_ms_, write_timeout_ms_);
+    const bool ok = SSL_accept(ssl_) == 1;
+    ERR_clear_error();  // (a failed handshake is the client's; nothing for the next one to see)
+    return ok;
+}
+
 bool Connection::is_readable() const { return buffered() || wait(POLLIN, read_timeout_ms_); }
 
 bool Connection::is_writable() const { return wait(POLLOUT, write_timeout_ms_) && !peer_gone(); }
@@ -74,12 +143,28 @@ bool Connection::peer_gone() const {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, 0) <= 0) return false;
     if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) return true;
+    // Over TLS the bytes waiting may be the peer's close_notify alert: a
+    // record, not a close, to the peek below; its FIN follows it.
+    if (ssl_ != nullptr) {
+        pollfd q{fd_, POLLRDHUP, 0};
+        if (::poll(&q, 1, 0) > 0 && (q.revents & (POLLRDHUP | POLLHUP | POLLERR))) return true;
+    }
     char c;
     const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 ssize_t Connection::read(char *ptr, size_t size) {
+    if (ssl_ != nullptr) {
+        if (size == 0) return 0;
+        if (SSL_pending(ssl_) == 0 && !wait(POLLIN, read_timeout_ms_)) return -1;
+        const int n = SSL_read(ssl_, ptr, (int)std::min(size, (size_t)1 << 30));
+        if (n <= 0) {
+            ERR_clear_error();
+            return SSL_get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+        }
+        return n;
+    }
     if (!buffered()) {
         if (!wait(POLLIN, read_timeout_ms_)) return -1;
         ssize_t n;
@@ -98,6 +183,12 @@ ssize_t Connection::read(char *ptr, size_t size) {
 
 ssize_t Connection::write(const char *ptr, size_t size) {
     if (!wait(POLLOUT, write_timeout_ms_)) return -1;
+    if (ssl_ != nullptr) {
+        if (size == 0) return 0;
+        const int n = SSL_write(ssl_, ptr, (int)std::min(size, (size_t)1 << 30));
+        if (n <= 0) ERR_clear_error();
+        return n <= 0 ? -1 : n;
+    }
     ssize_t n;
     do {
         n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
@@ -118,6 +209,7 @@ void Connection::get_local_ip_and_port(std::string &ip, int &port) const {
 }
 
 HttpServer::HttpServer(const HttpLimits &limits) : limits_(limits) {
+    if (!limits.tls_cert.empty() || !limits.tls_key.empty()) tls_ = make_tls_context(limits.tls_cert, limits.tls_key);
     const int threads = limits.threads;
     new_task_queue = [this, threads] {
         auto *pool = new httplib::ThreadPool((size_t)threads);
@@ -143,9 +235,12 @@ HttpServer::~HttpServer() {
     close_all();
     ::close(epoll_fd_);
     ::close(wake_fd_);
+    if (tls_ != nullptr) SSL_CTX_free(tls_);
 }
 
 bool HttpServer::client_gone() { return tl_connection != nullptr && tl_connection->peer_gone(); }
+
+void HttpServer::close_after_answer() { tl_close_after = true; }
 
 int HttpServer::idle_connections() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -167,6 +262,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
         }
         return false;
     }
+    if (tls_ != nullptr && !c->accept_tls(tls_)) return false;
     park(std::move(c));
     return true;
 }
@@ -175,8 +271,9 @@ void HttpServer::serve(std::shared_ptr<Connection> c) {
     tl_connection = c.get();
     for (;;) {
         bool closed = false;
+        tl_close_after = false;
         const bool ok = process_request(*c, draining_.load(), closed, nullptr);
-        if (!ok || closed || draining_.load() || closed_.load()) break;
+        if (!ok || closed || tl_close_after || draining_.load() || closed_.load()) break;
         if (!c->buffered()) {
             tl_connection = nullptr;
             c->idle_since = Clock::now();

@@ -14,6 +14,12 @@
 //     one request stay in the connection's buffer for the next.
 //   * drain(): answers carry "Connection: close" and idle sockets close at
 //     once; close_all() then stops the poller (before httplib::Server::stop).
+//   * A request whose framing is broken (a bad request line, an unknown
+//     HTTP version, a header past the limits, a body it cannot delimit or
+//     one past max_body) is answered 400/413/414 and its connection closed
+//     (RFC 9112: the bytes after it are not requests).
+//   * TLS (a certificate and key given): each socket's handshake runs on a
+//     pool thread before it is parked; OpenSSL reads and writes its records.
 #pragma once
 
 #include <httplib.h>
@@ -26,13 +32,17 @@
 #include <thread>
 #include <unordered_map>
 
+typedef struct ssl_st SSL;
+typedef struct ssl_ctx_st SSL_CTX;
+
 namespace halformer::serve {
 
-// One client socket as httplib's Stream, with its own read buffer.
+// One client socket as httplib's Stream, with its own read buffer (or,
+// over TLS, OpenSSL's).
 class Connection : public httplib::Stream {
 public:
     Connection(int fd, int read_timeout_ms, int write_timeout_ms, std::atomic<int> &open);
-    ~Connection() override;  // closes the socket
+    ~Connection() override;  // closes the socket (after TLS's close_notify)
     Connection(const Connection &) = delete;
     Connection &operator=(const Connection &) = delete;
 
@@ -45,7 +55,10 @@ public:
     socket_t socket() const override { return fd_; }
 
     // Bytes already read past the last request (a pipelined request).
-    bool buffered() const { return pos_ < len_; }
+    bool buffered() const;
+    // TLS: the server's handshake on this socket, within the read timeout
+    // (false: the client is not speaking TLS, or gave up).
+    bool accept_tls(SSL_CTX *ctx);
     // The peer closed or reset its end (bytes it sent are not a close).
     bool peer_gone() const;
 
@@ -58,6 +71,7 @@ private:
     int fd_;
     int read_timeout_ms_, write_timeout_ms_;
     std::atomic<int> &open_;
+    SSL *ssl_ = nullptr;
     char buf_[4096];
     size_t pos_ = 0, len_ = 0;
 };
@@ -68,6 +82,7 @@ struct HttpLimits {
     int idle_timeout_s = 10;      // an idle keep-alive socket is closed after this
     int read_timeout_s = 10;      // a request stalled this long is cut
     int write_timeout_s = 10;
+    std::string tls_cert, tls_key;  // PEM files: HTTPS (both or neither)
 };
 
 class HttpServer : public httplib::Server {
@@ -86,6 +101,9 @@ public:
     // For a handler: the connection of the request this thread is serving
     // went away (null outside a handler: false).
     static bool client_gone();
+    // For the error handler: close the connection of the request this
+    // thread is answering once the answer is written.
+    static void close_after_answer();
 
 private:
     bool process_and_close_socket(socket_t sock) override;
@@ -95,6 +113,7 @@ private:
     void close_idle(bool all);
 
     HttpLimits limits_;
+    SSL_CTX *tls_ = nullptr;
     std::atomic<httplib::TaskQueue *> pool_{nullptr};
     int epoll_fd_ = -1, wake_fd_ = -1;
     std::thread poller_;

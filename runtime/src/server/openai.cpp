@@ -41,34 +41,67 @@ json completion_usage(const Jobs &jobs, int n) {
     return json{{"prompt_tokens", in}, {"completion_tokens", out}, {"total_tokens", in + out}};
 }
 
-// A chat completion's choice: the assistant's message.
-json chat_choice(size_t index, const std::string &text, const json &finish_reason, const json &logprobs) {
+// A chat completion's choice: the assistant's message, split into its
+// thinking, content and tool calls as `reply` says (chat_reply.h).
+json chat_choice(size_t index, const std::string &text, const json &finish_reason, const json &logprobs,
+                 const serve::ChatReply &reply) {
+    bool calls = false;
+    json message = serve::split_reply(text, reply, calls);
     return {{"index", index},
-            {"message", {{"role", "assistant"}, {"content", text}}},
+            {"message", std::move(message)},
             {"logprobs", logprobs},
-            {"finish_reason", finish_reason}};
+            {"finish_reason", calls && finish_reason == "stop" ? json("tool_calls") : finish_reason}};
 }
 
 // A streamed completion (under the waiter's lock): appends a chunk per new
 // text piece and one with each choice's finish reason; once every choice is
 // done, the usage (when asked) and [DONE], and returns true. finished[i]:
 // choice i's last chunk went out. chat: chat.completion.chunk deltas (the
-// first of a choice says its role; started[i]: it went out).
+// first of a choice says its role; started[i]: it went out), the text split
+// by split[i] into reasoning_content and content deltas, and the tool calls
+// it made in one delta at the end.
 bool completion_events(const Jobs &jobs, int n, const json &head, bool include_usage, std::vector<char> &finished,
-                       std::string &out, bool chat, std::vector<char> *started) {
-    auto chunk = [&](size_t i, const std::string &text, const json &reason) {
+                       std::string &out, bool chat, std::vector<char> *started,
+                       std::vector<serve::ReplySplitter> *split) {
+    auto send_delta = [&](size_t i, json delta, const json &reason) {
         json e = head;
-        if (chat) {
-            json delta = json::object();
-            if (!(*started)[i]) delta["role"] = "assistant";
-            (*started)[i] = 1;
-            if (!text.empty()) delta["content"] = text;
-            e["choices"] = json::array(
-                {json{{"index", i}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", reason}}});
-        } else {
-            e["choices"] = json::array({completion_choice(i, text, reason)});
+        if (!(*started)[i]) {
+            json d = {{"role", "assistant"}};
+            for (auto it = delta.begin(); it != delta.end(); ++it) d[it.key()] = it.value();
+            delta = std::move(d);
         }
+        (*started)[i] = 1;
+        e["choices"] = json::array({json{{"index", i}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", reason}}});
         out += sse(e);
+    };
+    auto send_pieces = [&](size_t i, const std::vector<serve::ReplyDelta> &pieces) {
+        for (const serve::ReplyDelta &d : pieces) {
+            send_delta(i, json{{d.reasoning ? "reasoning_content" : "content", d.text}}, nullptr);
+        }
+    };
+    auto chunk = [&](size_t i, const std::string &text, const json &reason) {
+        if (chat) {
+            send_pieces(i, (*split)[i].push(text));
+            if (reason.is_null()) return;
+            json calls;
+            send_pieces(i, (*split)[i].finish(calls));
+            json r = reason;
+            if (!calls.empty()) {
+                json list = json::array();
+                for (size_t k = 0; k < calls.size(); k++) {
+                    json c = calls[k];
+                    c["index"] = k;
+                    list.push_back(std::move(c));
+                }
+                send_delta(i, json{{"tool_calls", list}}, nullptr);
+                if (r == "stop") r = "tool_calls";
+            }
+            send_delta(i, json::object(), r);
+        } else {
+            json e = head;
+            e["choices"] = json::array({completion_choice(i, text, reason)});
+            out += sse(e);
+        }
     };
     bool all = true;
     for (size_t i = 0; i < jobs.size(); i++) {

@@ -4,6 +4,7 @@
 // completion.
 #pragma once
 
+#include "chat_reply.h"
 #include "server_impl.h"
 
 #include <cstddef>
@@ -18,8 +19,10 @@ std::string sse(const json &j);
 json completion_choice(size_t index, const std::string &text, const json &finish_reason,
                        const json &logprobs = nullptr);
 json completion_usage(const Jobs &jobs, int n);
-json chat_choice(size_t index, const std::string &text, const json &finish_reason, const json &logprobs = nullptr);
+json chat_choice(size_t index, const std::string &text, const json &finish_reason, const json &logprobs,
+                 const serve::ChatReply &reply);
 bool completion_events(const Jobs &jobs, int n, const json &head, bool include_usage, std::vector<char> &finished,
-                       std::string &out, bool chat = false, std::vector<char> *started = nullptr);
+                       std::string &out, bool chat = false, std::vector<char> *started = nullptr,
+                       std::vector<serve::ReplySplitter> *split = nullptr);
 
 }  // namespace halformer::serving

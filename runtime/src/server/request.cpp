@@ -354,6 +354,9 @@ struct CompletionArgs {
     std::vector<std::string> stop;
     const json *prompt = nullptr;
     const json *messages = nullptr;  // chat
+    const json *tools = nullptr, *kwargs = nullptr;
+    std::string tool_choice = "auto";
+    bool parallel_tool_calls = true;
     bool have_model = false;
     GenerateOptions extra;  // vLLM's extensions
 };
@@ -379,6 +382,24 @@ CompletionArgs read_completion_args(const json &j, const Config &cfg, const Limi
             prompt = &v;
         } else if (k == "messages" && chat) {
             a.messages = &v;
+        } else if (k == "tools" && chat) {
+            if (!v.is_null()) a.tools = &v;
+        } else if (k == "tool_choice" && chat) {
+            if (v.is_string() && (v == "auto" || v == "none")) {
+                a.tool_choice = v.get<std::string>();
+            } else if (v.is_string() && v != "required") {
+                bad("'tool_choice' must be \"auto\", \"none\", \"required\" or a function, not " + v.dump());
+            } else if (!v.is_null()) {
+                throw RequestError(400, "'tool_choice' " + std::string(v.is_string() ? "\"required\"" : "naming a function") +
+                                        " is not supported by this server (it would need decoding constrained to "
+                                        "a call): use \"auto\"", k, "unsupported_argument");
+            }
+        } else if (k == "parallel_tool_calls" && chat) {
+            if (!v.is_boolean()) bad(std::string("'parallel_tool_calls' must be true or false, not ") + type_of(v));
+            a.parallel_tool_calls = v.get<bool>();
+        } else if (k == "chat_template_kwargs" && chat) {
+            if (!v.is_null() && !v.is_object()) bad(std::string("'chat_template_kwargs' must be an object, not ") + type_of(v));
+            if (v.is_object()) a.kwargs = &v;
         } else if (k == "max_tokens" || (chat && k == "max_completion_tokens")) {
             if (!v.is_null()) max_tokens = integer(v, "max_tokens", 1, limits.max_new_tokens);
         } else if (k == "temperature") {
@@ -441,49 +462,118 @@ CompletionArgs read_completion_args(const json &j, const Config &cfg, const Limi
 
 namespace {
 
-// The conversation of a chat request: each message's role and text.
-std::vector<ChatMessage> chat_messages(const json &m) {
+// The conversation of a chat request, checked, as the template reads it:
+// ordered is the same body parsed in its own key order (nlohmann's json
+// sorts keys; the template's tojson prints them as the client sent them).
+// Text parts are joined into one string; a tool call's arguments (JSON
+// text) become the object they hold.
+nlohmann::ordered_json chat_messages(const json &m, const nlohmann::ordered_json &ordered);
+
+void check_tool_call(const json &c, const std::string &at) {
+    if (!c.is_object()) bad(at + " must be an object, not " + type_of(c));
+    for (auto it = c.begin(); it != c.end(); ++it) {
+        if (it.key() != "id" && it.key() != "type" && it.key() != "function" && it.key() != "index") {
+            bad(at + ": '" + it.key() + "' is not a field of a tool call (id, type, function)");
+        }
+    }
+    if (c.contains("type") && c["type"] != "function") bad(at + ".type must be \"function\"");
+    if (c.contains("id") && !c["id"].is_string()) bad(at + ".id must be a string");
+    if (!c.contains("function") || !c["function"].is_object()) bad(at + ".function must be an object");
+    const json &f = c["function"];
+    if (!f.contains("name") || !f["name"].is_string()) bad(at + ".function.name must be a string");
+    if (f.contains("arguments")) {
+        const json &args = f["arguments"];
+        if (args.is_string()) {
+            const json parsed = json::parse(args.get<std::string>(), nullptr, false);
+            if (parsed.is_discarded() || !parsed.is_object()) bad(at + ".function.arguments is not a JSON object's text");
+        } else if (!args.is_object()) {
+            bad(at + ".function.arguments must be a string of JSON, not " + type_of(args));
+        }
+    }
+}
+
+nlohmann::ordered_json chat_messages(const json &m, const nlohmann::ordered_json &ordered) {
     if (!m.is_array()) bad(std::string("'messages' must be a list, not ") + type_of(m));
     if (m.empty()) bad("'messages' is an empty list");
     if (m.size() > 1024) bad("'messages' has " + std::to_string(m.size()) + " messages; at most 1024");
-    std::vector<ChatMessage> out;
+    nlohmann::ordered_json out = ordered;
     for (size_t i = 0; i < m.size(); i++) {
         const json &x = m[i];
         const std::string at = "'messages'[" + std::to_string(i) + "]";
         if (!x.is_object()) bad(at + " must be an object, not " + type_of(x));
-        ChatMessage msg;
+        if (!x.contains("role")) bad(at + " has no role");
+        if (!x["role"].is_string()) bad(at + ".role must be a string");
+        const std::string role = x["role"].get<std::string>();
+        if (role.empty()) bad(at + " has no role");
+        nlohmann::ordered_json &msg = out[i];
         for (auto it = x.begin(); it != x.end(); ++it) {
             const std::string &k = it.key();
             const json &v = it.value();
-            if (k == "role") {
-                if (!v.is_string()) bad(at + ".role must be a string");
-                msg.role = v.get<std::string>();
-            } else if (k == "content") {
-                if (v.is_string()) {
-                    msg.content = v.get<std::string>();
-                } else if (v.is_array()) {
+            if (k == "role") continue;
+            if (k == "content") {
+                if (v.is_array()) {
+                    std::string text;
                     for (const json &part : v) {
                         if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
                             !part["text"].is_string()) {
                             throw RequestError(400, at + ".content: only text parts ({\"type\": \"text\", \"text\": ...}) "
                                                     "are supported by this server", "messages", "unsupported_argument");
                         }
-                        msg.content += part["text"].get<std::string>();
+                        text += part["text"].get<std::string>();
                     }
-                } else if (!v.is_null()) {
-                    bad(at + ".content must be a string or a list of text parts, not " + type_of(v));
+                    msg["content"] = text;
+                } else if (v.is_null()) {
+                    msg["content"] = "";  // (an assistant's tool calls without text: templates test `in content`)
+                } else if (!v.is_string()) {
+                    bad(at + ".content must be a string, a list of text parts or null, not " + type_of(v));
                 }
-            } else if (k == "name") {
-                if (!v.is_string()) bad(at + ".name must be a string");
+            } else if (k == "name" || k == "reasoning_content" || (k == "tool_call_id" && role == "tool")) {
+                if (!v.is_string() && !(k == "reasoning_content" && v.is_null())) bad(at + "." + k + " must be a string");
+            } else if (k == "tool_calls" && role == "assistant") {
+                if (!v.is_array() && !v.is_null()) bad(at + ".tool_calls must be a list, not " + type_of(v));
+                for (size_t c = 0; v.is_array() && c < v.size(); c++) {
+                    check_tool_call(v[c], at + ".tool_calls[" + std::to_string(c) + "]");
+                }
             } else {
-                throw RequestError(400, at + ": '" + k + "' is not supported by this server (role, content, name)",
+                throw RequestError(400, at + ": '" + k + "' is not supported by this server in a " + role +
+                                            " message (role, content, name; an assistant's tool_calls and "
+                                            "reasoning_content; a tool's tool_call_id)",
                                    "messages", "unsupported_argument");
             }
         }
-        if (msg.role.empty()) bad(at + " has no role");
-        out.push_back(std::move(msg));
+        // Each call's arguments as the object they hold.
+        if (msg.contains("tool_calls") && msg["tool_calls"].is_array()) {
+            for (auto &call : msg["tool_calls"]) {
+                auto &fn = call["function"];
+                if (fn.contains("arguments") && fn["arguments"].is_string()) {
+                    fn["arguments"] = nlohmann::ordered_json::parse(fn["arguments"].get<std::string>());
+                }
+            }
+        }
     }
     return out;
+}
+
+// The tools of a chat request, checked (OpenAI's function tools).
+void check_tools(const json &t) {
+    if (!t.is_array()) bad(std::string("'tools' must be a list, not ") + type_of(t));
+    if (t.size() > 128) bad("'tools' has " + std::to_string(t.size()) + " tools; at most 128");
+    for (size_t i = 0; i < t.size(); i++) {
+        const std::string at = "'tools'[" + std::to_string(i) + "]";
+        const json &x = t[i];
+        if (!x.is_object()) bad(at + " must be an object, not " + type_of(x));
+        if (!x.contains("type") || x["type"] != "function") {
+            throw RequestError(400, at + ".type must be \"function\" (the only kind of tool this server knows)", "tools",
+                               "unsupported_argument");
+        }
+        if (!x.contains("function") || !x["function"].is_object()) bad(at + ".function must be an object");
+        const json &f = x["function"];
+        if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty()) {
+            bad(at + ".function.name must be a non-empty string");
+        }
+        if (f.contains("description") && !f["description"].is_string()) bad(at + ".function.description must be a string");
+        if (f.contains("parameters") && !f["parameters"].is_object()) bad(at + ".function.parameters must be an object");
+    }
 }
 
 // What a completion and a chat completion share once their inputs are
@@ -494,7 +584,8 @@ void finish_completion(Completion &c, const CompletionArgs &a, std::vector<Reque
 }  // namespace
 
 Completion parse_chat_completion(const std::string &body, const Config &cfg, const Encoder &encode,
-                                 const Limits &limits, const std::string &model_name, const ChatRenderer &render) {
+                                 const Limits &limits, const std::string &model_name, const ChatRenderer &render,
+                                 const std::string &template_source) {
     const json j = parse_object(body);
     Completion c;
     if (!encode) bad("this model has no tokenizer: /v1/chat/completions answers text");
@@ -505,17 +596,38 @@ Completion parse_chat_completion(const std::string &body, const Config &cfg, con
                            "model", "model_not_found");
     }
     if (!a.messages || a.messages->is_null()) throw RequestError(400, "'messages' is required", "messages");
-    const std::vector<ChatMessage> conversation = chat_messages(*a.messages);
+    const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);  // (parse_object took it)
+    nlohmann::ordered_json conversation = {{"messages", chat_messages(*a.messages, ordered.at("messages"))}};
+    if (a.tools != nullptr) check_tools(*a.tools);
     if (!render) {
         throw RequestError(400, "this model has no chat template (tokenizer_config.json's chat_template): use "
                                 "/v1/completions", "messages", "unsupported_argument");
     }
+    // The template's other variables: chat_template_kwargs, then the tools.
+    if (a.kwargs != nullptr) {
+        const nlohmann::ordered_json &kw = ordered.at("chat_template_kwargs");
+        for (auto it = kw.begin(); it != kw.end(); ++it) {
+            if (it.key() == "messages" || it.key() == "add_generation_prompt" || it.key() == "tools") {
+                bad("'chat_template_kwargs' must not set '" + it.key() + "' (the request's own)");
+            }
+            conversation[it.key()] = it.value();
+        }
+    }
+    const bool use_tools = a.tools != nullptr && !a.tools->empty() && a.tool_choice != "none";
+    if (use_tools && tool_format_of(template_source) == ToolFormat::None) {
+        throw RequestError(400, "this model's chat template takes no tools", "tools", "unsupported_argument");
+    }
+    if (use_tools) conversation["tools"] = ordered.at("tools");
     std::string prompt;
     try {
-        prompt = render(conversation);
+        prompt = render(conversation.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::strict));
     } catch (const Error &e) {
         throw RequestError(400, e.what(), "messages");
     }
+    c.reply.thinking = template_thinks(template_source);
+    c.reply.starts_thinking = c.reply.thinking && prompt_opens_thinking(prompt);
+    c.reply.tools = use_tools ? tool_format_of(template_source) : ToolFormat::None;
+    c.reply.parallel_tool_calls = a.parallel_tool_calls;
     Request r;
     r.is_text = true;
     r.text = prompt;

@@ -18,6 +18,8 @@
 #include "halformer/config.h"
 #include "halformer/model.h"
 
+#include "chat_reply.h"
+
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -72,21 +74,33 @@ struct Completion {
     int prompts = 0, n = 1;
     bool stream = false, include_usage = false, logprobs = false;
     std::string model;
+    ChatReply reply;  // chat: how the reply splits into thinking, content and tool calls
 };
 
 Completion parse_completion(const std::string &body, const Config &cfg, const Encoder &encode, const Limits &limits,
                             const std::string &model_name);
 
-// A conversation → its prompt text (the model's chat template); null
-// without one.
-using ChatRenderer = std::function<std::string(const std::vector<ChatMessage> &)>;
+// A conversation → its prompt text (the model's chat template; the JSON of
+// Model::chat_prompt_json: "messages" and the template's other variables
+// such as "tools"); null without one.
+using ChatRenderer = std::function<std::string(const std::string &conversation_json)>;
 // OpenAI's POST /v1/chat/completions body: as a completion's, with
-// "messages" (a list of {role, content}: content a string or a list of
-// {"type": "text", "text"} parts; "name" read and ignored) instead of
-// "prompt", rendered by the chat template with the generation prompt and
-// tokenized without special tokens (the template writes them);
-// max_completion_tokens as max_tokens.
+// "messages" instead of "prompt": a list of {role, content, [name]} where
+// content is a string, a list of {"type": "text", "text"} parts (joined) or
+// null; an assistant's "tool_calls" ([{id, type: "function", function:
+// {name, arguments}}], arguments JSON text, given to the template as the
+// object it holds, as vLLM does) and "reasoning_content"; a tool message's
+// "tool_call_id". "tools" ([{type: "function", function: {name,
+// description, parameters}}]) go to the template unless tool_choice is
+// "none"; tool_choice "auto" or "none" ("required" and a named function
+// would need constrained decoding: 400); parallel_tool_calls;
+// chat_template_kwargs (vLLM's: more variables for the template, e.g.
+// enable_thinking). The conversation is rendered with the generation
+// prompt and tokenized without special tokens (the template writes them);
+// max_completion_tokens as max_tokens. template_source: the chat template
+// (which tool-call and thinking formats the reply is split by: c.reply).
 Completion parse_chat_completion(const std::string &body, const Config &cfg, const Encoder &encode,
-                                 const Limits &limits, const std::string &model_name, const ChatRenderer &render);
+                                 const Limits &limits, const std::string &model_name, const ChatRenderer &render,
+                                 const std::string &template_source = "");
 
 }  // namespace halformer::serve

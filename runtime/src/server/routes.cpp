@@ -241,9 +241,11 @@ void Server::Impl::openai_completion(const httplib::Request &req, httplib::Respo
     if (c.stream) {
         auto finished = std::make_shared<std::vector<char>>(jobs.size(), 0);
         auto started = std::make_shared<std::vector<char>>(jobs.size(), 0);
+        auto split = std::make_shared<std::vector<serve::ReplySplitter>>(jobs.size(), serve::ReplySplitter(c.reply));
         stream(req, res, jobs, guard,
-               [jobs, n = c.n, head, finished, started, chat, include = c.include_usage](std::string &out) {
-                   return completion_events(jobs, n, head, include, *finished, out, chat, started.get());
+               [jobs, n = c.n, head, finished, started, split, chat, include = c.include_usage](std::string &out) {
+                   return completion_events(jobs, n, head, include, *finished, out, chat, started.get(),
+                                            split.get());
                });
         return;
     }
@@ -256,7 +258,7 @@ void Server::Impl::openai_completion(const httplib::Request &req, httplib::Respo
     out["choices"] = json::array();
     for (size_t i = 0; i < jobs.size(); i++) {
         const json logprobs = c.logprobs ? token_logprobs(*jobs[i]) : json(nullptr);
-        out["choices"].push_back(chat ? chat_choice(i, jobs[i]->text, jobs[i]->finish_reason, logprobs)
+        out["choices"].push_back(chat ? chat_choice(i, jobs[i]->text, jobs[i]->finish_reason, logprobs, c.reply)
                                       : completion_choice(i, jobs[i]->text, jobs[i]->finish_reason, logprobs));
     }
     out["usage"] = completion_usage(jobs, c.n);
@@ -272,10 +274,11 @@ void Server::Impl::completions(const httplib::Request &req, httplib::Response &r
 void Server::Impl::chat_completions(const httplib::Request &req, httplib::Response &res) {
     serve::ChatRenderer render;
     if (model.has_chat_template()) {
-        render = [this](const std::vector<ChatMessage> &m) { return model.chat_prompt(m, true); };
+        render = [this](const std::string &conversation) { return model.chat_prompt_json(conversation, true); };
     }
     openai_completion(req, res, true, [&] {
-        return serve::parse_chat_completion(req.body, model.config(), encode, limits, opt.model_name, render);
+        return serve::parse_chat_completion(req.body, model.config(), encode, limits, opt.model_name, render,
+                                            model.chat_template_source());
     });
 }
 

@@ -6,6 +6,7 @@
 #include "openai.h"
 #include "server_impl.h"
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <sys/socket.h>
 
@@ -29,6 +31,41 @@ double ms_since(Clock::time_point t0, Clock::time_point t1) {
 std::string to_body(const json &j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string error_body(const std::string &msg) { return to_body(json{{"error", msg}}); }
+
+namespace {
+
+// Whether `given` is one of `keys`: every key compared over its whole
+// length whatever `given` is, so the time taken tells nothing of how much of
+// a key a guess got right.
+bool is_api_key(const std::string &given, const std::vector<std::string> &keys) {
+    unsigned found = 0;
+    for (const std::string &k : keys) {
+        unsigned diff = given.size() != k.size() ? 1u : 0u;
+        for (size_t i = 0; i < k.size(); i++) {
+            diff |= (unsigned char)k[i] ^ (unsigned char)(i < given.size() ? given[i] : 0);
+        }
+        found |= diff == 0 ? 1u : 0u;
+    }
+    return found != 0;
+}
+
+// The key of an "Authorization: Bearer KEY" header ("" when it has none;
+// the scheme's name in any case, RFC 6750).
+std::string bearer_key(const std::string &header) {
+    size_t at = 0;
+    while (at < header.size() && header[at] == ' ') at++;
+    static const char scheme[] = "bearer";
+    for (size_t i = 0; i < 6; i++, at++) {
+        if (at >= header.size() || std::tolower((unsigned char)header[at]) != scheme[i]) return "";
+    }
+    if (at >= header.size() || header[at] != ' ') return "";
+    while (at < header.size() && header[at] == ' ') at++;
+    size_t end = header.size();
+    while (end > at && header[end - 1] == ' ') end--;
+    return header.substr(at, end - at);
+}
+
+}  // namespace
 
 int64_t unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -72,7 +109,21 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
     hl.idle_timeout_s = o.read_timeout_s;
     hl.read_timeout_s = o.read_timeout_s;
     hl.write_timeout_s = o.read_timeout_s;
-    s.http = std::make_unique<serve::HttpServer>(hl);
+    hl.tls_cert = o.ssl_cert;
+    hl.tls_key = o.ssl_key;
+    for (const std::string &k : o.api_keys) {
+        if (k.empty()) throw Error("serve: an API key must not be empty");
+        for (const char c : k) {
+            if ((unsigned char)c <= ' ' || c == 0x7f) {
+                throw Error("serve: an API key holds a space or a control character (it could not be sent in a header)");
+            }
+        }
+    }
+    try {
+        s.http = std::make_unique<serve::HttpServer>(hl);
+    } catch (const std::runtime_error &e) {
+        throw Error(e.what());
+    }
     auto &http = *s.http;
     // Remember the listening socket: httplib listens with a backlog of 5,
     // and a burst of clients past it would see resets (start() raises it).
@@ -82,6 +133,26 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
         s.listen_fd = sock;
     });
     http.set_payload_max_length(o.max_body);
+    if (!o.api_keys.empty()) {
+        // Before the body is read: a refused request's connection is closed
+        // after the answer (its body, unread, is not the next request).
+        http.set_pre_routing_handler([&s](const httplib::Request &req, httplib::Response &res) {
+            if (req.method == "GET" && req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+            const std::string given = bearer_key(req.get_header_value("Authorization"));
+            if (is_api_key(given, s.opt.api_keys)) return httplib::Server::HandlerResponse::Unhandled;
+            res.status = 401;
+            res.set_header("WWW-Authenticate", "Bearer");
+            res.set_header("Connection", "close");
+            res.set_content(openai_error(401,
+                                         given.empty() ? "no API key: send \"Authorization: Bearer KEY\""
+                                                       : "the API key is not one of this server's",
+                                         "", "invalid_api_key"),
+                            "application/json");
+            s.metrics.request(401);
+            serve::HttpServer::close_after_answer();
+            return httplib::Server::HandlerResponse::Handled;
+        });
+    }
     http.Post("/v1/generate", [&s](const httplib::Request &req, httplib::Response &res) { s.generate(req, res); });
     http.Post("/v1/completions",
               [&s](const httplib::Request &req, httplib::Response &res) { s.completions(req, res); });
@@ -111,6 +182,13 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
     });
     http.set_error_handler([&s](const httplib::Request &, httplib::Response &res) {
         if (!res.body.empty()) return;
+        // httplib's own answers to a request it could not read whole (the
+        // handlers' errors have a body): the rest of the connection's bytes
+        // are not requests.
+        if (res.status == 400 || res.status == 413 || res.status == 414 || res.status == 431) {
+            res.set_header("Connection", "close");
+            serve::HttpServer::close_after_answer();
+        }
         const char *what = res.status == 413 ? "the request body is too large"
                            : res.status == 404 ? "no such endpoint (POST /v1/generate, POST /v1/completions, POST /v1/chat/completions, "
                                                  "GET /v1/models, GET /health, GET /metrics)"

@@ -16,6 +16,17 @@ Value Eval::lookup(const std::string &name) const {
         auto it = f->find(name);
         if (it != f->end()) return it->second;
     }
+    // The global functions are defined too: `strftime_now is defined`
+    // (Llama 3.2's test before it asks for the date) is true, and they can
+    // be passed around as values.
+    for (const char *b : {"range", "namespace", "raise_exception", "strftime_now"}) {
+        if (name == b) {
+            Eval *self = const_cast<Eval *>(this);
+            return Value::function([self, name](std::vector<Value> &args, std::vector<std::pair<std::string, Value>> &kwargs) {
+                return self->builtin(name, args, kwargs);
+            });
+        }
+    }
     return Value{};
 }
 
@@ -396,6 +407,37 @@ Value Eval::slice(const Node &n) {
     return Value::array(std::move(out));
 }
 
+Value Eval::builtin(const std::string &name, std::vector<Value> &args,
+                    std::vector<std::pair<std::string, Value>> &kwargs) {
+    if (name == "raise_exception") {
+        throw Error("chat template: " + (args.empty() ? std::string("raise_exception()") : to_str(args[0])));
+    }
+    if (name == "strftime_now") return strftime_now(args);
+    if (name == "namespace") {
+        Value ns = Value::object();
+        ns.is_namespace = true;
+        for (auto &[k, v] : kwargs) ns.put(k, v);
+        return ns;
+    }
+    if (name == "range") {
+        int64_t a = 0, b = 0, st = 1;
+        for (auto &x : args) {
+            if (x.kind != Value::Int) fail(at_, "range() takes integers");
+        }
+        if (args.size() == 1) b = args[0].i;
+        else if (args.size() >= 2) a = args[0].i, b = args[1].i;
+        if (args.size() == 3) st = args[2].i;
+        if (st == 0 || args.empty() || args.size() > 3) fail(at_, "range(): bad arguments");
+        Array out;
+        for (int64_t k = a; st > 0 ? k < b : k > b; k += st) {
+            out.push_back(Value::integer(k));
+            if (out.size() > 1000000) fail(at_, "range(): more than a million values");
+        }
+        return Value::array(std::move(out));
+    }
+    fail(at_, "'" + name + "' is not a function here");
+}
+
 Value Eval::call(const Node &n) {
     const Node &callee = *n.kids[0];
     std::vector<Value> args;
@@ -405,33 +447,7 @@ Value Eval::call(const Node &n) {
     if (callee.kind == Node::Name) {
         const Value f = lookup(callee.name);
         if (f.kind == Value::Function) return (*f.fn)(args, kwargs);
-        if (callee.name == "raise_exception") {
-            throw Error("chat template: " + (args.empty() ? std::string("raise_exception()") : to_str(args[0])));
-        }
-        if (callee.name == "strftime_now") return strftime_now(args);
-        if (callee.name == "namespace") {
-            Value ns = Value::object();
-            ns.is_namespace = true;
-            for (auto &[k, v] : kwargs) ns.put(k, v);
-            return ns;
-        }
-        if (callee.name == "range") {
-            int64_t a = 0, b = 0, st = 1;
-            for (auto &x : args) {
-                if (x.kind != Value::Int) fail(at_, "range() takes integers");
-            }
-            if (args.size() == 1) b = args[0].i;
-            else if (args.size() >= 2) a = args[0].i, b = args[1].i;
-            if (args.size() == 3) st = args[2].i;
-            if (st == 0 || args.empty() || args.size() > 3) fail(at_, "range(): bad arguments");
-            Array out;
-            for (int64_t k = a; st > 0 ? k < b : k > b; k += st) {
-                out.push_back(Value::integer(k));
-                if (out.size() > 1000000) fail(at_, "range(): more than a million values");
-            }
-            return Value::array(std::move(out));
-        }
-        fail(at_, "'" + callee.name + "' is not a function here");
+        return builtin(callee.name, args, kwargs);
     }
     const Value f = eval(callee);
     if (f.kind != Value::Function) fail(at_, std::string("a ") + kind_name(f) + " is not callable");

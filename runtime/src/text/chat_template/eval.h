@@ -45,6 +45,10 @@ private:
     Value item(const Value &v, const Value &key);
     Value slice(const Node &n);
     Value call(const Node &n);
+    // A global function of jinja2's (range, namespace) or transformers'
+    // (raise_exception, strftime_now) by name; fails for any other name.
+    Value builtin(const std::string &name, std::vector<Value> &args,
+                  std::vector<std::pair<std::string, Value>> &kwargs);
     Value binary(const Node &n);
 
     // eval_filters.cpp: the methods, filters and tests.
