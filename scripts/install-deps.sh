@@ -14,7 +14,8 @@
 # corpus builder's test catalogs; NLTK (python3-nltk) for the reference BLEU
 # and chrF that tests/check_metrics.py compares `halformer eval` with;
 # pybind11, the Python headers, numpy and pytest for the Python module and
-# its tests (python/).
+# its tests (python/), and setuptools, wheel and venv for its pip install
+# (tests/check_pip.sh).
 # (bench/torch_baseline.py, torch_train.py and the fixture scripts also want
 # python3-torch: optional.)
 # Does nothing when everything is already there.
@@ -27,7 +28,7 @@ else
 pkgs=(libhalide14-0-dev cmake g++ make libgtest-dev libbenchmark-dev libopenblas-dev libdnnl-dev
       ocl-icd-opencl-dev pocl-opencl-icd g++-aarch64-linux-gnu qemu-user python3-matplotlib
       libcli11-dev libopenmpi-dev openmpi-bin gettext libsentencepiece-dev libicu-dev python3-nltk libcpp-httplib-dev nlohmann-json3-dev pkg-config
-      pybind11-dev python3-dev python3-numpy python3-pytest gdb)
+      pybind11-dev python3-dev python3-numpy python3-pytest python3-setuptools python3-wheel python3-venv gdb)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
