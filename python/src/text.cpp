@@ -20,6 +20,9 @@ void bind_tokenizer(py::module_ &m) {
                           "Text to token ids and back. Immutable: encode and decode may run from many threads.")
         .def_static("load", &Tokenizer::load, py::arg("path"),
                     "Loads a SentencePiece model; halformer.Error names the file if it cannot.")
+        .def_static("load_for", &Tokenizer::load_for, py::arg("path"),
+                    "The tokenizer of a SentencePiece file, a model directory (with or without weights), a "
+                    "directory of tokenizer files alone (tokenizer.json, ...) or a GGUF file.")
         .def("encode", &Tokenizer::encode, py::arg("text"), "Text → ids (no bos or eos).")
         .def("encode_input", &Tokenizer::encode_input, py::arg("text"),
              "The ids a model reads for text: encode() plus the checkpoint's own additions.")

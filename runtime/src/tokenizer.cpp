@@ -93,6 +93,12 @@ Tokenizer Tokenizer::load(const std::string &path) {
 Tokenizer Tokenizer::load_for(const std::string &path) {
     struct stat st;
     if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (!file_exists(path + "/config.json")) {
+            if (auto impl = text::load_tokenizer_files(path)) return Tokenizer(std::move(impl));
+            if (file_exists(path + "/tokenizer.model")) return load(path + "/tokenizer.model");
+            throw Error(path + ": no config.json, and none of the tokenizer files a directory may hold alone "
+                               "(tokenizer.json, vocab.json + merges.txt, vocab.txt, tokenizer.model)");
+        }
         const Config c = Config::from_file(path + "/config.json");
         if (!c.family.empty()) {
             auto t = load_hf(path, c);

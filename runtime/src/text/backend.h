@@ -32,6 +32,11 @@ namespace text {
 // The tokenizer of a Hugging Face directory of config.family, from the files
 // its family ships; nullptr when the directory has none. Errors name the file.
 std::unique_ptr<Tokenizer::Impl> load_hf_tokenizer(const std::string &dir, const Config &c);
+// A directory of tokenizer files without config.json: tokenizer.json
+// (byte-level BPE), vocab.json + merges.txt (GPT-2's) or vocab.txt
+// (WordPiece), special tokens from tokenizer_config.json; nullptr when it
+// holds none of them.
+std::unique_ptr<Tokenizer::Impl> load_tokenizer_files(const std::string &dir);
 // The tokenizer a GGUF file holds (tokenizer.ggml.*); nullptr when it holds
 // none. Errors name the file and the key.
 std::unique_ptr<Tokenizer::Impl> load_gguf_tokenizer(const std::string &path, const Config &c);

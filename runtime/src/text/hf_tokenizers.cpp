@@ -601,6 +601,47 @@ std::unique_ptr<Tokenizer::Impl> load_gguf_tokenizer(const std::string &path, co
     return t;
 }
 
+// A directory of tokenizer files only (no config.json: a tokenizer the hub
+// ships apart, or one copied out of a checkpoint): the kind by the files,
+// the special ids by tokenizer_config.json's tokens.
+std::unique_ptr<Tokenizer::Impl> load_tokenizer_files(const std::string &dir) {
+    const std::string cfg = dir + "/tokenizer_config.json";
+    json::Value root;
+    if (files::exists(cfg)) root = read_json(cfg);
+    // A special token's text: a string, or an object with "content".
+    auto token = [&](const char *key) -> std::string {
+        const json::Value *v = root.is_object() ? json::member(root, key) : nullptr;
+        if (v == nullptr) return "";
+        if (v->is_string()) return v->string;
+        const json::Value *content = v->is_object() ? json::member(*v, "content") : nullptr;
+        if (content && content->is_string()) return content->string;
+        throw Error(cfg + ": \"" + std::string(key) + "\" is neither a string nor an object with \"content\"");
+    };
+    Config c;
+    c.bos_id = c.eos_id = c.pad_id = -1;
+    auto ids = [&](auto id_of) {
+        for (auto [key, out] : {std::pair<const char *, int *>{"bos_token", &c.bos_id}, {"eos_token", &c.eos_id},
+                                {"pad_token", &c.pad_id}}) {
+            const std::string t = token(key);
+            if (t.empty()) continue;
+            *out = id_of(t);
+            if (*out < 0) throw Error(cfg + ": " + key + " \"" + t + "\" is not in the vocabulary");
+        }
+    };
+    if (files::exists(dir + "/tokenizer.json")) {
+        ByteLevelBpe probe = ByteLevelBpe::load_tokenizer_json(dir + "/tokenizer.json");
+        ids([&](const std::string &t) { return probe.id_of(t); });
+        return llama(dir, c);
+    }
+    if (files::exists(dir + "/vocab.json") && files::exists(dir + "/merges.txt")) {
+        ByteLevelBpe probe = ByteLevelBpe::load(dir + "/vocab.json", dir + "/merges.txt");
+        ids([&](const std::string &t) { return probe.id_of(t); });
+        return gpt2(dir, c);
+    }
+    if (files::exists(dir + "/vocab.txt")) return bert(dir, c);
+    return nullptr;
+}
+
 std::unique_ptr<Tokenizer::Impl> load_hf_tokenizer(const std::string &dir, const Config &c) {
     // By the family's tokenizer kind (hf/family.h).
     using Loader = std::unique_ptr<Tokenizer::Impl> (*)(const std::string &, const Config &);
