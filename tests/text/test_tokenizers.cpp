@@ -701,12 +701,67 @@ TEST(ByteLevelBpe, Llama3AndQwen2Split) {
         }
         EXPECT_GE(n, 40);
     }
-    // Another pattern, or the Split in another mode, is named.
+    // Another pattern runs on ICU's regular expressions (here digits by 4);
+    // one that does not compile, or the Split in another mode, is named.
     const std::string good = read_file(kGpt2 + "tokenizer_llama3.json");
-    expect_error([&] { ByteLevelBpe::load_tokenizer_json(write_file("s1.json", replaced(good, "{1,3}", "{1,4}"))); },
-                 {"s1.json", "Split pattern", "{1,4}", "not supported"});
+    const ByteLevelBpe four = ByteLevelBpe::load_tokenizer_json(write_file("s1.json", replaced(good, "{1,3}", "{1,4}")));
+    const ByteLevelBpe three = ByteLevelBpe::load_tokenizer_json(kGpt2 + "tokenizer_llama3.json");
+    EXPECT_EQ(four.encode("Hello world, it's fine"), three.encode("Hello world, it's fine"));
+    Ids by4;
+    for (const char *part : {"1234", "5678", "9"}) {
+        const Ids p = three.encode(part);
+        by4.insert(by4.end(), p.begin(), p.end());
+    }
+    EXPECT_EQ(four.encode("123456789"), by4);
+    expect_error([&] { ByteLevelBpe::load_tokenizer_json(write_file("s3.json", replaced(good, "{1,3}", "{1,3"))); },
+                 {"s3.json", "Split", "does not compile"});
     expect_error([&] { ByteLevelBpe::load_tokenizer_json(write_file("s2.json", replaced(good, "\"Isolated\"", "\"Removed\""))); },
                  {"s2.json", "Isolated"});
+}
+
+// tokenizer.json's Split patterns on ICU's engine (unicode::Regex): Llama
+// 3's and Qwen2's patterns split every text as the hand-written matchers do
+// (two independent implementations of the same pattern: hard strings and a
+// seeded fuzz over many scripts), and the constructs other patterns use
+// (Unicode classes, lookahead, case-insensitive groups, counted repeats)
+// as Python's regex module would.
+TEST(ByteLevelBpe, SplitPatternsOnIcu) {
+    const unicode::Regex llama3(ByteLevelBpe::split_pattern(3)), qwen2(ByteLevelBpe::split_pattern(1));
+    std::vector<std::string> texts = {"Hello world", "  it's IT'S we'LL  \n\n\tx", "12345678 a1b22c333",
+                                      "caf\u00e9 \u6f22\u5b57\u304b\u306a \U0001f642!!", "x\r\n\r\n  y  ", "   ",
+                                      "\u00a0\u2003\u3000z", "a\u0301\u0410\u0411 \u0661\u0662\u0663", ""};
+    uint32_t state = 99;
+    auto next = [&] { return state = state * 1664525u + 1013904223u; };
+    const char32_t pools[][2] = {{0x20, 0x7f}, {0xa0, 0x250}, {0x370, 0x500}, {0x590, 0x700}, {0x900, 0x980},
+                                 {0x3040, 0x3100}, {0x4e00, 0x4e80}, {0x1f300, 0x1f650}, {0x2000, 0x2070}};
+    const char32_t spaces[] = {' ', ' ', '\n', '\t', '\r', 0x3000, 0xa0, '\'', '0', '7'};
+    for (int k = 0; k < 3000; k++) {
+        std::u32string t;
+        const int n = 1 + (int)(next() % 24);
+        for (int i = 0; i < n; i++) {
+            if (next() % 3 == 0) {
+                t += spaces[next() % 10];
+            } else {
+                const auto &p = pools[next() % 9];
+                t += (char32_t)(p[0] + next() % (p[1] - p[0]));
+            }
+        }
+        texts.push_back(u32_to_utf8(t));
+    }
+    for (const std::string &t : texts) {
+        ASSERT_EQ(llama3.split_isolated(t), ByteLevelBpe::pre_tokenize_split(t, 3)) << t;
+        ASSERT_EQ(qwen2.split_isolated(t), ByteLevelBpe::pre_tokenize_split(t, 1)) << t;
+    }
+    // Lookahead, a case-insensitive group, classes, counted repeats, and the
+    // text between matches kept (Isolated).
+    EXPECT_EQ(unicode::Regex("\\s+(?!\\S)|\\s+").split_isolated("a   b  "), (Strings{"a", "  ", " ", "b", "  "}));
+    EXPECT_EQ(unicode::Regex("(?i:ab)").split_isolated("xAbyaBz"), (Strings{"x", "Ab", "y", "aB", "z"}));
+    EXPECT_EQ(unicode::Regex("[\\p{Lu}\\p{Lt}]+[\\p{Ll}]*").split_isolated("CamelCASEword \u00c9t\u00e9"),
+              (Strings{"Camel", "CASEword", " ", "\u00c9t\u00e9"}));
+    EXPECT_EQ(unicode::Regex("\\p{N}{1,2}").split_isolated("12345\u0663"), (Strings{"12", "34", "5\u0663"}));
+    EXPECT_TRUE(unicode::Regex("x").split_isolated("").empty());
+    EXPECT_THROW(unicode::Regex("(unclosed"), Error);
+    EXPECT_THROW(unicode::Regex("\\p{NoSuchClass}"), Error);
 }
 
 // -------------------------------------------------------------- WordPiece ----

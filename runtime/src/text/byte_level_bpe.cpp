@@ -164,7 +164,9 @@ void ByteLevelBpe::encode_word(const std::string &bytes, std::vector<int32_t> &i
 }
 
 void ByteLevelBpe::encode_segment(const std::string &segment, std::vector<int32_t> &ids) const {
-    const auto words = split_digits_ ? pre_tokenize_split(segment, split_digits_) : pre_tokenize(segment);
+    const auto words = split_regex_   ? split_regex_->split_isolated(segment)
+                       : split_digits_ ? pre_tokenize_split(segment, split_digits_)
+                                       : pre_tokenize(segment);
     for (const std::string &word : words) encode_word(word, ids);
 }
 

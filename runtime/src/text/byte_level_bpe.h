@@ -26,6 +26,8 @@
 // Immutable after load: every method may be called from many threads at once.
 #pragma once
 
+#include "unicode.h"
+
 #include "halformer/json.h"
 
 #include <cstdint>
@@ -148,6 +150,7 @@ private:
     Trie trie_raw_, trie_normalized_;
     PrefixSpace prefix_ = PrefixSpace::None;
     int split_digits_ = 0;  // 0: GPT-2's pattern; 3: Llama 3's Split; 1: Qwen2's
+    std::shared_ptr<const unicode::Regex> split_regex_;  // another Split pattern, run by ICU
     bool nfc_ = false;      // normalizer NFC (Qwen2) on the text between added tokens
     std::vector<int32_t> template_prefix_, template_suffix_;
     bool ignore_merges_ = false;

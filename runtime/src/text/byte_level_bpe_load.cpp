@@ -174,11 +174,13 @@ std::string type_of(const json::Value &v) {
 
 // The pre-tokenizer: ByteLevel alone (or the one entry of a Sequence:
 // GPT-2's pattern, split_digits 0), or Sequence [Split, ByteLevel] with
-// Llama 3's or Qwen2's pattern (split_digits 3 or 1, ByteLevel without its
-// regex); the normalizer: none, or NFC; the decoder ByteLevel.
+// Llama 3's or Qwen2's pattern (split_digits 3 or 1: hand-written matchers)
+// or any other (other_pattern: ICU runs it), ByteLevel without its regex;
+// the normalizer: none, or NFC; the decoder ByteLevel.
 const json::Value &byte_level_pre_tokenizer(const json::Value &root, const std::string &path, int *split_digits,
-                                            bool *nfc) {
+                                            bool *nfc, std::string *other_pattern) {
     *split_digits = 0;
+    other_pattern->clear();
     *nfc = false;
     if (const json::Value *norm = member(root, "normalizer")) {
         if (type_of(*norm) != "NFC") {
@@ -208,8 +210,7 @@ const json::Value &byte_level_pre_tokenizer(const json::Value &root, const std::
             } else if (regex->string == kQwen2Pattern) {
                 *split_digits = 1;
             } else {
-                throw Error(path + ": pre_tokenizer Split pattern " + json::quote(regex->string) +
-                            " is not supported (Llama 3's and Qwen2's are)");
+                *other_pattern = regex->string;  // (run by ICU's regular expressions)
             }
             if (!behavior || !behavior->is_string() || behavior->string != "Isolated" ||
                 get_bool(split, "invert", false, path + ": pre_tokenizer Split")) {
@@ -225,7 +226,7 @@ const json::Value &byte_level_pre_tokenizer(const json::Value &root, const std::
         throw Error(path + ": pre_tokenizer is not ByteLevel: this reader takes byte-level BPE only (GPT-2's, "
                            "Llama 3's, Qwen2's)");
     }
-    if (*split_digits == 0 && !get_bool(*byte_level, "use_regex", true, path + ": pre_tokenizer")) {
+    if (*split_digits == 0 && other_pattern->empty() && !get_bool(*byte_level, "use_regex", true, path + ": pre_tokenizer")) {
         throw Error(path + ": pre_tokenizer ByteLevel has use_regex false: not supported (GPT-2's pattern is the one implemented)");
     }
     if (const json::Value *dec = member(root, "decoder")) {
@@ -367,7 +368,15 @@ ByteLevelBpe ByteLevelBpe::from_tokenizer_json(const json::Value &root, const st
         }
     }
 
-    const json::Value &byte_level = byte_level_pre_tokenizer(root, path, &b.split_digits_, &b.nfc_);
+    std::string other_pattern;
+    const json::Value &byte_level = byte_level_pre_tokenizer(root, path, &b.split_digits_, &b.nfc_, &other_pattern);
+    if (!other_pattern.empty()) {
+        try {
+            b.split_regex_ = std::make_shared<const unicode::Regex>(other_pattern);
+        } catch (const Error &e) {
+            throw Error(path + ": pre_tokenizer Split: " + e.what());
+        }
+    }
     b.prefix_ = get_bool(byte_level, "add_prefix_space", true, path + ": pre_tokenizer") ? PrefixSpace::EachSegment
                                                                                         : PrefixSpace::None;
     template_ids(root, path, b.template_prefix_, b.template_suffix_);

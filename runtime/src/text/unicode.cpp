@@ -4,7 +4,9 @@
 
 #include "halformer/error.h"
 
+#include <unicode/regex.h>
 #include <unicode/uchar.h>
+#include <unicode/unistr.h>
 #include <unicode/unorm2.h>
 #include <unicode/ustring.h>
 
@@ -243,6 +245,45 @@ std::u32string lower(const std::u32string &s) {
 
 std::u32string nfd(const std::u32string &s) { return normalize(unorm2_getNFDInstance, "NFD", s); }
 std::u32string nfc(const std::u32string &s) { return normalize(unorm2_getNFCInstance, "NFC", s); }
+
+struct Regex::Impl {
+    std::unique_ptr<icu::RegexPattern> pattern;
+};
+
+Regex::Regex(const std::string &pattern) : impl_(std::make_unique<Impl>()) {
+    UParseError where{};
+    UErrorCode status = U_ZERO_ERROR;
+    impl_->pattern.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(pattern), 0, where, status));
+    if (U_FAILURE(status) || !impl_->pattern) {
+        throw Error("the regular expression " + pattern + " does not compile (at character " +
+                    std::to_string(where.offset) + "): " + u_errorName(status));
+    }
+}
+
+Regex::~Regex() = default;
+
+std::vector<std::string> Regex::split_isolated(const std::string &utf8) const {
+    const icu::UnicodeString text = icu::UnicodeString::fromUTF8(utf8);
+    UErrorCode status = U_ZERO_ERROR;
+    std::unique_ptr<icu::RegexMatcher> m(impl_->pattern->matcher(text, status));
+    if (U_FAILURE(status)) throw Error(std::string("regular expression: ") + u_errorName(status));
+    std::vector<std::string> out;
+    auto piece = [&](int32_t a, int32_t b) {
+        std::string s;
+        text.tempSubStringBetween(a, b).toUTF8String(s);
+        out.push_back(std::move(s));
+    };
+    int32_t last = 0;
+    while (m->find(status) && U_SUCCESS(status)) {
+        const int32_t a = m->start(status), b = m->end(status);
+        if (a > last) piece(last, a);
+        if (b > a) piece(a, b);
+        last = b;
+    }
+    if (U_FAILURE(status)) throw Error(std::string("regular expression: ") + u_errorName(status));
+    if (last < text.length()) piece(last, text.length());
+    return out;
+}
 
 }  // namespace unicode
 }  // namespace halformer::text

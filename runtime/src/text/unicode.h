@@ -10,7 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "utf8.h"
 
@@ -66,6 +68,25 @@ std::u32string lower(const std::u32string &s);
 // Canonical decomposition and composition.
 std::u32string nfd(const std::u32string &s);
 std::u32string nfc(const std::u32string &s);
+
+// A regular expression as the tokenizers library's Split runs it, on ICU's
+// engine (\p{..} classes, lookahead, (?i:...) groups, counted repeats):
+// compiled once, matched from many threads at once.
+class Regex {
+public:
+    // Throws Error naming the pattern, where it fails and ICU's reason.
+    explicit Regex(const std::string &pattern);
+    ~Regex();
+    Regex(const Regex &) = delete;
+    Regex &operator=(const Regex &) = delete;
+    // The pieces of valid UTF-8 text: each match and each stretch between
+    // matches, in order (Split's "Isolated" behaviour), as UTF-8.
+    std::vector<std::string> split_isolated(const std::string &utf8) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace unicode
 }  // namespace halformer::text
