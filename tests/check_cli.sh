@@ -215,6 +215,19 @@ echo "chat: replies a line a turn; templates' refusals and the position limit ar
 printed=$(printf '[{"role": "user", "content": "Hello there"}]' | "$hf" chat "$fx/hf/qwen2" --print-prompt)
 [ "$printed" = "${rendered%$'\n'}" ] || fail "chat --print-prompt: '$printed' is not the rendered prompt"
 expect_error "message 0 is not an object" sh -c "echo '[1]' | '$hf' chat '$fx/hf/qwen2' --print-prompt"
+# An object: the messages and the template's other variables (Qwen2.5's template with tools).
+printed=$(printf '%s' '{"messages": [{"role": "user", "content": "Weather?"}], "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]}' |
+          "$hf" chat "$fx/hf/qwen2_tools" --print-prompt)
+grep -qF '<tools>
+{"type": "function", "function": {"name": "get_weather", "parameters": {}}}
+</tools>' <<<"$printed" || fail "chat --print-prompt with tools: no <tools> block in '$printed'"
+expect_error "neither a JSON list of messages nor an object" sh -c "echo '{\"tools\": []}' | '$hf' chat '$fx/hf/qwen2_tools' --print-prompt"
+# A directory of tokenizer files alone (no config.json).
+tokdir=$(mktemp -d)
+cp "$fx/hf/qwen2/tokenizer.json" "$fx/hf/qwen2/tokenizer_config.json" "$tokdir/"
+[ "$("$hf" tokenizer encode "$tokdir" "Hello there")" = "$("$hf" tokenizer encode "$fx/hf/qwen2" "Hello there")" ] ||
+    fail "tokenizer encode on tokenizer files alone differs from the checkpoint's"
+rm -rf "$tokdir"
 
 # GGUF files: info, generate and the tokenizer as on a directory (docs/gguf.md).
 # (Captured first: grep -q stops reading at the match, and info's next write
