@@ -34,7 +34,7 @@ if [ ! -f "$cache/node_modules/openai/package.json" ] ||
         exit 77
     fi
 fi
-cp "$here/$client" "$cache/$client"  # resolves "openai" from $cache/node_modules
+cp "$here/$client" "$here/openai_check.mjs" "$cache/"  # resolves "openai" from $cache/node_modules
 log=$(mktemp)
 keys=$(mktemp)
 extra=() scheme=http

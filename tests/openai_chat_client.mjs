@@ -6,13 +6,10 @@
 // conversations are the client's own exception classes.
 import OpenAI from "openai";
 
+import { check, done } from "./openai_check.mjs";
+
 const [baseURL, modelName] = process.argv.slice(2);
 const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 60000 });
-let failures = 0;
-function check(ok, what, got) {
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}${ok ? "" : ": " + JSON.stringify(got)}`);
-  if (!ok) failures++;
-}
 
 const messages = [{ role: "user", content: "Hello there" }];
 const chat = await client.chat.completions.create({ model: modelName, messages, max_tokens: 5, temperature: 0 });
@@ -58,5 +55,4 @@ for (const [bad, what, re] of [[[], "an empty conversation", /messages/],
     check(e instanceof OpenAI.BadRequestError && re.test(e.message), what + ": BadRequestError naming it", String(e));
   }
 }
-console.log(failures === 0 ? "[openai chat] PASS" : `[openai chat] ${failures} checks failed`);
-process.exit(failures === 0 ? 0 : 1);
+done("openai chat");

@@ -4,13 +4,10 @@
 // own exception classes. Exit 0 when every check passes.
 import OpenAI from "openai";
 
+import { check, done } from "./openai_check.mjs";
+
 const [baseURL, modelName] = process.argv.slice(2);
 const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 60000 });
-let failures = 0;
-function check(ok, what, got) {
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}${ok ? "" : ": " + JSON.stringify(got)}`);
-  if (!ok) failures++;
-}
 
 const models = await client.models.list();
 check(models.data.length === 1 && models.data[0].id === modelName, "models.list() names the model", models.data);
@@ -68,5 +65,4 @@ try {
   check(e instanceof OpenAI.BadRequestError && /temperature/.test(e.message), "a bad argument: BadRequestError naming it",
         String(e));
 }
-console.log(failures === 0 ? "[openai] PASS" : `[openai] ${failures} checks failed`);
-process.exit(failures === 0 ? 0 : 1);
+done("openai");

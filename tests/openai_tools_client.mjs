@@ -7,13 +7,10 @@
 // answer out; then requests the server refuses, as the client's exceptions.
 import OpenAI from "openai";
 
+import { check, done } from "./openai_check.mjs";
+
 const [baseURL, modelName] = process.argv.slice(2);
 const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 60000 });
-let failures = 0;
-function check(ok, what, got) {
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}${ok ? "" : ": " + JSON.stringify(got)}`);
-  if (!ok) failures++;
-}
 
 const tools = [{
   type: "function",
@@ -83,5 +80,4 @@ for (const [body, what, re] of [
   }
 }
 
-console.log(failures === 0 ? "all checks passed" : `${failures} checks failed`);
-process.exit(failures === 0 ? 0 : 1);
+done("openai tools");
