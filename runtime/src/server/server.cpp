@@ -65,6 +65,18 @@ std::string bearer_key(const std::string &header) {
     return header.substr(at, end - at);
 }
 
+// Keys a client can send in a header: not empty, no space or control character.
+void check_api_keys(const std::vector<std::string> &keys) {
+    for (const std::string &k : keys) {
+        if (k.empty()) throw Error("serve: an API key must not be empty");
+        for (const char c : k) {
+            if ((unsigned char)c <= ' ' || c == 0x7f) {
+                throw Error("serve: an API key holds a space or a control character (it could not be sent in a header)");
+            }
+        }
+    }
+}
+
 }  // namespace
 
 int64_t unix_now() {
@@ -85,6 +97,26 @@ Server::Impl::Impl(Model &m, const ServerOptions &o) : model(m), opt(o) {
 
 const Sequence *Server::Impl::prompt_of(const Job &job) const {
     return model.config().architecture == Architecture::Decoder ? &job.req.ids : nullptr;
+}
+
+// With API keys, before a request's body is read: every request but GET
+// /health needs one of the keys, else 401, and the connection is closed
+// after the answer (the unread body is not the next request).
+httplib::Server::HandlerResponse Server::Impl::authorize(const httplib::Request &req, httplib::Response &res) {
+    if (req.method == "GET" && req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    const std::string given = bearer_key(req.get_header_value("Authorization"));
+    if (is_api_key(given, opt.api_keys)) return httplib::Server::HandlerResponse::Unhandled;
+    res.status = 401;
+    res.set_header("WWW-Authenticate", "Bearer");
+    res.set_header("Connection", "close");
+    res.set_content(openai_error(401,
+                                 given.empty() ? "no API key: send \"Authorization: Bearer KEY\""
+                                               : "the API key is not one of this server's",
+                                 "", "invalid_api_key"),
+                    "application/json");
+    metrics.request(401);
+    serve::HttpServer::close_after_answer();
+    return httplib::Server::HandlerResponse::Handled;
 }
 
 void Server::Impl::answer(httplib::Response &res, int status, const std::string &body) {
@@ -111,14 +143,7 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
     hl.write_timeout_s = o.read_timeout_s;
     hl.tls_cert = o.ssl_cert;
     hl.tls_key = o.ssl_key;
-    for (const std::string &k : o.api_keys) {
-        if (k.empty()) throw Error("serve: an API key must not be empty");
-        for (const char c : k) {
-            if ((unsigned char)c <= ' ' || c == 0x7f) {
-                throw Error("serve: an API key holds a space or a control character (it could not be sent in a header)");
-            }
-        }
-    }
+    check_api_keys(o.api_keys);
     try {
         s.http = std::make_unique<serve::HttpServer>(hl);
     } catch (const std::runtime_error &e) {
@@ -134,24 +159,8 @@ Server::Server(Model &model, const ServerOptions &options) : impl_(std::make_uni
     });
     http.set_payload_max_length(o.max_body);
     if (!o.api_keys.empty()) {
-        // Before the body is read: a refused request's connection is closed
-        // after the answer (its body, unread, is not the next request).
-        http.set_pre_routing_handler([&s](const httplib::Request &req, httplib::Response &res) {
-            if (req.method == "GET" && req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-            const std::string given = bearer_key(req.get_header_value("Authorization"));
-            if (is_api_key(given, s.opt.api_keys)) return httplib::Server::HandlerResponse::Unhandled;
-            res.status = 401;
-            res.set_header("WWW-Authenticate", "Bearer");
-            res.set_header("Connection", "close");
-            res.set_content(openai_error(401,
-                                         given.empty() ? "no API key: send \"Authorization: Bearer KEY\""
-                                                       : "the API key is not one of this server's",
-                                         "", "invalid_api_key"),
-                            "application/json");
-            s.metrics.request(401);
-            serve::HttpServer::close_after_answer();
-            return httplib::Server::HandlerResponse::Handled;
-        });
+        http.set_pre_routing_handler(
+            [&s](const httplib::Request &req, httplib::Response &res) { return s.authorize(req, res); });
     }
     http.Post("/v1/generate", [&s](const httplib::Request &req, httplib::Response &res) { s.generate(req, res); });
     http.Post("/v1/completions",

@@ -107,6 +107,7 @@ struct Server::Impl {
 
     const Sequence *prompt_of(const Job &job) const;
     void answer(httplib::Response &res, int status, const std::string &body);
+    httplib::Server::HandlerResponse authorize(const httplib::Request &req, httplib::Response &res);
 
     // ---- a Job as the engine's request -----------------------------------
     // jobs.cpp (the callbacks run on the engine's workers)
