@@ -52,6 +52,19 @@ struct Request {
 
 
 
+// The request parser's own helpers (request.cpp, chat_request.cpp): a 400
+// with the message; a JSON value's kind for messages.
+[[noreturn]] void bad(const std::string &msg);
+const char *type_of(const nlohmann::json &v);
+// A chat request's messages, checked, as the template reads them: `ordered`
+// is the same list parsed in its key order (nlohmann's json sorts keys; the
+// template's tojson prints them as the client sent them); text parts are
+// joined into one string, null content is "", a tool call's arguments
+// (JSON text) become the object they hold (chat_request.cpp).
+nlohmann::ordered_json chat_messages(const nlohmann::json &m, const nlohmann::ordered_json &ordered);
+// The tools of a chat request (OpenAI's function tools), checked.
+void check_tools(const nlohmann::json &t);
+
 // Text to ids (the model's tokenizer; throws Error), or null without one.
 using Encoder = std::function<Sequence(const std::string &)>;
 
