@@ -56,6 +56,7 @@ set(HALFORMER_RUNTIME_SOURCES
   src/text_stream.cpp
   src/model/session.cpp
   src/text.cpp
+  src/text/added_tokens.cpp
   src/text/byte_level_bpe.cpp
   src/text/byte_level_bpe_load.cpp
   src/text/byte_level_bpe_pre_tokenize.cpp
@@ -67,6 +68,9 @@ set(HALFORMER_RUNTIME_SOURCES
   src/text/chat_template/parse.cpp
   src/text/chat_template/value.cpp
   src/text/hf_tokenizers.cpp
+  src/text/tokenizer_json.cpp
+  src/text/tokenizer_json_models.cpp
+  src/text/tokenizer_json_steps.cpp
   src/text/unicode.cpp
   src/text/wordpiece.cpp
   src/tokenizer.cpp

@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 VERSION = "3.7.2"
-NAMES = ["llama3_2", "qwen2_5", "qwen3", "mistral_nemo"]
+NAMES = ["llama3_2", "qwen2_5", "qwen3", "mistral_nemo", "llama2", "gemma", "gemma3", "deepseek_v3", "gpt4o"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -26,6 +26,7 @@
 // Immutable after load: every method may be called from many threads at once.
 #pragma once
 
+#include "added_tokens.h"
 #include "unicode.h"
 
 #include "halformer/json.h"
@@ -36,17 +37,6 @@
 #include <vector>
 
 namespace halformer::text {
-
-// A token matched whole in the text before pre-tokenization.
-struct AddedToken {
-    std::string content;
-    int32_t id = -1;           // -1: the vocabulary's id for content
-    bool special = true;
-    bool lstrip = false;       // also takes the whitespace on its left
-    bool rstrip = false;       // and on its right
-    bool single_word = false;  // only where no word character (\w) touches it
-    bool normalized = false;   // tokenizer.json: matched after the non-normalized ones
-};
 
 struct ByteLevelBpeOptions {
     // The added tokens (tokenizer_config.json's special tokens, added_tokens.json).
@@ -119,22 +109,8 @@ private:
         int32_t rank;
         int32_t id;
     };
-    // A byte trie over the added tokens' contents.
-    struct Trie {
-        struct Node {
-            std::vector<std::pair<unsigned char, int32_t>> next;  // sorted by byte
-            int32_t token = -1;                                   // index into added_
-        };
-        std::vector<Node> nodes{Node{}};
-        void insert(const std::string &s, int32_t token);
-        // The index (into added_) of the longest token starting at text[pos], or -1.
-        int32_t longest(const std::string &text, size_t pos, size_t *len) const;
-    };
-
     ByteLevelBpe() = default;
     void finish(const std::string &what);  // checks and indexes added tokens
-    void split_added(const std::string &text, const Trie &trie,
-                     std::vector<std::pair<std::string, int32_t>> &out) const;
     void encode_segment(const std::string &segment, std::vector<int32_t> &ids) const;
     void encode_word(const std::string &bytes, std::vector<int32_t> &ids) const;
     std::vector<int32_t> run(const std::string &utf8) const;
@@ -147,7 +123,7 @@ private:
     int32_t byte_id_[256] = {};                         // byte → id of its character, -1 if none
     std::vector<AddedToken> added_;
     std::unordered_map<std::string, int32_t> added_ids_;  // content → id
-    Trie trie_raw_, trie_normalized_;
+    AddedTokenMatcher trie_raw_, trie_normalized_;
     PrefixSpace prefix_ = PrefixSpace::None;
     int split_digits_ = 0;  // 0: GPT-2's pattern; 3: Llama 3's Split; 1: Qwen2's
     std::shared_ptr<const unicode::Regex> split_regex_;  // another Split pattern, run by ICU

@@ -11,6 +11,7 @@
 // The special ids come from config.json (Config), as the model uses them.
 #include "backend.h"
 #include "byte_level_bpe.h"
+#include "tokenizer_json.h"
 #include "wordpiece.h"
 
 #include "../model/hf/family.h"
@@ -59,6 +60,32 @@ struct Gpt2Impl : Tokenizer::Impl {
     ByteLevelBpe bpe;
 };
 
+// A tokenizer.json of any kind (tokenizer_json.h): Llama 3, Qwen2, Gemma,
+// Llama 2's and Mistral's as the hub ships them; the special ids its
+// post-processor puts around an input (Llama 3's <|begin_of_text|>, Llama
+// 2's <s>; Qwen2: none); decoding drops every special added token
+// (skip_special_tokens).
+struct JsonImpl : Tokenizer::Impl {
+    explicit JsonImpl(TokenizerJson t) : tj(std::move(t)) {}
+    Sequence encode(const std::string &text) const override { return tj.encode(text); }
+    std::string decode(const Sequence &ids) const override { return tj.decode(ids); }
+    std::vector<std::string> pieces(const std::string &text) const override { return tj.pieces(text); }
+    int vocab_size() const override { return tj.vocab_size(); }
+    TokenizerJson tj;
+};
+
+std::unique_ptr<Tokenizer::Impl> tokenizer_json(TokenizerJson t, const std::string &path, const Config &c) {
+    auto impl = std::make_unique<JsonImpl>(std::move(t));
+    impl->path = path;
+    impl->bos = c.bos_id;
+    impl->eos = c.eos_id;
+    impl->pad = c.pad_id;
+    impl->unk = impl->tj.unk_id();
+    impl->prefix = impl->tj.template_prefix();
+    impl->suffix = impl->tj.template_suffix();
+    return impl;
+}
+
 std::unique_ptr<Tokenizer::Impl> gpt2(const std::string &dir, const Config &c) {
     const std::string vocab = dir + "/vocab.json", merges = dir + "/merges.txt", tj = dir + "/tokenizer.json";
     std::unique_ptr<Gpt2Impl> t;
@@ -66,8 +93,7 @@ std::unique_ptr<Tokenizer::Impl> gpt2(const std::string &dir, const Config &c) {
         t = std::make_unique<Gpt2Impl>(ByteLevelBpe::load(vocab, merges));
         t->path = vocab;
     } else if (files::exists(tj)) {
-        t = std::make_unique<Gpt2Impl>(ByteLevelBpe::load_tokenizer_json(tj));
-        t->path = tj;
+        return tokenizer_json(TokenizerJson::load(tj), tj, c);
     } else {
         return nullptr;
     }
@@ -425,31 +451,6 @@ struct LlamaSpmImpl : Tokenizer::Impl {
     int vocab_size() const override { return sp.GetPieceSize(); }
 };
 
-// Llama 3 and Qwen2: tokenizer.json's byte-level BPE split by their own
-// pattern (byte_level_bpe.h), the special ids its post-processor puts
-// around an input (Llama 3's <|begin_of_text|>; Qwen2: none); decoding drops
-// every special added token (skip_special_tokens).
-struct LlamaBpeImpl : Tokenizer::Impl {
-    explicit LlamaBpeImpl(ByteLevelBpe b) : bpe(std::move(b)) {
-        for (const AddedToken &t : bpe.added_tokens()) {
-            if (t.special) special.push_back(t.id);
-        }
-        std::sort(special.begin(), special.end());
-    }
-    Sequence encode(const std::string &text) const override { return bpe.encode(text); }
-    std::string decode(const Sequence &ids) const override {
-        Sequence keep;
-        for (int32_t id : ids) {
-            if (!std::binary_search(special.begin(), special.end(), id)) keep.push_back(id);
-        }
-        return bpe.decode(keep);
-    }
-    std::vector<std::string> pieces(const std::string &text) const override { return bpe.pieces(text); }
-    int vocab_size() const override { return bpe.vocab_size(); }
-    ByteLevelBpe bpe;
-    std::vector<int32_t> special;
-};
-
 // The Llama families' tokenizer: tokenizer.model where the checkpoint ships
 // one (Llama 2, Mistral: SentencePiece), else tokenizer.json (Llama 3, Qwen2:
 // byte-level BPE).
@@ -457,14 +458,7 @@ std::unique_ptr<Tokenizer::Impl> llama(const std::string &dir, const Config &c) 
     const std::string model = dir + "/tokenizer.model", tj = dir + "/tokenizer.json";
     if (!files::exists(model)) {
         if (!files::exists(tj)) return nullptr;
-        auto t = std::make_unique<LlamaBpeImpl>(ByteLevelBpe::load_tokenizer_json(tj));
-        t->path = tj;
-        t->bos = c.bos_id;
-        t->eos = c.eos_id;
-        t->pad = c.pad_id;
-        t->prefix = t->bpe.template_prefix();
-        t->suffix = t->bpe.template_suffix();
-        return t;
+        return tokenizer_json(TokenizerJson::load(tj), tj, c);
     }
     auto t = std::make_unique<LlamaSpmImpl>();
     load_spm(t->sp, model);
@@ -586,11 +580,8 @@ std::unique_ptr<Tokenizer::Impl> load_gguf_tokenizer(const std::string &path, co
         throw Error(path + ": tokenizer.ggml.model \"" + model +
                     "\" is not supported by Halformer (gpt2: byte-level BPE)");
     }
-    auto t = std::make_unique<LlamaBpeImpl>(ByteLevelBpe::from_tokenizer_json(gguf_tokenizer_json(g), path));
-    t->path = path;
-    t->bos = c.bos_id;
-    t->eos = c.eos_id;
-    t->pad = c.pad_id;
+    auto t = tokenizer_json(TokenizerJson::from_json(gguf_tokenizer_json(g), path), path, c);
+    t->prefix.clear();
     // What llama.cpp adds around an input; where the file does not say,
     // its default for byte-level BPE: a bos for Llama 3's split, none for
     // GPT-2's and Qwen2's.
@@ -629,7 +620,7 @@ std::unique_ptr<Tokenizer::Impl> load_tokenizer_files(const std::string &dir) {
         }
     };
     if (files::exists(dir + "/tokenizer.json")) {
-        ByteLevelBpe probe = ByteLevelBpe::load_tokenizer_json(dir + "/tokenizer.json");
+        TokenizerJson probe = TokenizerJson::load(dir + "/tokenizer.json");
         ids([&](const std::string &t) { return probe.id_of(t); });
         return llama(dir, c);
     }

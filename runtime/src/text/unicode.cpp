@@ -4,11 +4,13 @@
 
 #include "halformer/error.h"
 
+#include <unicode/brkiter.h>
 #include <unicode/regex.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 #include <unicode/unorm2.h>
 #include <unicode/ustring.h>
+#include <unicode/utext.h>
 
 #include <vector>
 
@@ -245,6 +247,25 @@ std::u32string lower(const std::u32string &s) {
 
 std::u32string nfd(const std::u32string &s) { return normalize(unorm2_getNFDInstance, "NFD", s); }
 std::u32string nfc(const std::u32string &s) { return normalize(unorm2_getNFCInstance, "NFC", s); }
+std::u32string nfkd(const std::u32string &s) { return normalize(unorm2_getNFKDInstance, "NFKD", s); }
+std::u32string nfkc(const std::u32string &s) { return normalize(unorm2_getNFKCInstance, "NFKC", s); }
+
+std::vector<size_t> grapheme_starts(const std::string &utf8) {
+    std::vector<size_t> out;
+    UErrorCode status = U_ZERO_ERROR;
+    UText *text = utext_openUTF8(nullptr, utf8.data(), (int64_t)utf8.size(), &status);
+    std::unique_ptr<icu::BreakIterator> it(icu::BreakIterator::createCharacterInstance(icu::Locale::getRoot(), status));
+    if (U_SUCCESS(status)) it->setText(text, status);
+    if (U_FAILURE(status)) {
+        utext_close(text);
+        throw Error(std::string("grapheme clusters: ") + u_errorName(status));
+    }
+    // With UTF-8 text, ICU's indices are byte offsets.
+    for (int32_t at = it->first(); at != icu::BreakIterator::DONE; at = it->next()) out.push_back((size_t)at);
+    utext_close(text);
+    if (out.empty() || out.back() != utf8.size()) out.push_back(utf8.size());
+    return out;
+}
 
 struct Regex::Impl {
     std::unique_ptr<icu::RegexPattern> pattern;
@@ -262,26 +283,31 @@ Regex::Regex(const std::string &pattern) : impl_(std::make_unique<Impl>()) {
 
 Regex::~Regex() = default;
 
-std::vector<std::string> Regex::split_isolated(const std::string &utf8) const {
-    const icu::UnicodeString text = icu::UnicodeString::fromUTF8(utf8);
+std::vector<std::pair<size_t, size_t>> Regex::find_all(const std::string &utf8) const {
+    // Matched over the UTF-8 itself (a UText): start64/end64 are byte offsets.
     UErrorCode status = U_ZERO_ERROR;
-    std::unique_ptr<icu::RegexMatcher> m(impl_->pattern->matcher(text, status));
+    UText *text = utext_openUTF8(nullptr, utf8.data(), (int64_t)utf8.size(), &status);
+    std::unique_ptr<icu::RegexMatcher> m(impl_->pattern->matcher(status));
+    if (U_SUCCESS(status)) m->reset(text);
+    std::vector<std::pair<size_t, size_t>> out;
+    while (U_SUCCESS(status) && m->find(status) && U_SUCCESS(status)) {
+        out.emplace_back((size_t)m->start64(status), (size_t)m->end64(status));
+    }
+    m.reset();
+    utext_close(text);
     if (U_FAILURE(status)) throw Error(std::string("regular expression: ") + u_errorName(status));
+    return out;
+}
+
+std::vector<std::string> Regex::split_isolated(const std::string &utf8) const {
     std::vector<std::string> out;
-    auto piece = [&](int32_t a, int32_t b) {
-        std::string s;
-        text.tempSubStringBetween(a, b).toUTF8String(s);
-        out.push_back(std::move(s));
-    };
-    int32_t last = 0;
-    while (m->find(status) && U_SUCCESS(status)) {
-        const int32_t a = m->start(status), b = m->end(status);
-        if (a > last) piece(last, a);
-        if (b > a) piece(a, b);
+    size_t last = 0;
+    for (auto [a, b] : find_all(utf8)) {
+        if (a > last) out.push_back(utf8.substr(last, a - last));
+        if (b > a) out.push_back(utf8.substr(a, b - a));
         last = b;
     }
-    if (U_FAILURE(status)) throw Error(std::string("regular expression: ") + u_errorName(status));
-    if (last < text.length()) piece(last, text.length());
+    if (last < utf8.size()) out.push_back(utf8.substr(last));
     return out;
 }
 

@@ -68,6 +68,12 @@ std::u32string lower(const std::u32string &s);
 // Canonical decomposition and composition.
 std::u32string nfd(const std::u32string &s);
 std::u32string nfc(const std::u32string &s);
+// Compatibility decomposition and composition (NFKD, NFKC).
+std::u32string nfkd(const std::u32string &s);
+std::u32string nfkc(const std::u32string &s);
+// The byte offsets at which valid UTF-8 text's extended grapheme clusters
+// (UAX #29) start, and text.size() last.
+std::vector<size_t> grapheme_starts(const std::string &utf8);
 
 // A regular expression as the tokenizers library's Split runs it, on ICU's
 // engine (\p{..} classes, lookahead, (?i:...) groups, counted repeats):
@@ -82,6 +88,9 @@ public:
     // The pieces of valid UTF-8 text: each match and each stretch between
     // matches, in order (Split's "Isolated" behaviour), as UTF-8.
     std::vector<std::string> split_isolated(const std::string &utf8) const;
+    // Every match in valid UTF-8 text, left to right, as byte offsets
+    // [begin, end) (empty matches included, as Rust's find_iter gives them).
+    std::vector<std::pair<size_t, size_t>> find_all(const std::string &utf8) const;
 
 private:
     struct Impl;
