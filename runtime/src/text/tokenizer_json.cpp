@@ -35,7 +35,7 @@ struct TokenizerJson::Impl {
 
 namespace {
 
-json::Value parse_file(const std::string &path) {
+json::Value read_tokenizer_json(const std::string &path) {
     if (!files::exists(path)) throw Error(path + ": no such file");
     return json::parse(files::read_text(path), path);
 }
@@ -87,7 +87,7 @@ void TokenizerJson::Impl::read_added(const json::Value &root) {
     }
 }
 
-TokenizerJson TokenizerJson::load(const std::string &path) { return from_json(parse_file(path), path); }
+TokenizerJson TokenizerJson::load(const std::string &path) { return from_json(read_tokenizer_json(path), path); }
 
 TokenizerJson TokenizerJson::from_json(const json::Value &root, const std::string &what) {
     if (!root.is_object()) throw Error(what + ": expected an object, found " + json::kind_name(root.kind));

@@ -180,7 +180,8 @@ std::unique_ptr<Model> bpe(const json::Value &v, const std::string &at) {
         m->merges.reserve(merges->array.size());
         for (size_t i = 0; i < merges->array.size(); i++) {
             const std::string where = at + ".merges[" + std::to_string(i) + "]";
-            auto [left, right] = merge_pair(merges->array[i], where);
+            const std::pair<std::string, std::string> lr = merge_pair(merges->array[i], where);
+            const std::string &left = lr.first, &right = lr.second;
             auto id = [&](const std::string &t, const char *role) {
                 auto it = m->vocab.find(t);
                 if (it == m->vocab.end()) {
