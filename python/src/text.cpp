@@ -7,7 +7,10 @@
 
 #include <pybind11/stl.h>
 
+#include <optional>
+
 namespace py = pybind11;
+using halformer::DecodeOptions;
 using halformer::Sequence;
 using halformer::TextResult;
 using halformer::Tokenizer;
@@ -26,8 +29,18 @@ void bind_tokenizer(py::module_ &m) {
         .def("encode", &Tokenizer::encode, py::arg("text"), "Text → ids (no bos or eos).")
         .def("encode_input", &Tokenizer::encode_input, py::arg("text"),
              "The ids a model reads for text: encode() plus the checkpoint's own additions.")
-        .def("decode", &Tokenizer::decode, py::arg("ids"),
-             "ids → text; pad, bos and eos are dropped, an id outside the vocabulary is an Error.")
+        .def(
+            "decode",
+            [](const Tokenizer &t, const Sequence &ids, bool skip_special_tokens,
+               std::optional<bool> clean_up_tokenization_spaces) {
+                return t.decode(ids, DecodeOptions{skip_special_tokens, clean_up_tokenization_spaces});
+            },
+            py::arg("ids"), py::arg("skip_special_tokens") = true, py::arg("clean_up_tokenization_spaces") = py::none(),
+            "ids → text, as transformers' decode: special tokens (pad, bos, eos, ...) dropped unless "
+            "skip_special_tokens is False; spaces cleaned up (\" .\" → \".\") where "
+            "clean_up_tokenization_spaces says, or (None) where the tokenizer's config does. An id outside the "
+            "vocabulary is an Error.")
+        .def_property_readonly("clean_up_tokenization_spaces", &Tokenizer::clean_up_tokenization_spaces)
         .def("pieces", &Tokenizer::pieces, py::arg("text"))
         .def_property_readonly("vocab_size", &Tokenizer::vocab_size)
         .def_property_readonly("pad_id", &Tokenizer::pad_id)

@@ -357,6 +357,20 @@ def test_tokenizer_round_trip():
     assert standalone.encode("Open the file") == tok.encode("Open the file")
 
 
+def test_tokenizer_decode_options():
+    tok = translator().tokenizer
+    ids = tok.encode("Open the file , please .")
+    framed = [tok.bos_id] + ids + [tok.eos_id]
+    assert not tok.clean_up_tokenization_spaces
+    assert tok.decode(framed) == "Open the file , please ."
+    assert tok.decode(framed, skip_special_tokens=False) == "<s>Open the file , please .</s>"
+    assert tok.decode(framed, clean_up_tokenization_spaces=True) == "Open the file, please."
+    assert tok.decode(ids, False, True) == "Open the file, please."
+    bert = halformer.Tokenizer.load_for(str(FIXTURES / "tokenizers" / "bert"))
+    assert bert.clean_up_tokenization_spaces
+    assert bert.decode(bert.encode_input("hello , world !"), skip_special_tokens=False) == "[CLS] hello, world! [SEP]"
+
+
 # ---- errors ----
 
 def test_missing_model_dir_names_the_path():

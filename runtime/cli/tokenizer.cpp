@@ -4,7 +4,8 @@
 //   halformer tokenizer encode tok.model ["text"] [--pieces]   # one line of ids per input line
 //     (tok.model: a SentencePiece model, a model directory, a Hugging Face
 //     checkpoint's with or without its weights, or a GGUF file)
-//   halformer tokenizer decode tok.model ["5 6 7"]             # ids back to text
+//   halformer tokenizer decode tok.model ["5 6 7"] [--keep-special] [--clean-up|--no-clean-up]
+//                                                              # ids back to text
 //   halformer tokenizer count tok.model ["text"]               # tokens a line (stdin: then the total)
 //   halformer tokenizer pairs tok.model --src train.en --tgt train.de --out train.ids [--max-len 126]
 //
@@ -62,6 +63,7 @@ struct Args {
     std::string train_out;
     std::string model, text;  // encode, decode (text: the text or the ids); model also pairs
     bool pieces = false;
+    bool keep_special = false, clean_up = false, no_clean_up = false;  // decode
     std::string src, tgt, out;  // pairs
     int max_len = 126;
     bool force = false;
@@ -95,6 +97,10 @@ Subcommands add_subcommands(CLI::App &app, Args &a) {
     s.decode->add_option("model", a.model, "tokenizer.model, a model directory (weights not needed) or a GGUF file")
         ->required();
     s.decode->add_option("ids", a.text, "space-separated ids (default: read lines from stdin)");
+    s.decode->add_flag("--keep-special", a.keep_special, "write special tokens (bos, eos, ...) instead of dropping them");
+    auto *on = s.decode->add_flag("--clean-up", a.clean_up,
+                                  "remove the space before . , ! ? and contractions (default: as tokenizer_config.json says)");
+    s.decode->add_flag("--no-clean-up", a.no_clean_up, "keep the spaces as decoded")->excludes(on);
 
     s.count = app.add_subcommand("count", "tokens in text (the argument, or each line of stdin, then the total on stderr)");
     s.count->add_option("model", a.model, "tokenizer.model, a model directory (weights not needed) or a GGUF file")
@@ -195,7 +201,7 @@ int run_pairs(const Args &a) {
 // input) and a message; the exit status is then 1.
 enum class Mode { Encode, Pieces, Decode, Count };
 
-int run_lines(const Tokenizer &t, Mode mode, const std::string *text) {
+int run_lines(const Tokenizer &t, Mode mode, const DecodeOptions &decode, const std::string *text) {
     int failures = 0;
     int64_t line = 0, total = 0;
     auto one = [&](const std::string &s) {
@@ -206,7 +212,7 @@ int run_lines(const Tokenizer &t, Mode mode, const std::string *text) {
                 total += (int64_t)n;
                 std::printf("%zu\n", n);
             } else if (mode == Mode::Decode) {
-                std::printf("%s\n", one_line(t.decode(parse_ids(s))).c_str());
+                std::printf("%s\n", one_line(t.decode(parse_ids(s), decode)).c_str());
             } else if (mode == Mode::Pieces) {
                 auto p = t.pieces(s);
                 for (size_t i = 0; i < p.size(); i++) std::printf("%s%s", i ? " " : "", p[i].c_str());
@@ -250,7 +256,10 @@ int cmd_tokenizer(int argc, char **argv) {
                              : mode == Mode::Count  ? s.count->count("text")
                                                     : s.encode->count("text")) == 0;
     const Tokenizer t = Tokenizer::load_for(a.model);
-    return run_lines(t, mode, from_stdin ? nullptr : &a.text);
+    DecodeOptions decode;
+    decode.skip_special_tokens = !a.keep_special;
+    if (a.clean_up || a.no_clean_up) decode.clean_up_tokenization_spaces = a.clean_up;
+    return run_lines(t, mode, decode, from_stdin ? nullptr : &a.text);
 }
 
 }  // namespace halformer

@@ -1,6 +1,8 @@
 // TextStream (model.h): the text of a growing hypothesis, in pieces that
 // never change once given out.
 #include "halformer/model.h"
+#include "halformer/tokenizer.h"
+#include "text/clean_up.h"
 
 #include <algorithm>
 
@@ -58,6 +60,8 @@ std::string TextStream::push(int32_t token) {
         return advance(text, first);
     }
     size_t n = stable_length(text);
+    // An end the clean-up of spaces may yet change (" n" before "'t").
+    if (model_.tokenizer().clean_up_tokenization_spaces()) n -= text::clean_up_pending(text.substr(0, n));
     // An end that a stop string begins with may yet become that stop string.
     size_t hold = 0;
     for (const std::string &s : stop_) {

@@ -3,6 +3,7 @@
 // tokenizers in text/hf_tokenizers.cpp.
 #include "halformer/tokenizer.h"
 #include "text/backend.h"
+#include "text/clean_up.h"
 
 #include "model/hf/hf.h"
 
@@ -43,16 +44,24 @@ struct SentencePieceImpl : Tokenizer::Impl {
         if (!st.ok()) throw Error("tokenizer: " + st.ToString());
         return Sequence(ids.begin(), ids.end());
     }
-    std::string decode(const Sequence &ids) const override {
-        std::vector<int> keep;
+    // Control pieces (pad, bos, eos) dropped, or written as their pieces.
+    std::string decode(const Sequence &ids, bool skip_special) const override {
+        auto run = [&](const Sequence &part) {
+            std::string out;
+            auto st = sp.Decode(std::vector<int>(part.begin(), part.end()), &out);
+            if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+            return out;
+        };
+        auto control = [&](int32_t id) { return sp.IsControl(id); };
+        if (!skip_special) {
+            return text::decode_around(ids, control, [&](int32_t id, bool) { return sp.IdToPiece(id); }, run);
+        }
+        Sequence keep;
         keep.reserve(ids.size());
         for (int32_t id : ids) {
-            if (!sp.IsControl(id)) keep.push_back(id);  // pad, bos, eos
+            if (!control(id)) keep.push_back(id);
         }
-        std::string out;
-        auto st = sp.Decode(keep, &out);
-        if (!st.ok()) throw Error("tokenizer: " + st.ToString());
-        return out;
+        return run(keep);
     }
     std::vector<std::string> pieces(const std::string &text) const override {
         std::vector<std::string> p;
@@ -191,7 +200,7 @@ Sequence Tokenizer::encode_input(const std::string &text) const {
     return ids;
 }
 
-std::string Tokenizer::decode(const Sequence &ids) const {
+std::string Tokenizer::decode(const Sequence &ids, const DecodeOptions &options) const {
     const int size = impl_->vocab_size();
     for (int32_t id : ids) {
         if (id < 0 || id >= size) {
@@ -199,8 +208,14 @@ std::string Tokenizer::decode(const Sequence &ids) const {
                         std::to_string(size));
         }
     }
-    return impl_->decode(ids);
+    std::string text = impl_->decode(ids, options.skip_special_tokens);
+    if (options.clean_up_tokenization_spaces.value_or(impl_->clean_up_spaces)) {
+        text = text::clean_up_tokenization(std::move(text));
+    }
+    return text;
 }
+
+bool Tokenizer::clean_up_tokenization_spaces() const { return impl_->clean_up_spaces; }
 
 std::vector<std::string> Tokenizer::pieces(const std::string &text) const {
     check_utf8(text);

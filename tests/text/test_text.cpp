@@ -262,6 +262,25 @@ TEST(Tokenizer, DecodeDropsPadBosEos) {
     EXPECT_EQ(bpe().decode({bpe().bos_id(), bpe().eos_id(), bpe().pad_id()}), "");
 }
 
+TEST(Tokenizer, DecodeKeepsSpecialTokensWhenAsked) {
+    const std::string s = "Die Datei wurde gefunden.";
+    Sequence framed = {bpe().bos_id()};
+    const Sequence ids = bpe().encode(s);
+    framed.insert(framed.end(), ids.begin(), ids.end());
+    framed.push_back(bpe().eos_id());
+    framed.push_back(bpe().pad_id());
+    DecodeOptions keep;
+    keep.skip_special_tokens = false;
+    EXPECT_EQ(bpe().decode(framed, keep), "<s>" + s + "</s><pad>");
+    // A SentencePiece model of Halformer's own cleans up no spaces unless told.
+    EXPECT_FALSE(bpe().clean_up_tokenization_spaces());
+    const Sequence spaced = bpe().encode("Datei , bitte .");
+    EXPECT_EQ(bpe().decode(spaced), "Datei , bitte .");
+    DecodeOptions clean;
+    clean.clean_up_tokenization_spaces = true;
+    EXPECT_EQ(bpe().decode(spaced, clean), "Datei, bitte.");
+}
+
 TEST(Tokenizer, DecodeOutOfRangeIdThrows) {
     expect_error([] { bpe().decode({5, 800}); }, {"800", "vocabulary of 800"});
     expect_error([] { bpe().decode({-1}); }, {"-1"});

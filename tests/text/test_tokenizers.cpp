@@ -11,11 +11,14 @@
 // fixture files (tests/fixtures/tokenizers/gpt2, bert). The 100 KB and a few
 // small cases are worked out by hand (said where).
 #include "text/byte_level_bpe.h"
+#include "text/clean_up.h"
 #include "text/unicode.h"
 #include "text/wordpiece.h"
 
 #include "halformer/error.h"
 #include "halformer/json.h"
+#include "halformer/model.h"
+#include "halformer/tokenizer.h"
 
 #define HALFORMER_SCRATCH_PREFIX "halformer_tokenizers"
 #include "scratch.h"
@@ -943,6 +946,102 @@ TEST(WordPiece, LoadErrors) {
     EXPECT_EQ(crlf.unk_id(), 3);
     EXPECT_EQ(crlf.id_of("[MASK]"), 6);
     EXPECT_EQ(crlf.encode("hello world x"), (Ids{1, 2, 3}));
+}
+
+// ------------------------------------------------------- decode options ----
+
+// transformers' clean_up_tokenization, transcribed: str.replace in this order.
+TEST(Decode, CleanUpRules) {
+    // Worked out with Python's str.replace chain (tokenization_utils_base.py).
+    EXPECT_EQ(clean_up_tokenization("do n't stop , please . is it ? yes ! i 'm he 's we 've they 're ' quoted ' x"),
+              "don't stop, please. is it? yes! i'm he's we've they're'quoted'x");
+    EXPECT_EQ(clean_up_tokenization(" . ."), "..");  // " ." twice: both go
+    EXPECT_EQ(clean_up_tokenization("a  ."), "a .");  // one space each time
+    EXPECT_EQ(clean_up_tokenization(""), "");
+    EXPECT_EQ(clean_up_tokenization("no change"), "no change");
+    // The end a later token may still turn into a pattern.
+    EXPECT_EQ(clean_up_pending("do n"), 2u);
+    EXPECT_EQ(clean_up_pending("do n'"), 3u);
+    EXPECT_EQ(clean_up_pending("x '"), 2u);
+    EXPECT_EQ(clean_up_pending("x 'v"), 3u);
+    EXPECT_EQ(clean_up_pending("x 're"), 0u);  // a whole pattern: cleaned already
+    EXPECT_EQ(clean_up_pending("x "), 1u);
+    EXPECT_EQ(clean_up_pending("abc"), 0u);
+    EXPECT_EQ(clean_up_pending(""), 0u);
+}
+
+// A copy of the GPT-2 fixture model (tests/fixtures/hf/gpt2_lm) whose
+// vocabulary has "'" for the unused "j" (id 15) and whose
+// tokenizer_config.json says clean_up_tokenization_spaces `clean_up`
+// (a JSON value, or "" for no such key).
+std::string gpt2_model_with_clean_up(const std::string &name, const std::string &clean_up) {
+    const std::string from = kFixtures + "/../hf/gpt2_lm", dir = scratch() + "/" + name;
+    fs::create_directories(dir);
+    for (const char *f : {"config.json", "model.safetensors", "merges.txt"}) {
+        fs::copy_file(from + "/" + f, dir + "/" + f, fs::copy_options::overwrite_existing);
+    }
+    std::ofstream(dir + "/vocab.json") << replaced(read_file(from + "/vocab.json"), "\"j\": 15", "\"'\": 15");
+    std::ofstream(dir + "/tokenizer_config.json")
+        << "{\"bos_token\": \"<|endoftext|>\", \"eos_token\": \"<|endoftext|>\""
+        << (clean_up.empty() ? "" : ", \"clean_up_tokenization_spaces\": " + clean_up) << "}";
+    return dir;
+}
+
+TEST(Decode, SpecialTokensAndCleanUpOfAHubTokenizer) {
+    const Tokenizer t = Tokenizer::load_for(gpt2_model_with_clean_up("clean", "true"));
+    EXPECT_TRUE(t.clean_up_tokenization_spaces());
+    const Sequence dont = {49, 32, 19, 15, 25};  // "do", " ", "n", "'", "t"
+    DecodeOptions raw, keep;
+    raw.clean_up_tokenization_spaces = false;
+    keep.skip_special_tokens = false;
+    EXPECT_EQ(t.decode(dont), "don't");
+    EXPECT_EQ(t.decode(dont, raw), "do n't");
+    EXPECT_EQ(t.decode({60, 49, 32, 2, 60}), "do.");  // <|endoftext|> do " ." <|endoftext|>
+    EXPECT_EQ(t.decode({60, 49, 32, 2, 60}, keep), "<|endoftext|>do.<|endoftext|>");
+    // Where the config does not say: false for byte-level BPE, as transformers has it.
+    const Tokenizer plain = Tokenizer::load_for(gpt2_model_with_clean_up("plain", ""));
+    EXPECT_FALSE(plain.clean_up_tokenization_spaces());
+    EXPECT_EQ(plain.decode(dont), "do n't");
+    DecodeOptions clean;
+    clean.clean_up_tokenization_spaces = true;
+    EXPECT_EQ(plain.decode(dont, clean), "don't");
+    EXPECT_FALSE(Tokenizer::load_for(gpt2_model_with_clean_up("off", "false")).clean_up_tokenization_spaces());
+    EXPECT_FALSE(Tokenizer::load_for(gpt2_model_with_clean_up("null", "null")).clean_up_tokenization_spaces());
+    expect_error([] { Tokenizer::load_for(gpt2_model_with_clean_up("bad", "\"yes\"")); },
+                 {"tokenizer_config.json", "clean_up_tokenization_spaces", "true or false"});
+}
+
+TEST(Decode, WordPieceKeepsSpecialTokensAmongTheWords) {
+    // tests/fixtures/tokenizers/bert alone (no config.json): BERT's default
+    // is to clean up.
+    const Tokenizer t = Tokenizer::load_for(kBert);
+    EXPECT_TRUE(t.clean_up_tokenization_spaces());
+    const Sequence ids = t.encode_input("hello , world !");
+    EXPECT_EQ(ids, (Sequence{2, 56, 15, 14, 17, 3}));
+    DecodeOptions keep, raw;
+    keep.skip_special_tokens = false;
+    raw.clean_up_tokenization_spaces = false;
+    EXPECT_EQ(t.decode(ids), "hello, world!");
+    EXPECT_EQ(t.decode(ids, keep), "[CLS] hello, world! [SEP]");
+    EXPECT_EQ(t.decode(ids, raw), "hello , world !");
+}
+
+// A stream of tokens gives out text that never changes: with the clean-up
+// of spaces it holds back " n" until it knows whether "'t" follows.
+TEST(Decode, TextStreamHoldsWhatTheCleanUpMayChange) {
+    const Model m = Model::load(gpt2_model_with_clean_up("stream", "true"));
+    for (const Sequence &tokens : {Sequence{49, 32, 19, 15, 25, 32, 2}, Sequence{49, 32, 19, 32, 19}, Sequence{32, 15, 32}}) {
+        TextStream stream(m);
+        std::string out;
+        for (int32_t id : tokens) {
+            const std::string piece = stream.push(id);
+            out += piece;
+            EXPECT_EQ(m.text_of(stream.tokens()).compare(0, out.size(), out), 0) << out;
+        }
+        out += stream.finish();
+        EXPECT_EQ(out, m.text_of(tokens));
+    }
+    EXPECT_EQ(m.text_of({49, 32, 19, 15, 25, 32, 2}), "don't.");
 }
 
 // ------------------------------------------------------------------ both ----

@@ -41,6 +41,13 @@ struct TokenizerTrainOptions {
     int max_sentence_bytes = 4192;    // longer lines are skipped by the trainer
 };
 
+// How Tokenizer::decode writes text (transformers' decode arguments).
+struct DecodeOptions {
+    bool skip_special_tokens = true;
+    // Unset: the tokenizer's own (clean_up_tokenization_spaces()).
+    std::optional<bool> clean_up_tokenization_spaces;
+};
+
 class Tokenizer {
 public:
     // Loads a SentencePiece model; throws Error naming the file.
@@ -77,9 +84,16 @@ public:
     // own tokenizer adds (Marian's eos after a source, BERT's [CLS] … [SEP]);
     // encode() itself for Halformer's tokenizers and GPT-2's.
     Sequence encode_input(const std::string &text) const;
-    // ids → text. Control pieces (pad, bos, eos) are dropped; an id outside the
-    // vocabulary is an Error naming it.
-    std::string decode(const Sequence &ids) const;
+    // ids → text. Special tokens (pad, bos, eos, a tokenizer.json's special
+    // added tokens) are dropped unless options say to keep them; spaces are
+    // cleaned up (" ." → ".", " n't" → "n't": transformers'
+    // clean_up_tokenization) where the tokenizer's
+    // clean_up_tokenization_spaces() is set, or options say. An id outside
+    // the vocabulary is an Error naming it.
+    std::string decode(const Sequence &ids, const DecodeOptions &options = {}) const;
+    // tokenizer_config.json's clean_up_tokenization_spaces (where it does
+    // not say: true for BERT's WordPiece, false for the rest).
+    bool clean_up_tokenization_spaces() const;
     // The pieces of an encoding (for inspection: `halformer tokenizer encode --pieces`).
     std::vector<std::string> pieces(const std::string &text) const;
 

@@ -7,6 +7,7 @@
 
 #include "halformer/tokenizer.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,11 @@ struct Tokenizer::Impl {
     virtual ~Impl() = default;
     // Text → ids with no special tokens (the caller checked UTF-8).
     virtual Sequence encode(const std::string &text) const = 0;
-    // ids → text, special tokens dropped; the caller checked the ids' range.
-    virtual std::string decode(const Sequence &ids) const = 0;
+    // ids → text; special tokens (pad, bos, eos, a tokenizer.json's special
+    // added tokens) dropped when skip_special, written as their text when
+    // not. No clean-up of spaces (Tokenizer::decode does that). The caller
+    // checked the ids' range.
+    virtual std::string decode(const Sequence &ids, bool skip_special) const = 0;
     virtual std::vector<std::string> pieces(const std::string &text) const = 0;
     virtual int vocab_size() const = 0;
 
@@ -26,9 +30,23 @@ struct Tokenizer::Impl {
     // What the checkpoint's tokenizer adds around a model input
     // (add_special_tokens): BERT's [CLS] … [SEP], Marian's and T5's eos.
     Sequence prefix, suffix;
+    // tokenizer_config.json's clean_up_tokenization_spaces (BERT's default
+    // true; false elsewhere): what Tokenizer::decode does unless told.
+    bool clean_up_spaces = false;
 };
 
 namespace text {
+// ids → text where the ids `special` names are written as `text_of` gives
+// them (told whether ordinary ids came just before) and the runs between
+// them decoded by `run` (the SentencePiece backends with skip_special
+// false, as transformers' slow tokenizers write them).
+std::string decode_around(const Sequence &ids, const std::function<bool(int32_t)> &special,
+                          const std::function<std::string(int32_t, bool)> &text_of,
+                          const std::function<std::string(const Sequence &)> &run);
+// tokenizer_config.json's clean_up_tokenization_spaces in `dir`, or
+// `fallback` where there is no such file or key; another kind of value is
+// an Error naming the file.
+bool read_clean_up_spaces(const std::string &dir, bool fallback);
 // The tokenizer of a Hugging Face directory of config.family, from the files
 // its family ships; nullptr when the directory has none. Errors name the file.
 std::unique_ptr<Tokenizer::Impl> load_hf_tokenizer(const std::string &dir, const Config &c);

@@ -51,10 +51,18 @@ Sequence without(const Sequence &ids, std::initializer_list<int> drop) {
     return keep;
 }
 
+// s without the spaces at its ends (Python's str.strip(" ")).
+std::string strip_spaces(const std::string &s) {
+    const size_t a = s.find_first_not_of(' '), b = s.find_last_not_of(' ');
+    return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
 struct Gpt2Impl : Tokenizer::Impl {
     explicit Gpt2Impl(ByteLevelBpe b) : bpe(std::move(b)) {}
     Sequence encode(const std::string &text) const override { return bpe.encode(text); }
-    std::string decode(const Sequence &ids) const override { return bpe.decode(without(ids, {bos, eos})); }
+    std::string decode(const Sequence &ids, bool skip_special) const override {
+        return bpe.decode(skip_special ? without(ids, {bos, eos}) : ids);
+    }
     std::vector<std::string> pieces(const std::string &text) const override { return bpe.pieces(text); }
     int vocab_size() const override { return bpe.vocab_size(); }
     ByteLevelBpe bpe;
@@ -68,7 +76,7 @@ struct Gpt2Impl : Tokenizer::Impl {
 struct JsonImpl : Tokenizer::Impl {
     explicit JsonImpl(TokenizerJson t) : tj(std::move(t)) {}
     Sequence encode(const std::string &text) const override { return tj.encode(text); }
-    std::string decode(const Sequence &ids) const override { return tj.decode(ids); }
+    std::string decode(const Sequence &ids, bool skip_special) const override { return tj.decode(ids, skip_special); }
     std::vector<std::string> pieces(const std::string &text) const override { return tj.pieces(text); }
     int vocab_size() const override { return tj.vocab_size(); }
     TokenizerJson tj;
@@ -104,12 +112,14 @@ std::unique_ptr<Tokenizer::Impl> gpt2(const std::string &dir, const Config &c) {
 }
 
 // BERT: WordPiece from vocab.txt (+ tokenizer_config.json's options); an
-// input is [CLS] … [SEP]; decoding drops [CLS], [SEP] and [PAD].
+// input is [CLS] … [SEP]; decoding drops [CLS], [SEP] and [PAD] (or writes
+// them among the words, as BertTokenizer does with skip_special_tokens
+// false); the clean-up of spaces is Tokenizer::decode's.
 struct BertImpl : Tokenizer::Impl {
     explicit BertImpl(WordPiece w) : wp(std::move(w)) {}
     Sequence encode(const std::string &text) const override { return wp.encode(text); }
-    std::string decode(const Sequence &ids) const override {
-        return wp.decode(without(ids, {wp.cls_id(), wp.sep_id(), wp.pad_id()}));
+    std::string decode(const Sequence &ids, bool skip_special) const override {
+        return wp.decode(skip_special ? without(ids, {wp.cls_id(), wp.sep_id(), wp.pad_id()}) : ids, false);
     }
     std::vector<std::string> pieces(const std::string &text) const override { return wp.pieces(text); }
     int vocab_size() const override { return wp.vocab_size(); }
@@ -128,6 +138,7 @@ std::unique_ptr<Tokenizer::Impl> bert(const std::string &dir, const Config &c) {
     if (cls < 0 || sep < 0) throw Error(vocab + ": no " + (cls < 0 ? "[CLS]" : "[SEP]") + " token");
     t->prefix = {cls};
     t->suffix = {sep};
+    t->clean_up_spaces = t->wp.clean_up_tokenization_spaces();
     return t;
 }
 
@@ -172,13 +183,22 @@ struct MarianImpl : Tokenizer::Impl {
         }
         return ids;
     }
-    std::string decode(const Sequence &ids) const override {
-        std::vector<std::string> ps;
-        for (int32_t id : without(ids, {pad, eos, unk})) ps.push_back(vocab.pieces[(size_t)id]);
-        std::string out;
-        auto st = target.Decode(ps, &out);
-        if (!st.ok()) throw Error("tokenizer: " + st.ToString());
-        return out;
+    // MarianTokenizer.convert_tokens_to_string with skip_special_tokens
+    // false: a special piece and a space after it, the ends stripped.
+    std::string decode(const Sequence &ids, bool skip_special) const override {
+        auto run = [&](const Sequence &part) {
+            std::vector<std::string> ps;
+            for (int32_t id : part) ps.push_back(vocab.pieces[(size_t)id]);
+            std::string out;
+            auto st = target.Decode(ps, &out);
+            if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+            return out;
+        };
+        if (skip_special) return run(without(ids, {pad, eos, unk}));
+        const std::string text = decode_around(
+            ids, [&](int32_t id) { return id == pad || id == eos || id == unk; },
+            [&](int32_t id, bool) { return vocab.pieces[(size_t)id] + " "; }, run);
+        return strip_spaces(text);
     }
     // MarianTokenizer.remove_language_code: re.match(">>.+<<", text) — from
     // the start, the last "<<" that follows (greedy) — is one piece, and
@@ -319,13 +339,14 @@ struct T5Impl : Tokenizer::Impl {
         }
         return out;
     }
-    // Special ids dropped; sentinels kept, written as transformers'
+    // Special ids dropped (or, with skip_special false, written as their
+    // pieces like the sentinels); sentinels kept, written as transformers'
     // T5Tokenizer.convert_tokens_to_string writes them (a space before a
     // sentinel that follows pieces, none after it, the ends stripped: "the
     // <extra_id_0> house" → "the<extra_id_0> house"); ids past the
     // tokenizer's (the model's vocabulary is often padded past it: t5-small's
     // 32128 against 32100) dropped.
-    std::string decode(const Sequence &ids) const override {
+    std::string decode(const Sequence &ids, bool skip_special) const override {
         std::string out;
         std::vector<int> run;
         bool prev_sentinel = false;
@@ -336,19 +357,20 @@ struct T5Impl : Tokenizer::Impl {
             run.clear();
             return text;
         };
-        for (int32_t id : without(ids, {pad, eos, unk})) {
-            if (id < pieces_in_model()) {
+        for (int32_t id : skip_special ? without(ids, {pad, eos, unk}) : ids) {
+            const bool named = id == pad || id == eos || id == unk;
+            if (id < pieces_in_model() && !named) {
                 run.push_back(id);
                 prev_sentinel = false;
             } else if (id < pieces_in_model() + extra) {
                 if (!prev_sentinel) out += " ";
-                out += pieces_text() + "<extra_id_" + std::to_string(pieces_in_model() + extra - 1 - id) + ">";
+                out += pieces_text() +
+                       (named ? sp.IdToPiece(id) : "<extra_id_" + std::to_string(pieces_in_model() + extra - 1 - id) + ">");
                 prev_sentinel = true;
             }
         }
         out += pieces_text();
-        const size_t a = out.find_first_not_of(' '), b = out.find_last_not_of(' ');
-        return a == std::string::npos ? "" : out.substr(a, b - a + 1);
+        return strip_spaces(out);
     }
     // The model's rows: ids past the tokenizer's decode to nothing.
     int vocab_size() const override { return std::max(pieces_in_model() + extra, model_vocab); }
@@ -438,15 +460,20 @@ struct LlamaSpmImpl : Tokenizer::Impl {
     std::vector<std::string> pieces(const std::string &text) const override {
         return run<std::string>(text, [](const std::pair<std::string, int32_t> &p) { return p.first; });
     }
-    std::string decode(const Sequence &ids) const override {
-        std::vector<int> keep;
-        for (int32_t id : without(ids, {bos, eos, pad})) {
-            if (id < sp.GetPieceSize()) keep.push_back(id);
-        }
-        std::string text;
-        auto st = sp.Decode(keep, &text);
-        if (!st.ok()) throw Error("tokenizer: " + st.ToString());
-        return text;
+    // skip_special false: LlamaTokenizer.convert_tokens_to_string (legacy),
+    // a special token written as its piece, with a space before it where it
+    // follows ordinary pieces.
+    std::string decode(const Sequence &ids, bool skip_special) const override {
+        auto run = [&](const Sequence &part) {
+            std::string text;
+            auto st = sp.Decode(std::vector<int>(part.begin(), part.end()), &text);
+            if (!st.ok()) throw Error("tokenizer: " + st.ToString());
+            return text;
+        };
+        if (skip_special) return run(without(ids, {bos, eos, pad}));
+        return decode_around(
+            ids, [&](int32_t id) { return id == bos || id == eos || id == pad || sp.IsControl(id); },
+            [&](int32_t id, bool after_run) { return (after_run ? " " : "") + sp.IdToPiece(id); }, run);
     }
     int vocab_size() const override { return sp.GetPieceSize(); }
 };
@@ -572,6 +599,37 @@ json::Value gguf_tokenizer_json(const Gguf &g) {
 
 }  // namespace
 
+std::string decode_around(const Sequence &ids, const std::function<bool(int32_t)> &special,
+                          const std::function<std::string(int32_t, bool)> &text_of,
+                          const std::function<std::string(const Sequence &)> &run) {
+    std::string out;
+    Sequence part;
+    bool after_run = false;
+    for (int32_t id : ids) {
+        if (!special(id)) {
+            part.push_back(id);
+            after_run = true;
+            continue;
+        }
+        if (!part.empty()) out += run(part);
+        part.clear();
+        out += text_of(id, after_run);
+        after_run = false;
+    }
+    if (!part.empty()) out += run(part);
+    return out;
+}
+
+bool read_clean_up_spaces(const std::string &dir, bool fallback) {
+    const std::string cfg = dir + "/tokenizer_config.json";
+    if (!files::exists(cfg)) return fallback;
+    const json::Value root = read_json(cfg);
+    const json::Value *v = root.is_object() ? root.find("clean_up_tokenization_spaces") : nullptr;
+    if (v == nullptr || v->kind == json::Value::Kind::Null) return fallback;
+    if (!v->is_bool()) throw Error(cfg + ": \"clean_up_tokenization_spaces\" is not true or false");
+    return v->boolean;
+}
+
 std::unique_ptr<Tokenizer::Impl> load_gguf_tokenizer(const std::string &path, const Config &c) {
     const Gguf g(path);
     if (!g.has("tokenizer.ggml.model")) return nullptr;
@@ -589,6 +647,14 @@ std::unique_ptr<Tokenizer::Impl> load_gguf_tokenizer(const std::string &path, co
     const bool llama3 = pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe";
     if (g.boolean("tokenizer.ggml.add_bos_token", llama3) && c.bos_id >= 0) t->prefix = {c.bos_id};
     if (g.boolean("tokenizer.ggml.add_eos_token", false) && c.eos_id >= 0) t->suffix = {c.eos_id};
+    return t;
+}
+
+// `t` with tokenizer_config.json's clean_up_tokenization_spaces (where the
+// file does not say: the backend's default, BERT's true, false elsewhere,
+// as transformers has it).
+std::unique_ptr<Tokenizer::Impl> with_clean_up(std::unique_ptr<Tokenizer::Impl> t, const std::string &dir) {
+    if (t) t->clean_up_spaces = read_clean_up_spaces(dir, t->clean_up_spaces);
     return t;
 }
 
@@ -622,14 +688,14 @@ std::unique_ptr<Tokenizer::Impl> load_tokenizer_files(const std::string &dir) {
     if (files::exists(dir + "/tokenizer.json")) {
         TokenizerJson probe = TokenizerJson::load(dir + "/tokenizer.json");
         ids([&](const std::string &t) { return probe.id_of(t); });
-        return llama(dir, c);
+        return with_clean_up(llama(dir, c), dir);
     }
     if (files::exists(dir + "/vocab.json") && files::exists(dir + "/merges.txt")) {
         ByteLevelBpe probe = ByteLevelBpe::load(dir + "/vocab.json", dir + "/merges.txt");
         ids([&](const std::string &t) { return probe.id_of(t); });
-        return gpt2(dir, c);
+        return with_clean_up(gpt2(dir, c), dir);
     }
-    if (files::exists(dir + "/vocab.txt")) return bert(dir, c);
+    if (files::exists(dir + "/vocab.txt")) return with_clean_up(bert(dir, c), dir);
     return nullptr;
 }
 
@@ -640,7 +706,7 @@ std::unique_ptr<Tokenizer::Impl> load_hf_tokenizer(const std::string &dir, const
         {"byte_level_bpe", gpt2}, {"marian", marian}, {"wordpiece", bert}, {"t5", t5}, {"llama", llama}};
     const hf::Family *family = hf::find_family(c.family);
     auto it = family ? kinds.find(family->tokenizer) : kinds.end();
-    return it == kinds.end() ? nullptr : it->second(dir, c);
+    return with_clean_up(it == kinds.end() ? nullptr : it->second(dir, c), dir);
 }
 
 }  // namespace text

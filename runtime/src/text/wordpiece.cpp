@@ -4,6 +4,7 @@
 // _is_whitespace).
 #include "wordpiece.h"
 
+#include "clean_up.h"
 #include "unicode.h"
 
 #include "halformer/error.h"
@@ -377,7 +378,7 @@ std::vector<std::string> WordPiece::basic_tokenize(const std::string &utf8) cons
 
 // ---- decoding ----
 
-std::string WordPiece::decode(const std::vector<int32_t> &ids) const {
+std::string WordPiece::decode(const std::vector<int32_t> &ids, bool clean_up) const {
     // _decode: runs of ordinary tokens become text through
     // convert_tokens_to_string (" ".join, " ##" removed, strip); an
     // additional special token past the vocabulary stands apart; the parts
@@ -407,13 +408,7 @@ std::string WordPiece::decode(const std::vector<int32_t> &ids) const {
     flush();
     std::string text;
     for (size_t i = 0; i < parts.size(); i++) text += (i ? " " : "") + parts[i];
-    if (options_.clean_up_tokenization_spaces) {
-        static const std::pair<const char *, const char *> kCleanUp[] = {
-            {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
-            {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
-        for (const auto &r : kCleanUp) text = replace_all(text, r.first, r.second);
-    }
-    return text;
+    return clean_up ? clean_up_tokenization(std::move(text)) : text;
 }
 
 }  // namespace halformer::text

@@ -73,7 +73,10 @@ public:
     // Text → ids. Throws Error when text is not UTF-8 (naming the byte).
     std::vector<int32_t> encode(const std::string &utf8) const;
     // ids → text. An id outside the vocabulary is an Error naming it.
-    std::string decode(const std::vector<int32_t> &ids) const;
+    std::string decode(const std::vector<int32_t> &ids) const { return decode(ids, options_.clean_up_tokenization_spaces); }
+    // decode() with the clean-up of spaces on or off.
+    std::string decode(const std::vector<int32_t> &ids, bool clean_up) const;
+    bool clean_up_tokenization_spaces() const { return options_.clean_up_tokenization_spaces; }
     // The tokens of encode(text) ("un", "##aff", "[UNK]").
     std::vector<std::string> pieces(const std::string &utf8) const;
     int vocab_size() const { return (int)tokens_.size(); }
