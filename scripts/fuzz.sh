@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzes the parsers of what users hand Halformer (weights: safetensors and GGUF; config.json
-# files; the JSON body of a `halformer serve` request) with libFuzzer under AddressSanitizer and
+# and tokenizer.json files; the JSON body of a `halformer serve` request) with libFuzzer under AddressSanitizer and
 # UndefinedBehaviorSanitizer, each target for SECONDS (default 60), starting
 # from a copy of its seed corpus in tests/fuzz/corpus/ (the repository's
 # corpus is never written). Any crash, sanitizer report or timeout fails.
@@ -37,7 +37,7 @@ fuzz_one() {
 }
 cores=$(nproc)
 failed=$(mktemp)
-for t in safetensors gguf config request; do
+for t in safetensors gguf config request tokenizer_json; do
   while [ "$(jobs -rp | wc -l)" -ge "$cores" ]; do sleep 1; done
   { fuzz_one "$t" || echo "$t" >> "$failed"; } &
 done

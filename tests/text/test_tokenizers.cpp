@@ -12,6 +12,7 @@
 // small cases are worked out by hand (said where).
 #include "text/byte_level_bpe.h"
 #include "text/clean_up.h"
+#include "text/tokenizer_json.h"
 #include "text/unicode.h"
 #include "text/wordpiece.h"
 
@@ -24,6 +25,7 @@
 #include "scratch.h"
 
 #include <gtest/gtest.h>
+#include <sentencepiece_processor.h>
 
 #include <unistd.h>
 
@@ -31,6 +33,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -85,8 +89,10 @@ const ByteLevelBpe &gpt2() {
     static const ByteLevelBpe b = ByteLevelBpe::load(kGpt2 + "vocab.json", kGpt2 + "merges.txt");
     return b;
 }
-const ByteLevelBpe &gpt2_json() {
-    static const ByteLevelBpe b = ByteLevelBpe::load_tokenizer_json(kGpt2 + "tokenizer.json");
+// The same vocabulary and merges as a tokenizer.json (with <sep> and "cat"
+// added), run by TokenizerJson: the tables below hold for both.
+const TokenizerJson &gpt2_json() {
+    static const TokenizerJson b = TokenizerJson::load(kGpt2 + "tokenizer.json");
     return b;
 }
 
@@ -534,7 +540,7 @@ TEST(ByteLevelBpe, SpecialTokens) {
 }
 
 TEST(ByteLevelBpe, TokenizerJson) {
-    const ByteLevelBpe &b = gpt2_json();
+    const TokenizerJson &b = gpt2_json();
     EXPECT_EQ(b.vocab_size(), 296);
     EXPECT_EQ(b.id_of("<sep>"), 294);
     EXPECT_EQ(b.id_of("cat"), 295);
@@ -546,12 +552,18 @@ TEST(ByteLevelBpe, TokenizerJson) {
     // (none of which holds <sep> or a lone "cat") agree.
     for (const Enc &c : kEncodeFiles) {
         if (c.text.find("cat") != std::string::npos || c.text.find("<sep>") != std::string::npos) continue;
+        if (c.text == "cdcd") continue;  // below
         SCOPED_TRACE(c.text);
         EXPECT_EQ(b.encode(c.text), c.ids);
     }
+    // But for one order of merges: the tokenizers library merges a pair the
+    // moment it is made when it ranks first ("cd c" before the second "c d":
+    // cdcd → cdc d, by hand), GPT2Tokenizer.bpe() finishes a rank first
+    // (cd cd; MergePriority).
+    EXPECT_EQ(b.pieces("cdcd"), (Strings{"cdc", "d"}));
     // add_prefix_space before each stretch between added tokens; merges as
     // "a b" strings in this file, [a, b] pairs in tokenizer.json.
-    const ByteLevelBpe p = ByteLevelBpe::load_tokenizer_json(kGpt2 + "tokenizer_prefix.json");
+    const TokenizerJson p = TokenizerJson::load(kGpt2 + "tokenizer_prefix.json");
     for (const Enc &c : kEncodePrefixSegment) {
         SCOPED_TRACE(c.text);
         EXPECT_EQ(p.encode(c.text), c.ids);
@@ -563,7 +575,7 @@ TEST(ByteLevelBpe, Decode) {
     // as errors="replace"; added tokens are their own text.
     for (const Dec &c : kDecodeBpe) {
         if (c.ids.size() == 2 && c.ids[0] == 294) {
-            EXPECT_EQ(gpt2_json().decode(c.ids), c.text);  // <sep> is tokenizer.json's
+            EXPECT_EQ(gpt2_json().decode(c.ids, false), c.text);  // <sep> is tokenizer.json's
             continue;
         }
         EXPECT_EQ(gpt2().decode(c.ids), c.text);
@@ -577,11 +589,10 @@ TEST(ByteLevelBpe, RoundTrips) {
         "1234567 3.14", "\xD0\xBF\xD1\x80\xD0\xB8\xD0\xB2\xD0\xB5\xD1\x82 \xD0\xBC\xD0\xB8\xD1\x80",
         "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E", "\xF0\x9F\x98\x80\xF0\x9F\x98\x80 ok \xF0\x9F\x98\x80",
         "e\xCC\x81 \xC2\xA0 x\xE2\x80\xA8y", "<|endoftext|>Hello<|endoftext|>", std::string("nul\0byte", 8), "\x7F\x01"};
-    for (const ByteLevelBpe *b : {&gpt2(), &gpt2_json()}) {
-        for (const std::string &t : texts) {
-            SCOPED_TRACE(t);
-            EXPECT_EQ(b->decode(b->encode(t)), t);
-        }
+    for (const std::string &t : texts) {
+        SCOPED_TRACE(t);
+        EXPECT_EQ(gpt2().decode(gpt2().encode(t)), t);
+        EXPECT_EQ(gpt2_json().decode(gpt2_json().encode(t), false), t);
     }
 }
 
@@ -645,33 +656,43 @@ TEST(ByteLevelBpe, LoadErrors) {
     expect_error([&] { ByteLevelBpe::load(v, m, o); }, {"\"Hello\" has id 3", "267"});
 }
 
-TEST(ByteLevelBpe, TokenizerJsonErrors) {
+// A broken tokenizer.json is an Error naming the file and the field.
+TEST(TokenizerJson, Errors) {
     const std::string good = read_file(kGpt2 + "tokenizer.json");
-    auto load = [&](const std::string &name, const std::string &text) {
-        ByteLevelBpe::load_tokenizer_json(write_file(name, text));
-    };
-    expect_error([&] { ByteLevelBpe::load_tokenizer_json(scratch() + "/none.json"); }, {"none.json", "no such file"});
+    auto load = [&](const std::string &name, const std::string &text) { TokenizerJson::load(write_file(name, text)); };
+    expect_error([&] { TokenizerJson::load(scratch() + "/none.json"); }, {"none.json", "no such file"});
     expect_error([&] { load("t0.json", good.substr(0, good.size() / 2)); }, {"t0.json", "invalid JSON"});
-    expect_error([&] { load("t1.json", replaced(good, "\"type\": \"BPE\"", "\"type\": \"WordPiece\"")); },
-                 {"t1.json", "\"WordPiece\"", "\"BPE\" only"});
-    expect_error([&] { load("t2.json", replaced(good, "\"normalizer\": null", "\"normalizer\": {\"type\": \"NFD\"}")); },
-                 {"t2.json", "normalizer \"NFD\""});
+    expect_error([&] { load("t00.json", "[1, 2]"); }, {"t00.json", "expected an object"});
+    expect_error([&] { load("t1.json", replaced(good, "\"type\": \"BPE\"", "\"type\": \"Bigram\"")); },
+                 {"t1.json", "model", "\"Bigram\"", "not supported"});
+    expect_error([&] { load("t2.json", replaced(good, "\"normalizer\": null", "\"normalizer\": {\"type\": \"NFX\"}")); },
+                 {"t2.json", "normalizer", "\"NFX\""});
     expect_error([&] { load("t3.json", replaced(good, "\"dropout\": null", "\"dropout\": 0.1")); }, {"t3.json", "dropout"});
-    expect_error([&] { load("t4.json", replaced(good, "\"byte_fallback\": false", "\"byte_fallback\": true")); },
-                 {"t4.json", "byte_fallback"});
     expect_error([&] {
-        load("t5.json", replaced(good, "\"pre_tokenizer\": {\n  \"type\": \"ByteLevel\"", "\"pre_tokenizer\": {\n  \"type\": \"Whitespace\""));
-    }, {"t5.json", "pre_tokenizer is not ByteLevel"});
+        load("t5.json", replaced(good, "\"pre_tokenizer\": {\n  \"type\": \"ByteLevel\"", "\"pre_tokenizer\": {\n  \"type\": \"Bogus\""));
+    }, {"t5.json", "pre_tokenizer", "\"Bogus\""});
     expect_error([&] { load("t6.json", replaced(good, "[\n    \"h\",\n    \"e\"\n   ]", "[\n    \"h\",\n    \"?\u00e9\"\n   ]")); },
-                 {"t6.json", "model.merges[1]", "\"?\xC3\xA9\""});
-    expect_error([&] { load("t7.json", replaced(good, "\"id\": 294", "\"id\": 7")); },
-                 {"t7.json", "\"<sep>\" has id 7", "\"(\""});
-    expect_error([&] { load("t8.json", replaced(good, "\"id\": 295", "\"id\": 294")); },
-                 {"t8.json", "\"<sep>\" and \"cat\" both have id 294"});
+                 {"t6.json", "merges[1]", "\"?\xC3\xA9\""});
+    expect_error([&] { load("t7.json", replaced(good, "\"id\": 294", "\"id\": 7")); }, {"t7.json", "\"<sep>\"", "id 7"});
+    expect_error([&] { load("t8.json", replaced(good, "\"id\": 295", "\"id\": 294")); }, {"t8.json", "id 294"});
     expect_error([&] { load("t9.json", replaced(good, "\"unk_token\": null", "\"unk_token\": \"<unk>\"")); },
-                 {"t9.json", "unk_token \"<unk>\""});
-    expect_error([&] { load("t10.json", replaced(good, "\"decoder\": {\n  \"type\": \"ByteLevel\"", "\"decoder\": {\n  \"type\": \"WordPiece\"")); },
-                 {"t10.json", "decoder \"WordPiece\""});
+                 {"t9.json", "unk_token", "\"<unk>\""});
+    expect_error([&] { load("t10.json", replaced(good, "\"decoder\": {\n  \"type\": \"ByteLevel\"", "\"decoder\": {\n  \"type\": \"Bogus\"")); },
+                 {"t10.json", "decoder", "\"Bogus\""});
+    expect_error([&] { load("t11.json", replaced(good, "\"id\": 294", "\"id\": 1e12")); }, {"t11.json", "added_tokens"});
+    expect_error([&] { load("t12.json", replaced(good, "\"id\": 294", "\"id\": -1")); }, {"t12.json", "added_tokens"});
+    expect_error([&] { load("t13.json", replaced(good, "\"model\": {", "\"model\": 7, \"x\": {")); }, {"t13.json", "model"});
+    expect_error([&] { load("t14.json", replaced(good, "\"added_tokens\": [", "\"added_tokens\": [7, ")); },
+                 {"t14.json", "added_tokens[0]", "expected an object"});
+    // A string that is not UTF-8 (here a vocabulary token cut short): named
+    // by where it is. Found by tests/fuzz/fuzz_tokenizer_json.cpp, as was
+    // the integer too large to convert (t16).
+    expect_error([&] { load("t15.json", replaced(good, "\"$\": 3", "\"$\xE6\": 3")); }, {"t15.json", "model.vocab", "not UTF-8"});
+    expect_error([&] { load("t16.json", "{\"model\": {\"type\": \"Unigram\", \"unk_id\": 2.7e88, \"vocab\": [[\"a\", -1.0]]}}"); },
+                 {"t16.json", "unk_id", "expected an integer"});
+    // Out of range at decode: named.
+    expect_error([&] { gpt2_json().decode({5, 296}); }, {"296"});
+    expect_error([&] { gpt2_json().decode({-1}); }, {"-1"});
 }
 
 // Llama 3's and Qwen2's tokenizer.json: the Split pre-tokenizer with their
@@ -684,7 +705,7 @@ TEST(ByteLevelBpe, Llama3AndQwen2Split) {
     const json::Value expected = json::parse(read_file(kGpt2 + "split_expected.json"), "split_expected.json");
     for (const auto &[kind, digits] : {std::pair<std::string, int>{"llama3", 3}, {"qwen2", 1}}) {
         SCOPED_TRACE(kind);
-        const ByteLevelBpe b = ByteLevelBpe::load_tokenizer_json(kGpt2 + "tokenizer_" + kind + ".json");
+        const TokenizerJson b = TokenizerJson::load(kGpt2 + "tokenizer_" + kind + ".json");
         const json::Value &e = *expected.find(kind.c_str());
         Ids prefix;
         for (auto &v : e.find("prefix")->array) prefix.push_back((int32_t)v.number);
@@ -707,8 +728,8 @@ TEST(ByteLevelBpe, Llama3AndQwen2Split) {
     // Another pattern runs on ICU's regular expressions (here digits by 4);
     // one that does not compile, or the Split in another mode, is named.
     const std::string good = read_file(kGpt2 + "tokenizer_llama3.json");
-    const ByteLevelBpe four = ByteLevelBpe::load_tokenizer_json(write_file("s1.json", replaced(good, "{1,3}", "{1,4}")));
-    const ByteLevelBpe three = ByteLevelBpe::load_tokenizer_json(kGpt2 + "tokenizer_llama3.json");
+    const TokenizerJson four = TokenizerJson::load(write_file("s1.json", replaced(good, "{1,3}", "{1,4}")));
+    const TokenizerJson three = TokenizerJson::load(kGpt2 + "tokenizer_llama3.json");
     EXPECT_EQ(four.encode("Hello world, it's fine"), three.encode("Hello world, it's fine"));
     Ids by4;
     for (const char *part : {"1234", "5678", "9"}) {
@@ -716,10 +737,10 @@ TEST(ByteLevelBpe, Llama3AndQwen2Split) {
         by4.insert(by4.end(), p.begin(), p.end());
     }
     EXPECT_EQ(four.encode("123456789"), by4);
-    expect_error([&] { ByteLevelBpe::load_tokenizer_json(write_file("s3.json", replaced(good, "{1,3}", "{1,3"))); },
-                 {"s3.json", "Split", "does not compile"});
-    expect_error([&] { ByteLevelBpe::load_tokenizer_json(write_file("s2.json", replaced(good, "\"Isolated\"", "\"Removed\""))); },
-                 {"s2.json", "Isolated"});
+    expect_error([&] { TokenizerJson::load(write_file("s3.json", replaced(good, "{1,3}", "{1,3"))); },
+                 {"s3.json", "pattern", "does not compile"});
+    expect_error([&] { TokenizerJson::load(write_file("s2.json", replaced(good, "\"Isolated\"", "\"Sideways\""))); },
+                 {"s2.json", "behavior", "\"Sideways\""});
 }
 
 // tokenizer.json's Split patterns on ICU's engine (unicode::Regex): Llama
@@ -948,6 +969,132 @@ TEST(WordPiece, LoadErrors) {
     EXPECT_EQ(crlf.encode("hello world x"), (Ids{1, 2, 3}));
 }
 
+// ----------------------------------------------- tokenizer.json, more kinds ----
+
+// A Unigram tokenizer.json written from a SentencePiece model (its pieces
+// and scores, Metaspace, byte fallback: what transformers' converter makes
+// of a T5-style spiece.model, less the Precompiled normalizer, which is
+// the identity on the texts here) encodes and decodes as SentencePiece
+// itself does: two independent Viterbis over one vocabulary.
+TEST(TokenizerJson, UnigramAsSentencePiece) {
+    const char *words[] = {"open", "the", "file", "save", "changes", "document", "folder", "print", "settings",
+                           "network", "error", "window", "close", "delete", "copy", "paste", "search", "user",
+                           "Datei", "öffnen", "Größe", "Änderungen", "speichern", "café", "naïve", "über"};
+    std::mt19937 rng(7);
+    auto pick = [&](size_t n) { return (size_t)(rng() % n); };
+    const std::string corpus = scratch() + "/unigram.txt";
+    {
+        std::ofstream out(corpus);
+        for (int i = 0; i < 3000; i++) {
+            for (size_t k = 0, n = 3 + pick(8); k < n; k++) out << (k ? " " : "") << words[pick(std::size(words))];
+            out << "\n";
+        }
+    }
+    TokenizerTrainOptions o;
+    o.inputs = {corpus};
+    o.vocab_size = 300;
+    o.type = "unigram";
+    o.threads = 1;
+    const std::string model = scratch() + "/unigram.model";
+    Tokenizer::train(o, model);
+    sentencepiece::SentencePieceProcessor sp;
+    ASSERT_TRUE(sp.Load(model).ok());
+    std::string vocab, added;
+    for (int id = 0; id < sp.GetPieceSize(); id++) {
+        vocab += std::string(id ? ", " : "") + "[" + json::quote(sp.IdToPiece(id)) + ", " + std::to_string(sp.GetScore(id)) + "]";
+        if (sp.IsControl(id)) {
+            added += std::string(added.empty() ? "" : ", ") + "{\"id\": " + std::to_string(id) +
+                     ", \"content\": " + json::quote(sp.IdToPiece(id)) + ", \"special\": true}";
+        }
+    }
+    const std::string path = write_file(
+        "unigram.json",
+        "{\"added_tokens\": [" + added + "], \"normalizer\": null, "
+        "\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\u2581\", \"prepend_scheme\": \"always\", \"split\": true}, "
+        "\"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\u2581\"}, \"content\": \" \"}, "
+        "{\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}, {\"type\": \"Strip\", \"content\": \" \", \"start\": 1, \"stop\": 0}]}, "
+        "\"model\": {\"type\": \"Unigram\", \"unk_id\": " + std::to_string(sp.unk_id()) + ", \"byte_fallback\": true, \"vocab\": [" + vocab + "]}}");
+    const TokenizerJson t = TokenizerJson::load(path);
+    EXPECT_EQ(t.model_type(), "Unigram");
+    // Seen words, unseen ones (letters the pieces may not join), and
+    // characters the training text never had (byte fallback).
+    const std::string letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    const char *foreign[] = {"日本", "😀", "ж", "ß", "€"};
+    int compared = 0;
+    for (int i = 0; i < 400; i++) {
+        std::string text;
+        for (size_t k = 0, n = 1 + pick(10); k < n; k++) {
+            text += k ? " " : "";
+            const size_t kind = pick(10);
+            if (kind < 6) {
+                text += words[pick(std::size(words))];
+            } else if (kind < 9) {
+                for (size_t c = 0, m = 1 + pick(9); c < m; c++) text += letters[pick(letters.size())];
+            } else {
+                text += std::string("x") + foreign[pick(std::size(foreign))];
+            }
+        }
+        std::vector<int> want;
+        ASSERT_TRUE(sp.Encode(text, &want).ok());
+        SCOPED_TRACE(text);
+        const Ids got = t.encode(text);
+        EXPECT_EQ(got, Ids(want.begin(), want.end()));
+        std::string back;
+        ASSERT_TRUE(sp.Decode(want, &back).ok());
+        EXPECT_EQ(t.decode(got), back);
+        compared++;
+    }
+    EXPECT_EQ(compared, 400);
+}
+
+// A WordPiece tokenizer.json (BertNormalizer, BertPreTokenizer, WordPiece,
+// BertProcessing: what transformers writes for bert-base-uncased) over the
+// BERT fixture's vocabulary encodes the make_expected.py table as the
+// runtime's own WordPiece does, and decodes as it does (special tokens kept).
+TEST(TokenizerJson, WordPieceAsBert) {
+    // vocab.txt with its duplicated "hello" (line 12) renamed: a JSON vocab
+    // has each token once.
+    std::string lines = read_file(kBert + "vocab.txt");
+    lines = replaced(lines, "\nhello\n", "\n[unused0]\n");
+    const std::string vocab_txt = write_file("wp_vocab.txt", lines);
+    const WordPiece w = WordPiece::load(vocab_txt);
+    std::string vocab, added;
+    std::istringstream in(lines);
+    int id = 0;
+    for (std::string tok; std::getline(in, tok); id++) {
+        vocab += std::string(id ? ", " : "") + json::quote(tok) + ": " + std::to_string(id);
+        if (id < 5) {
+            added += std::string(id ? ", " : "") + "{\"id\": " + std::to_string(id) + ", \"content\": " + json::quote(tok) +
+                     ", \"special\": true, \"normalized\": false}";
+        }
+    }
+    const TokenizerJson t = TokenizerJson::load(write_file(
+        "wordpiece.json",
+        "{\"added_tokens\": [" + added + "], "
+        "\"normalizer\": {\"type\": \"BertNormalizer\", \"clean_text\": true, \"handle_chinese_chars\": true, \"strip_accents\": null, \"lowercase\": true}, "
+        "\"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, "
+        "\"post_processor\": {\"type\": \"BertProcessing\", \"sep\": [\"[SEP]\", 3], \"cls\": [\"[CLS]\", 2]}, "
+        "\"decoder\": {\"type\": \"WordPiece\", \"prefix\": \"##\", \"cleanup\": true}, "
+        "\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", \"continuing_subword_prefix\": \"##\", "
+        "\"max_input_chars_per_word\": 100, \"vocab\": {" + vocab + "}}}"));
+    EXPECT_EQ(t.model_type(), "WordPiece");
+    EXPECT_EQ(t.template_prefix(), (Ids{2}));
+    EXPECT_EQ(t.template_suffix(), (Ids{3}));
+    int rows = 0;
+    for (const Wp &c : kUncased) {
+        if (c.text.find("[foo]") != std::string::npos) continue;  // never_split: the slow tokenizer's alone
+        SCOPED_TRACE(c.text);
+        EXPECT_EQ(t.encode(c.text), c.ids);
+        EXPECT_EQ(t.encode(c.text), w.encode(c.text));
+        // The decoder's cleanup works token by token ("don", " '", " t" stay
+        // apart, as the tokenizers library leaves them); transformers' clean-up
+        // of the whole text (BERT's clean_up_tokenization_spaces) then joins them.
+        EXPECT_EQ(clean_up_tokenization(t.decode(c.ids, false)), w.decode(c.ids));
+        rows++;
+    }
+    EXPECT_GE(rows, 20);
+}
+
 // ------------------------------------------------------- decode options ----
 
 // transformers' clean_up_tokenization, transcribed: str.replace in this order.
@@ -1048,7 +1195,7 @@ TEST(Decode, TextStreamHoldsWhatTheCleanUpMayChange) {
 
 TEST(Tokenizers, ManyThreads) {
     // Immutable after load: one tokenizer of each kind shared by 8 threads.
-    const ByteLevelBpe &b = gpt2_json();
+    const TokenizerJson &b = gpt2_json();
     const WordPiece w = bert();
     std::vector<std::thread> threads;
     std::vector<int> bad(8, 0);

@@ -36,27 +36,15 @@ void check_utf8(const std::string &text) {
 
 void ByteLevelBpe::encode_word(const std::string &bytes, std::vector<int32_t> &ids) const {
     const size_t n = bytes.size();
-    if (ignore_merges_) {
-        std::string mapped;
-        for (unsigned char c : bytes) append_utf8(mapped, bpe::byte_map().to_char[c]);
-        auto it = vocab_.find(mapped);
-        if (it != vocab_.end()) {
-            ids.push_back(it->second);
-            return;
-        }
-    }
     // The word as a linked list of symbols, one a byte to start with.
     std::vector<int32_t> sym(n), prev(n), next(n);
     for (size_t i = 0; i < n; i++) {
         const auto c = (unsigned char)bytes[i];
         sym[i] = byte_id_[c];
         if (sym[i] < 0) {
-            if (unk_id_ < 0) {
-                char hex[8];
-                std::snprintf(hex, sizeof hex, "0x%02X", c);
-                throw Error(source_ + ": the text needs byte " + hex + ", which the vocabulary lacks (and there is no unk_token)");
-            }
-            sym[i] = unk_id_;
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "0x%02X", c);
+            throw Error(source_ + ": the text needs byte " + hex + ", which the vocabulary lacks (and there is no unk_token)");
         }
         prev[i] = (int32_t)i - 1;
         next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
@@ -110,31 +98,18 @@ void ByteLevelBpe::encode_word(const std::string &bytes, std::vector<int32_t> &i
 }
 
 void ByteLevelBpe::encode_segment(const std::string &segment, std::vector<int32_t> &ids) const {
-    const auto words = split_regex_   ? split_regex_->split_isolated(segment)
-                       : split_digits_ ? pre_tokenize_split(segment, split_digits_)
-                                       : pre_tokenize(segment);
-    for (const std::string &word : words) encode_word(word, ids);
+    for (const std::string &word : pre_tokenize(segment)) encode_word(word, ids);
 }
 
 std::vector<int32_t> ByteLevelBpe::run(const std::string &utf8) const {
     bpe::check_utf8(utf8);
     std::vector<int32_t> ids;
     if (utf8.empty()) return ids;
-    const std::string text = prefix_ == PrefixSpace::Text ? " " + utf8 : utf8;
-    std::vector<std::pair<std::string, int32_t>> raw, parts;
-    trie_raw_.split(text, added_, raw);
-    for (auto &r : raw) {
-        if (r.second >= 0) parts.push_back(std::move(r));
-        else trie_normalized_.split(nfc_ ? u32_to_utf8(unicode::nfc(utf8_to_u32(r.first))) : r.first, added_, parts);
-    }
+    std::vector<std::pair<std::string, int32_t>> parts;
+    trie_.split(prefix_space_ ? " " + utf8 : utf8, added_, parts);
     for (const auto &p : parts) {
-        if (p.second >= 0) {
-            ids.push_back(p.second);
-        } else if (prefix_ == PrefixSpace::EachSegment && p.first[0] != ' ') {
-            encode_segment(" " + p.first, ids);
-        } else {
-            encode_segment(p.first, ids);
-        }
+        if (p.second >= 0) ids.push_back(p.second);
+        else encode_segment(p.first, ids);
     }
     return ids;
 }

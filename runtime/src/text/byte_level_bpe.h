@@ -1,13 +1,13 @@
 // Byte-level BPE as GPT-2 ships it (internal; the runtime's tokenizer wraps
-// it): vocab.json + merges.txt, or a tokenizer.json whose model is "BPE"
-// with the ByteLevel pre-tokenizer.
+// it): vocab.json + merges.txt. (A tokenizer.json of any kind is
+// TokenizerJson's, tokenizer_json.h.)
 //
 //   auto bpe = text::ByteLevelBpe::load("gpt2/vocab.json", "gpt2/merges.txt");
 //   std::vector<int32_t> ids = bpe.encode("Hello world");   // [15496, 995] with GPT-2's files
 //   std::string back = bpe.decode(ids);                      // "Hello world"
 //
 // encode, as transformers' GPT2Tokenizer does it:
-//   1. added tokens (<|endoftext|>, tokenizer.json's added_tokens) are cut
+//   1. added tokens (<|endoftext|>, the options' added tokens) are cut
 //      out of the text whole, leftmost-longest, before anything else;
 //   2. the text between them is split with GPT-2's pattern
 //        's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -55,22 +55,6 @@ public:
     // vocabulary lacks (or whose result it lacks), a malformed merge line.
     static ByteLevelBpe load(const std::string &vocab_json, const std::string &merges_txt,
                              const ByteLevelBpeOptions &options = {});
-    // A tokenizers-library tokenizer.json: model.type "BPE" (vocab, merges as
-    // "a b" strings or [a, b] pairs, ignore_merges, unk_token), normalizer
-    // null, pre_tokenizer ByteLevel (add_prefix_space: a space before each
-    // stretch of text between added tokens that does not start with one, as
-    // the tokenizers library does), decoder ByteLevel or null, added_tokens.
-    // Llama 3's and Qwen2's form is read too: pre_tokenizer Sequence
-    // [Split (their pattern, Isolated), ByteLevel (use_regex false)], the
-    // normalizer NFC (Qwen2) or none, a TemplateProcessing post_processor
-    // (template_prefix / template_suffix). Anything else (dropout,
-    // byte_fallback, another normalizer or pre-tokenizer, another Split
-    // pattern) is an Error naming it, never ignored.
-    static ByteLevelBpe load_tokenizer_json(const std::string &path);
-    // The same from its parsed text (`what` names it in errors): a
-    // tokenizer.json, or one made from a GGUF file's vocabulary
-    // (hf_tokenizers.cpp).
-    static ByteLevelBpe from_tokenizer_json(const json::Value &root, const std::string &what);
     // Llama 3's (max_digits 3) and Qwen2's (1) Split pattern as
     // tokenizer.json spells it.
     static const char *split_pattern(int max_digits);
@@ -98,13 +82,8 @@ public:
     //    ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
     // (Qwen2: \p{N} alone), the pieces as UTF-8.
     static std::vector<std::string> pre_tokenize_split(const std::string &utf8, int max_digits);
-    // tokenizer.json's post_processor (TemplateProcessing): the special ids
-    // before and after a single input (Llama 3: <|begin_of_text|> before).
-    const std::vector<int32_t> &template_prefix() const { return template_prefix_; }
-    const std::vector<int32_t> &template_suffix() const { return template_suffix_; }
 
 private:
-    enum class PrefixSpace { None, Text, EachSegment };
     struct Merge {
         int32_t rank;
         int32_t id;
@@ -123,14 +102,8 @@ private:
     int32_t byte_id_[256] = {};                         // byte → id of its character, -1 if none
     std::vector<AddedToken> added_;
     std::unordered_map<std::string, int32_t> added_ids_;  // content → id
-    AddedTokenMatcher trie_raw_, trie_normalized_;
-    PrefixSpace prefix_ = PrefixSpace::None;
-    int split_digits_ = 0;  // 0: GPT-2's pattern; 3: Llama 3's Split; 1: Qwen2's
-    std::shared_ptr<const unicode::Regex> split_regex_;  // another Split pattern, run by ICU
-    bool nfc_ = false;      // normalizer NFC (Qwen2) on the text between added tokens
-    std::vector<int32_t> template_prefix_, template_suffix_;
-    bool ignore_merges_ = false;
-    int32_t unk_id_ = -1;
+    AddedTokenMatcher trie_;   // the added tokens, matched on the raw text
+    bool prefix_space_ = false;  // a space before the whole text
 };
 
 }  // namespace halformer::text

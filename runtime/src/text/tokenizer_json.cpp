@@ -87,10 +87,24 @@ void TokenizerJson::Impl::read_added(const json::Value &root) {
     }
 }
 
+namespace {
+// Every string in v (keys too) is UTF-8, or an Error naming where (the
+// member path from the root) it is not.
+void check_json_utf8(const json::Value &v, const std::string &what, const std::string &path) {
+    if (v.is_string() && utf8_error_offset(v.string) >= 0) throw Error(what + ": " + path + " is not UTF-8");
+    for (size_t i = 0; i < v.array.size(); i++) check_json_utf8(v.array[i], what, path + "[" + std::to_string(i) + "]");
+    for (const auto &kv : v.object) {
+        if (utf8_error_offset(kv.first) >= 0) throw Error(what + ": a key in " + (path.empty() ? "the root" : path) + " is not UTF-8");
+        check_json_utf8(kv.second, what, (path.empty() ? "" : path + ".") + kv.first);
+    }
+}
+}  // namespace
+
 TokenizerJson TokenizerJson::load(const std::string &path) { return from_json(read_tokenizer_json(path), path); }
 
 TokenizerJson TokenizerJson::from_json(const json::Value &root, const std::string &what) {
     if (!root.is_object()) throw Error(what + ": expected an object, found " + json::kind_name(root.kind));
+    check_json_utf8(root, what, "");
     auto impl = std::make_shared<Impl>();
     impl->what = what;
     const json::Value *model = json::member(root, "model");

@@ -12,6 +12,7 @@
 #include "halformer/tokenizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace halformer::text::tj {
@@ -36,7 +37,8 @@ int64_t get_int(const json::Value &obj, const char *key, int64_t fallback, int64
                 const std::string &what) {
     const json::Value *v = json::member(obj, key);
     if (!v) return fallback;
-    if (!v->is_number() || v->number != (double)(int64_t)v->number || v->number < (double)lo || v->number > (double)hi) {
+    // (The range first: a double past int64_t's cannot be converted.)
+    if (!v->is_number() || !(v->number >= (double)lo && v->number <= (double)hi) || v->number != std::floor(v->number)) {
         throw Error(what + "." + key + " is " + (v->is_number() ? std::to_string(v->number) : json::kind_name(v->kind)) +
                     ", expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
     }

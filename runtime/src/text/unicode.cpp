@@ -25,6 +25,14 @@ std::u32string utf8_to_u32(const std::string &utf8) {
     const size_t n = utf8.size();
     for (size_t i = 0; i < n;) {
         const unsigned char c = s[i];
+        // (Callers pass checked UTF-8; a sequence cut short by the end of
+        // the text, which a hostile file's strings may hold, is U+FFFD,
+        // never a read past it.)
+        const size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        if (i + len > n) {
+            out += char32_t(0xFFFD);
+            break;
+        }
         if (c < 0x80) {
             out += char32_t(c);
             i += 1;
