@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <queue>
 
 namespace halformer::text {
 
@@ -35,10 +34,9 @@ void check_utf8(const std::string &text) {
 // ---- encoding ----
 
 void ByteLevelBpe::encode_word(const std::string &bytes, std::vector<int32_t> &ids) const {
-    const size_t n = bytes.size();
-    // The word as a linked list of symbols, one a byte to start with.
-    std::vector<int32_t> sym(n), prev(n), next(n);
-    for (size_t i = 0; i < n; i++) {
+    // One symbol a byte to start with, then the merges in GPT2Tokenizer.bpe()'s rounds.
+    std::vector<int32_t> sym(bytes.size());
+    for (size_t i = 0; i < bytes.size(); i++) {
         const auto c = (unsigned char)bytes[i];
         sym[i] = byte_id_[c];
         if (sym[i] < 0) {
@@ -46,55 +44,9 @@ void ByteLevelBpe::encode_word(const std::string &bytes, std::vector<int32_t> &i
             std::snprintf(hex, sizeof hex, "0x%02X", c);
             throw Error(source_ + ": the text needs byte " + hex + ", which the vocabulary lacks (and there is no unk_token)");
         }
-        prev[i] = (int32_t)i - 1;
-        next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
     }
-    // Merges by rank, as GPT2Tokenizer.bpe(): the pair of lowest rank is
-    // merged at every place it occurs, left to right, before any other pair
-    // is looked at. Candidates wait in a heap ordered by (rank, position);
-    // pairs that a merge creates wait until every merge of the current rank
-    // is done, so that one of lower rank cannot jump ahead of them (the
-    // tokenizers library lets it; with merges learned in order, as every
-    // trained file's are, the results agree). O(n log n): a 100 KB word is fine.
-    struct Cand {
-        int32_t rank, pos, left, right, id;
-        bool operator>(const Cand &o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-    };
-    std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
-    std::vector<Cand> pending;
-    auto candidate = [&](int32_t pos, std::vector<Cand> *into) {
-        const int32_t nx = next[pos];
-        if (nx < 0) return;
-        auto it = merges_.find(bpe::pair_key(sym[pos], sym[nx]));
-        if (it == merges_.end()) return;
-        const Cand c{it->second.rank, pos, sym[pos], sym[nx], it->second.id};
-        if (into) into->push_back(c);
-        else heap.push(c);
-    };
-    for (size_t i = 0; i + 1 < n; i++) candidate((int32_t)i, nullptr);
-    int32_t round = -1;
-    std::vector<char> alive(n, 1);
-    while (true) {
-        if (heap.empty() || heap.top().rank != round) {
-            for (const Cand &c : pending) heap.push(c);
-            pending.clear();
-            if (heap.empty()) break;
-            round = heap.top().rank;
-        }
-        const Cand c = heap.top();
-        heap.pop();
-        // Stale: the left symbol was absorbed or changed, or its neighbour did.
-        if (!alive[c.pos] || sym[c.pos] != c.left) continue;
-        const int32_t nx = next[c.pos];
-        if (nx < 0 || sym[nx] != c.right) continue;
-        sym[c.pos] = c.id;
-        alive[nx] = 0;
-        next[c.pos] = next[nx];
-        if (next[nx] >= 0) prev[next[nx]] = c.pos;
-        if (prev[c.pos] >= 0) candidate(prev[c.pos], &pending);
-        candidate(c.pos, &pending);
-    }
-    for (int32_t i = 0; i >= 0; i = next[i]) ids.push_back(sym[i]);
+    bpe::merge_by_rank(sym, merges_, true);
+    ids.insert(ids.end(), sym.begin(), sym.end());
 }
 
 void ByteLevelBpe::encode_segment(const std::string &segment, std::vector<int32_t> &ids) const {

@@ -27,6 +27,7 @@
 #pragma once
 
 #include "added_tokens.h"
+#include "byte_level_bpe_internal.h"
 #include "unicode.h"
 
 #include "halformer/json.h"
@@ -84,10 +85,6 @@ public:
     static std::vector<std::string> pre_tokenize_split(const std::string &utf8, int max_digits);
 
 private:
-    struct Merge {
-        int32_t rank;
-        int32_t id;
-    };
     ByteLevelBpe() = default;
     void finish(const std::string &what);  // checks and indexes added tokens
     void encode_segment(const std::string &segment, std::vector<int32_t> &ids) const;
@@ -98,7 +95,7 @@ private:
     std::vector<std::string> tokens_;                   // id → token ("" where no token)
     std::vector<uint8_t> kind_;                         // id → 0 none, 1 vocabulary, 2 added
     std::unordered_map<std::string, int32_t> vocab_;    // byte-level token → id
-    std::unordered_map<uint64_t, Merge> merges_;        // (left id, right id) → rank, result
+    std::unordered_map<uint64_t, bpe::Merge> merges_;   // (left id, right id) → rank, result
     int32_t byte_id_[256] = {};                         // byte → id of its character, -1 if none
     std::vector<AddedToken> added_;
     std::unordered_map<std::string, int32_t> added_ids_;  // content → id

@@ -94,7 +94,7 @@ ByteLevelBpe ByteLevelBpe::load(const std::string &vocab_json, const std::string
         };
         const int32_t l = id(left, "names"), r = id(right, "names");
         // A pair listed twice keeps its last rank (Python's dict, and the tokenizers library).
-        b.merges_[bpe::pair_key(l, r)] = Merge{(int32_t)rank++, id(left + right, "makes")};
+        b.merges_[bpe::pair_key(l, r)] = bpe::Merge{(int32_t)rank++, id(left + right, "makes")};
     }
 
     b.added_ = options.added_tokens;

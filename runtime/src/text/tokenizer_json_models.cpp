@@ -56,10 +56,7 @@ int32_t unk_of(const Model &m, const json::Value &model, const std::string &at) 
 // ---- BPE ----
 
 struct Bpe : Model {
-    struct Merge {
-        int32_t rank, id;
-    };
-    std::unordered_map<uint64_t, Merge> merges;
+    bpe::Merges merges;
     std::string prefix, suffix;  // continuing_subword_prefix, end_of_word_suffix
     bool fuse_unk = false, byte_fallback = false, ignore_merges = false;
     int32_t byte_ids[256];
@@ -101,44 +98,7 @@ struct Bpe : Model {
 
     // word.rs merge_all: the lowest-rank pair first, leftmost among equals;
     // a merge's new pairs join the queue at once.
-    void merge_all(std::vector<int32_t> &sym) const {
-        const size_t n = sym.size();
-        if (n < 2) return;
-        std::vector<int32_t> prev(n), next(n);
-        std::vector<char> alive(n, 1);
-        for (size_t i = 0; i < n; i++) {
-            prev[i] = (int32_t)i - 1;
-            next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
-        }
-        struct Cand {
-            int32_t rank, pos, left, right, id;
-            bool operator>(const Cand &o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-        };
-        std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
-        auto candidate = [&](int32_t pos) {
-            const int32_t nx = next[pos];
-            if (nx < 0) return;
-            auto it = merges.find(bpe::pair_key(sym[pos], sym[nx]));
-            if (it != merges.end()) heap.push({it->second.rank, pos, sym[pos], sym[nx], it->second.id});
-        };
-        for (size_t i = 0; i + 1 < n; i++) candidate((int32_t)i);
-        while (!heap.empty()) {
-            const Cand c = heap.top();
-            heap.pop();
-            if (!alive[c.pos] || sym[c.pos] != c.left) continue;
-            const int32_t nx = next[c.pos];
-            if (nx < 0 || sym[nx] != c.right) continue;
-            sym[c.pos] = c.id;
-            alive[nx] = 0;
-            next[c.pos] = next[nx];
-            if (next[nx] >= 0) prev[next[nx]] = c.pos;
-            if (prev[c.pos] >= 0) candidate(prev[c.pos]);
-            candidate(c.pos);
-        }
-        std::vector<int32_t> out;
-        for (int32_t i = 0; i >= 0; i = next[i]) out.push_back(sym[i]);
-        sym = std::move(out);
-    }
+    void merge_all(std::vector<int32_t> &sym) const { bpe::merge_by_rank(sym, merges, false); }
 };
 
 std::pair<std::string, std::string> merge_pair(const json::Value &m, const std::string &where) {
@@ -194,7 +154,7 @@ std::unique_ptr<Model> bpe(const json::Value &v, const std::string &at) {
             const std::string joined =
                 left + (!m->prefix.empty() && right.compare(0, m->prefix.size(), m->prefix) == 0 ? right.substr(m->prefix.size()) : right);
             const int32_t l = id(left, "names"), r = id(right, "names");
-            m->merges.emplace(bpe::pair_key(l, r), Bpe::Merge{(int32_t)i, id(joined, "makes")});
+            m->merges.emplace(bpe::pair_key(l, r), bpe::Merge{(int32_t)i, id(joined, "makes")});
         }
     }
     return m;
