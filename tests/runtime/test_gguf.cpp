@@ -334,6 +334,83 @@ TEST(Gguf, DequantizesAsNumpy) {
     EXPECT_TRUE(std::isnan(v[12]));
 }
 
+TEST(Gguf, HalfFromFloat) {
+    using halformer::fp16_to_fp32;
+    using halformer::fp32_to_fp16;
+    // Every half back to itself (NaNs stay NaNs).
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        const float f = fp16_to_fp32((uint16_t)h);
+        if (std::isnan(f)) {
+            EXPECT_TRUE(std::isnan(fp16_to_fp32(fp32_to_fp16(f)))) << std::hex << h;
+            continue;
+        }
+        ASSERT_EQ(fp32_to_fp16(f), h) << std::hex << h;
+    }
+    // Halfway between two halves: to the even one; past 65504's half step: infinity;
+    // below half the smallest subnormal: zero.
+    EXPECT_EQ(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);                           // 1 + half an ulp
+    EXPECT_EQ(fp32_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);                       // 1 + 1.5 ulp: up to even
+    EXPECT_EQ(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3C01);  // past the tie
+    EXPECT_EQ(fp32_to_fp16(65519.0f), 0x7BFF);
+    EXPECT_EQ(fp32_to_fp16(65520.0f), 0x7C00);
+    EXPECT_EQ(fp32_to_fp16(-1e9f), 0xFC00);
+    EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -25)), 0x0000);              // a tie to even (zero)
+    EXPECT_EQ(fp32_to_fp16(std::ldexp(1.5f, -25)), 0x0001);
+    EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -26)), 0x0000);
+    EXPECT_EQ(fp32_to_fp16(std::ldexp(3.0f, -25)), 0x0002);              // 1.5 subnormal steps: to even
+    EXPECT_EQ(fp32_to_fp16(std::ldexp(1023.5f, -24)), 0x0400);           // the largest subnormal's tie: up to normal
+    EXPECT_EQ(fp32_to_fp16(-0.0f), 0x8000);
+}
+
+// Every block type to Q8_0 (what int8's kernels read): Q4_0 and Q5_0
+// exactly (their values are the block's step times integers), Q8_0 as it
+// is, the others within half a step of their values, each block of 32 with
+// its own step max |x| / 127.
+TEST(Gguf, RequantizesToQ8_0) {
+    const Gguf g(fixture("types.gguf"));
+    std::vector<std::string> seen;
+    for (const GgufTensor &t : g.tensors()) {
+        if (t.ne.size() != 2 || t.name.rfind("t.", 0) != 0) continue;
+        SCOPED_TRACE(t.name);
+        const int64_t K = t.ne[0], rows = t.ne[1];
+        const size_t in_row = (size_t)(K / halformer::ggml_block_size(t.type)) * halformer::ggml_type_size(t.type);
+        std::vector<uint8_t> q((size_t)(K / 32) * 34 + 1, 0xAB);
+        std::vector<float> want((size_t)K), got((size_t)K);
+        const bool plain = t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16;
+        if (plain || K % 32 != 0) {
+            EXPECT_FALSE(halformer::requantize_row_q8_0(t.type, t.data, q.data(), K));
+            EXPECT_EQ(q[0], 0xAB) << "wrote where it refused";
+            continue;
+        }
+        const bool exact = t.type == GgmlType::Q4_0 || t.type == GgmlType::Q5_0 || t.type == GgmlType::Q8_0;
+        for (int64_t r = 0; r < rows; r++) {
+            const uint8_t *src = t.data + (size_t)r * in_row;
+            ASSERT_TRUE(halformer::requantize_row_q8_0(t.type, src, q.data(), K));
+            EXPECT_EQ(q.back(), 0xAB) << "wrote past the row";
+            halformer::dequantize_row(t.type, src, want.data(), K);
+            halformer::dequantize_row(GgmlType::Q8_0, q.data(), got.data(), K);
+            for (int64_t b = 0; b < K / 32; b++) {
+                const float d = std::fabs(halformer::fp16_to_fp32(uint16_t(q[b * 34] | q[b * 34 + 1] << 8)));
+                float amax = 0;
+                for (int k = 0; k < 32; k++) amax = std::max(amax, std::fabs(want[b * 32 + k]));
+                if (!exact) EXPECT_NEAR(d, amax / 127, amax / 127 * 1e-3 + 1e-30) << "block " << b;
+                for (int k = 0; k < 32; k++) {
+                    const size_t i = (size_t)(b * 32 + k);
+                    if (exact) ASSERT_EQ(float_bits(got[i]), float_bits(want[i])) << "row " << r << " value " << i;
+                    else ASSERT_LE(std::fabs(got[i] - want[i]), 0.5f * d * (1 + 1e-3f) + 1e-30f) << "row " << r << " value " << i;
+                }
+            }
+        }
+        seen.push_back(halformer::ggml_type_name(t.type));
+    }
+    for (const char *t : {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"}) {
+        EXPECT_NE(std::find(seen.begin(), seen.end(), t), seen.end()) << t;
+    }
+    std::vector<uint8_t> q(34 * 2);
+    EXPECT_FALSE(halformer::requantize_row_q8_0(GgmlType::Q4_K, g.find_tensor("t.Q4_K")->data, q.data(), 64))
+        << "64 values are not a whole Q4_K block";
+}
+
 TEST(Gguf, DequantizeRefusesOtherTypes) {
     GgufTensor t;
     t.name = "blk.0.ffn_down.weight";

@@ -106,8 +106,16 @@ TEST(GgufModels, QuantizedMixEqualsItsDequantization) {
     EXPECT_EQ(g.config().d_kv, 16) << "qwen3.attention.key_length: head_dim";
     EXPECT_TRUE(g.tied_head());
     const auto p = prompts(g.config().tgt_vocab_size);
+    // A file of block types runs as int8 (every block as Q8_0's: Q4_0
+    // exactly, Q4_1 and Q5_1 requantized), near its own float32 values.
+    EXPECT_EQ(g.precision(), Precision::INT8) << "a file of quantized weights runs as int8";
+    const auto int8 = g.logits(p);
+    g.set_precision(Precision::FP32);
     const auto lg = g.logits(p);
     EXPECT_LE(rel_diff(lg, d.logits(p)), 1e-5) << "the reader's dequantization against numpy's";
+    const double to_f32 = rel_diff(int8, lg);
+    EXPECT_GT(to_f32, 1e-6) << "int8 products should not give the float32 logits";
+    EXPECT_LE(to_f32, 0.05) << "the blocks as Q8_0 (and the activations' blocks) against the file's values";
     // 4- and 8-bit weights move the logits, but not far.
     const double q = rel_diff(lg, f32.logits(p));
     EXPECT_GT(q, 1e-4) << "quantized weights should not give the float32 logits";

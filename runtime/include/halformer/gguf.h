@@ -218,9 +218,21 @@ void dequantize(const GgufTensor &t, float *out);
 // n values (a whole number of the type's blocks) from src to dst.
 void dequantize_row(GgmlType type, const uint8_t *src, float *dst, int64_t n);
 
+// n values (a whole number of the type's blocks and of 32) of a block type
+// from src as Q8_0 blocks in dst (n / 32 blocks of 34 bytes: an fp16 step d,
+// then 32 int8 codes; a value is d · code): Q8_0 as it is; Q4_0 and Q5_0,
+// whose blocks are a step times integers in [-16, 15], exactly (their own
+// step, those integers as the codes); the types with a minimum or scales
+// of their own (Q4_1, Q5_1, Q4_K, Q5_K, Q6_K) from their values, each 32
+// with the step max |x| / 127 (in fp16), codes rounded to nearest. What
+// int8's kernels read (docs/gguf.md). false, writing nothing, for another
+// type (the plain ones) or an n that does not divide.
+bool requantize_row_q8_0(GgmlType type, const uint8_t *src, uint8_t *dst, int64_t n);
+
 // IEEE half and bfloat16 bits to float32, exactly (subnormals, infinities
-// and NaN payloads kept).
+// and NaN payloads kept); float32 to half, rounded to nearest (ties to even).
 float fp16_to_fp32(uint16_t h);
 float bf16_to_fp32(uint16_t h);
+uint16_t fp32_to_fp16(float f);
 
 }  // namespace halformer

@@ -7,8 +7,12 @@
 
 #include "gguf_internal.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 namespace halformer {
 
@@ -225,6 +229,66 @@ void dequantize_row(GgmlType type, const uint8_t *src, float *dst, int64_t n) {
     case GgmlType::Q6_K: row_q6_k(src, dst, nb); break;
     default: break;  // refused above
     }
+}
+
+uint16_t fp32_to_fp16(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    const uint32_t sign = (x >> 16) & 0x8000, abs = x & 0x7FFFFFFF;
+    if (abs >= 0x7F800000) return uint16_t(sign | 0x7C00 | (abs > 0x7F800000 ? 0x200 | ((abs >> 13) & 0x3FF) : 0));
+    // The value as a multiple of 2^-24 (half's subnormal step) or with a
+    // 10-bit mantissa, rounded to nearest, ties to even, by integer steps.
+    const int e = int(abs >> 23) - 127;  // unbiased exponent
+    if (e > 15) return uint16_t(sign | 0x7C00);  // past 65504 after rounding: infinity
+    uint32_t mant = (abs & 0x7FFFFF) | 0x800000;
+    int shift;  // bits of mant below half's last mantissa bit
+    uint32_t base;
+    if (e >= -14) {
+        shift = 13;
+        base = uint32_t(e + 15) << 10;
+        mant &= 0x7FFFFF;  // the implicit bit is in base's exponent
+    } else {
+        if (e < -25) return uint16_t(sign);  // below half the smallest subnormal
+        shift = 13 + (-14 - e);
+        base = 0;
+    }
+    const uint32_t keep = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    uint32_t h = base + keep;
+    if (rest > half || (rest == half && (keep & 1))) h++;  // may carry into the exponent: still right
+    return uint16_t(sign | h);
+}
+
+bool requantize_row_q8_0(GgmlType type, const uint8_t *src, uint8_t *dst, int64_t n) {
+    const bool exact = type == GgmlType::Q4_0 || type == GgmlType::Q5_0 || type == GgmlType::Q8_0;
+    const bool scaled = type == GgmlType::Q4_1 || type == GgmlType::Q5_1 || type == GgmlType::Q4_K ||
+                        type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+    if ((!exact && !scaled) || n % 32 != 0 || n % ggml_block_size(type) != 0) return false;
+    std::vector<float> v((size_t)n);
+    dequantize_row(type, src, v.data(), n);
+    const size_t in_block = ggml_type_size(type);  // bytes of one of the type's blocks (32 values when exact)
+    for (int64_t b = 0; b < n / 32; b++, dst += 34) {
+        const float *x = v.data() + b * 32;
+        uint16_t h;
+        if (exact) {
+            // The block's own step, its fp16 bits first: every value is the
+            // step times a small integer, exactly (dequantize_row's product).
+            h = le16(src + (size_t)b * in_block);
+        } else {
+            float amax = 0.0f;
+            for (int k = 0; k < 32; k++) amax = std::max(amax, std::fabs(x[k]));
+            h = fp32_to_fp16(amax / 127.0f);
+        }
+        const float d = fp16_to_fp32(h);
+        dst[0] = uint8_t(h & 0xFF);
+        dst[1] = uint8_t(h >> 8);
+        for (int k = 0; k < 32; k++) {
+            // (Q4_0's and Q5_0's step may be negative: ggml divides by the
+            // value of largest magnitude, sign and all.)
+            const float q = d != 0.0f && std::isfinite(d) ? std::nearbyint(x[k] / d) : 0.0f;
+            dst[2 + k] = uint8_t(int8_t(std::max(-127.0f, std::min(127.0f, q))));
+        }
+    }
+    return true;
 }
 
 void dequantize(const GgufTensor &t, float *out) {

@@ -308,14 +308,17 @@ Model load_gguf(const std::string &path, Device device) {
             w->chat_missing = path + ": tokenizer.chat_template: " + e.what();
         }
     }
-    // A file of Q8_0 weights runs as it is: int8 projections packed from
-    // the file's own codes and block steps, their float32 values never
-    // made (on a CPU; set_precision to another makes them).
+    // A file of quantized weights runs as int8: projections packed from the
+    // file's Q8_0 codes and block steps, or from another block type's
+    // (Q4_0, Q4_K, ...) transcoded to Q8_0 blocks one tensor at a time
+    // (requantize_row_q8_0: Q4_0 and Q5_0 exactly), their float32 values
+    // never made (on a CPU; set_precision to another makes them).
     uint64_t q8 = 0, all = 0;
     for (const GgufTensor &t : g->tensors()) {
         if (t.ne.size() != 2) continue;
         all += t.bytes;
-        if (t.type == GgmlType::Q8_0) q8 += t.bytes;
+        const bool plain = t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16;
+        if (!plain && ggml_can_dequantize(t.type)) q8 += t.bytes;
     }
     const bool int8 = device == Device::CPU && all > 0 && q8 * 2 > all && lowp_kernels();
     if (int8) w->source->defer_quantized();

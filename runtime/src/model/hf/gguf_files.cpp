@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <regex>
 #include <sstream>
 
@@ -224,12 +225,22 @@ public:
         }
         return e.values.data();
     }
+    // Q8_0 rows are the file's own; a tensor of another block type (Q4_0,
+    // Q4_K, ...) is transcoded to Q8_0 whole on first use
+    // (requantize_row_q8_0), kept until evict().
+    bool holds_q8_0(const std::string &name) const override {
+        auto it = entries_.find(name);
+        if (it == entries_.end() || it->second.shape.size() != 2 || it->second.shape[1] % 32 != 0) return false;
+        const GgmlType t = it->second.tensor->type;
+        return t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16 && ggml_can_dequantize(t) &&
+               it->second.shape[1] % ggml_block_size(t) == 0;
+    }
     const uint8_t *q8_0_row(const std::string &name, int64_t row) const override {
         auto it = entries_.find(name);
-        if (it == entries_.end()) return nullptr;
+        if (it == entries_.end() || !holds_q8_0(name)) return nullptr;
         const Entry &e = it->second;
         const GgufTensor &t = *e.tensor;
-        if (t.type != GgmlType::Q8_0 || e.shape.size() != 2 || row < 0 || row >= e.shape[0]) return nullptr;
+        if (e.shape.size() != 2 || row < 0 || row >= e.shape[0]) return nullptr;
         // Row `row` of transformers' order is the file's row where
         // llama.cpp's converter put it (unpermute, above, reversed).
         int64_t from = row;
@@ -239,11 +250,29 @@ public:
             from = h * hd + 2 * (i % half) + i / half;
         }
         const size_t row_bytes = (size_t)(e.shape[1] / 32) * 34;
-        return t.data + (size_t)from * row_bytes;
+        if (t.type == GgmlType::Q8_0) return t.data + (size_t)from * row_bytes;
+        std::lock_guard<std::mutex> lock(q8_mu_);
+        if (e.q8.empty()) {
+            const int64_t K = e.shape[1];
+            const size_t in_row = (size_t)(K / ggml_block_size(t.type)) * ggml_type_size(t.type);
+            if ((uint64_t)e.shape[0] * in_row != t.bytes) return nullptr;
+            e.q8.resize((size_t)e.shape[0] * row_bytes);
+            for (int64_t r = 0; r < e.shape[0]; r++) {
+                if (!requantize_row_q8_0(t.type, t.data + (size_t)r * in_row, e.q8.data() + (size_t)r * row_bytes, K)) {
+                    e.q8.clear();
+                    return nullptr;
+                }
+            }
+            g_->evict(t);  // (read once: the copy holds it now)
+        }
+        return e.q8.data() + (size_t)from * row_bytes;
     }
     void evict(const std::string &name) const override {
         auto it = entries_.find(name);
-        if (it != entries_.end()) g_->evict(*it->second.tensor);
+        if (it == entries_.end()) return;
+        g_->evict(*it->second.tensor);
+        std::lock_guard<std::mutex> lock(q8_mu_);
+        std::vector<uint8_t>().swap(it->second.q8);
     }
     std::vector<std::string> names() const override {
         std::vector<std::string> out;
@@ -269,7 +298,9 @@ private:
         const GgufTensor *tensor = nullptr;
         std::vector<int64_t> shape;  // PyTorch's order
         std::vector<float> values;   // once read
+        mutable std::vector<uint8_t> q8;  // another block type as Q8_0 rows, while packing
     };
+    mutable std::mutex q8_mu_;
     std::shared_ptr<Gguf> g_;
     Arch arch_;
     int64_t heads_ = 0, kv_heads_ = 0;

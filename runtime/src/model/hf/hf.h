@@ -45,12 +45,16 @@ public:
     virtual std::string where() const = 0;
     // How the file itself names a tensor (a GGUF file: blk.3.attn_q.weight).
     virtual std::string spelled(const std::string &name) const { return name; }
-    // Row `row` of a 2-D tensor the file holds in Q8_0 (K/32 blocks of 34
-    // bytes), in the order f32() gives its rows; null for any other type.
+    // Row `row` of a 2-D tensor the file holds in Q8_0 or another block
+    // type (K/32 Q8_0 blocks of 34 bytes: a GGUF file's Q4_0, Q4_K, ...
+    // transcoded, requantize_row_q8_0), in the order f32() gives its rows;
+    // null for a plain type.
     virtual const uint8_t *q8_0_row(const std::string &name, int64_t row) const {
         (void)name, (void)row;
         return nullptr;
     }
+    // Whether q8_0_row gives that tensor's rows (without making them).
+    virtual bool holds_q8_0(const std::string &name) const { return q8_0_row(name, 0) != nullptr; }
     // Done with the file's bytes of that tensor for now (a mapped file's
     // pages may leave resident memory; read again, they come back).
     virtual void evict(const std::string &name) const { (void)name; }

@@ -269,15 +269,16 @@ public:
         for (const std::string &k : read_from) files_->evict(k);
         return out;
     }
-    // Whether every value of `name` is one of the file's Q8_0 values, rows
-    // taken as they are (q8_0() then gives them all).
+    // Whether every value of `name` is one of the file's block-quantized
+    // values (Q8_0, or a type transcoded to it), rows taken as they are
+    // (q8_0() then gives them all).
     bool quantized_copy(const std::string &name) const {
         const Rule *r = rule(name);
         const std::vector<int64_t> s = shape(name);
         if (!r || s.size() != 2 || s[1] % 32 != 0) return false;
         if (r->how != How::Same && r->how != How::Stacked && !(r->how == How::Rows && r->row_factors.empty())) return false;
         for (auto &t : r->theirs)
-            if (!files_->q8_0_row(subst(name, t), 0)) return false;
+            if (!files_->holds_q8_0(subst(name, t))) return false;
         return true;
     }
     const float *values(const std::string &name) {
