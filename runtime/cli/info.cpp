@@ -64,7 +64,10 @@ void print_model_info(const std::string &dir, const Model &m) {
     const bool gguf = dir.size() > 5 && dir.compare(dir.size() - 5, 5, ".gguf") == 0;
     if (!c.family.empty()) {
         std::printf("format: %s, model_type \"%s\" (read as the Halformer config below)\n",
-                    gguf ? "GGUF (as the Hugging Face checkpoint it was converted from, weights dequantized to float32)"
+                    gguf ? (m.precision() == Precision::INT8
+                                 ? "GGUF (as the Hugging Face checkpoint it was converted from, block-quantized weights "
+                                   "packed as int8 from their blocks)"
+                                 : "GGUF (as the Hugging Face checkpoint it was converted from, weights as float32)")
                          : "Hugging Face",
                     c.family.c_str());
     }

@@ -119,6 +119,11 @@ public:
     // materialize() first (on the address or one inside its tensor), or
     // materialize_all(). Reading it before faults: never a silent zero.
     virtual const float *projection(const std::string &name) { return data(name); }
+    // Done with the values at `rows` (an address data() or projection()
+    // gave) for now: packed, they are read again only to pack anew. Where
+    // they lie in a mapped file (a GGUF file's float32 tensors), its pages
+    // may leave resident memory; touched again, they come back from the file.
+    virtual void release(const float *rows) { (void)rows; }
     virtual void defer_quantized() {}
     virtual void materialize(const float *inside) { (void)inside; }
     virtual void materialize_all() {}

@@ -275,6 +275,7 @@ const PackedLinear &Session::pack(const float *weight, int N, int K) {
         case kBF16: run("pack", [&] { return hf_pack_bf16(vw.get(), vp.get()); }); break;
         case kF32: run("pack", [&] { return hf_pack_f32(vw.get(), vp.get()); }); break;
         }
+        if (w->source) w->source->release(weight);  // (the packed copy is what runs now)
     } catch (...) {
         w->packs->map.erase(std::make_pair(weight, N));  // (no half-made entry left behind)
         throw;

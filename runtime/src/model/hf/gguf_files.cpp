@@ -17,8 +17,10 @@
 //
 // Defaults llama.cpp assumes rather than stores come from the family's own
 // config reader (transformers' defaults); a key the file has overrides
-// them. Quantized tensors are dequantized to float32 once, when first read;
-// float32 ones are read in place, in the file's mapping.
+// them. Quantized tensors are dequantized to float32 once, when first read
+// as float32, or given as Q8_0 rows to int8's packing (q8_0_row: Q8_0 in
+// place, the other block types transcoded); float32 ones are read in place,
+// in the file's mapping, whose pages leave resident memory once packed.
 #include "hf.h"
 
 #include "halformer/error.h"

@@ -269,6 +269,17 @@ public:
         for (const std::string &k : read_from) files_->evict(k);
         return out;
     }
+    void release(const float *rows) override {
+        auto it = given_.upper_bound(rows);
+        if (it == given_.begin()) return;
+        --it;
+        if (rows >= it->first + it->second.second) return;
+        const std::string &name = it->second.first;
+        const Rule *r = rule(name);
+        // Only values read where they lie in the file (not a copy made at load).
+        if (!r || (r->how != How::Same && r->how != How::Slice && r->how != How::Flat)) return;
+        files_->evict(subst(name, r->theirs[0]));
+    }
     // Whether every value of `name` is one of the file's block-quantized
     // values (Q8_0, or a type transcoded to it), rows taken as they are
     // (q8_0() then gives them all).
