@@ -91,7 +91,7 @@ void add_machine_options(CLI::App &app, MachineOptions &m) {
 void add_precision_option(CLI::App &app, MachineOptions &m) {
     app.add_option("--precision", m.precision,
                    "projections in fp32, bf16 or int8 (bf16/int8: CPU only; default: the file's, int8 for a GGUF "
-                   "file of Q8_0 weights, else fp32)")
+                   "file of block-quantized weights (Q8_0, Q4_0, Q4_K, ...), else fp32)")
         ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
     app.add_option("--max-memory", m.max_memory,
                    "activations and caches the model may hold, e.g. 2G (default: 3/4 of the machine's memory)");
