@@ -3,7 +3,7 @@
 //
 //   x        [M, K]              Halide (k, m)           float32 activations
 //   w        packed W [N, K]     Halide (r, j, kk, p)    f32 | bf16 | int8, from pack_weights
-//   scale    [Np, Kp/32]         Halide (j, b, p)        int8 only: W ≈ scale(n, b)·q(n, k), b = k / 32
+//   scale    [Np, Kp/32]         Halide (j, b, p)        int8, q4: W ≈ scale(n, b)·q(n, k), b = k / 32
 //   colsum   [Np, Kp/32]         Halide (j, b, p)        int8 only: Σ_{k in b} q(n, k) (int16)
 //   bias     [N]                 Halide (n)
 //   residual [M, N]              Halide (n, m)           only when residual=true
@@ -34,6 +34,12 @@
 //           subtract: measured 2026-11-28, AVX2 AMD EPYC, 2 threads,
 //           M × 512 → 2048, M = 32 / 128 / 1024: 1.15 / 1.15 / 1.14× faster,
 //           the same bits).
+// q4 (a GGUF Q4_0 tensor's blocks as they are: packing.h): the activations
+// are quantized as int8's are, each weight's 4-bit code q ∈ [0, 15] (one
+// nibble of a byte: the low ones hold a block's first 16 k, the high ones
+// the next 16) enters as an unsigned byte against the signed code
+// (vpdpbusd's form, or vpmaddubsw's in pairs: |q·qx| ≤ 15·127), and
+// 8·Σ_{k in b} qx(k) is subtracted from the block's sum: Σ (q − 8)·qx.
 #include "Halide.h"
 #include "common.h"
 #include "packing.h"
@@ -68,10 +74,8 @@ public:
 
     void configure() {
         w = add_input<Buffer<>>("w", packed_type(format), 4);
-        if (format == WeightFormat::Int8) {
-            scale = add_input<Buffer<float, 3>>("scale");
-            colsum = add_input<Buffer<int16_t, 3>>("colsum");
-        }
+        if (format == WeightFormat::Int8 || format == WeightFormat::Q4) scale = add_input<Buffer<float, 3>>("scale");
+        if (format == WeightFormat::Int8) colsum = add_input<Buffer<int16_t, 3>>("colsum");
         bias = add_input<Buffer<float, 1>>("bias");
         if (residual_add) residual = add_input<Buffer<float, 2>>("residual");
         if (gated) gate = add_input<Buffer<float, 2>>("gate");
@@ -86,12 +90,16 @@ public:
         // may compute whole rows past the edge: they are never stored).
         Func xc("xc");
         xc(k, m) = select(k < K, x(clamp(k, 0, K - 1), clamp(m, 0, M - 1)), 0.0f);
-        const bool int8 = format == WeightFormat::Int8;
+        const bool q4 = format == WeightFormat::Q4, int8 = format == WeightFormat::Int8 || q4;
         // int8 sums each block of kQBlock k on its own (r.y: the block's
         // groups), then the blocks (rb); the others sum every group (r.y).
+        // q4: r.y the byte groups of a block's first 16 k, r.z the nibble
+        // (0: those k, 1: the 16 after them); its w has half the groups.
         const int block_groups = kQBlock / kf;
-        r = int8 ? RDom(0, kf, 0, block_groups, "r") : RDom(0, kf, 0, groups, "r");
-        rb = RDom(0, int8 ? groups / block_groups : 1, "rb");
+        r = q4     ? RDom(0, kf, 0, block_groups / 2, 0, 2, "r")
+            : int8 ? RDom(0, kf, 0, block_groups, "r")
+                   : RDom(0, kf, 0, groups, "r");
+        rb = RDom(0, q4 ? groups / (block_groups / 2) : int8 ? groups / block_groups : 1, "rb");
         // xin(rr, mi, kk, mo): the activations in the product's type, of row
         // m = mo·rb + mi and k = kk·kf + rr: each block of rb rows is one
         // contiguous stream, the kf values of one group of its rows side by
@@ -105,14 +113,20 @@ public:
         case WeightFormat::BF16:
             xin(rr, mi, kk, mo) = cast(BFloat(16), xc(kx, mx));
             break;
-        case WeightFormat::Int8: {
+        case WeightFormat::Int8:
+        case WeightFormat::Q4: {
             // Each block's step (zero padding past K: an all-zero block has step 1).
             RDom rq(0, kQBlock, "rq");
             absmax(b, m) = maximum(abs(xc(b * kQBlock + rq, m)));
             step(b, m) = int8_step(absmax(b, m));
             inv_step(b, m) = 1.0f / step(b, m);
             Expr q = quantize_i8_by_inverse(xc(kx, mx), inv_step(kx / kQBlock, mx));
-            if (sign_form()) {
+            if (q4) {
+                xin(rr, mi, kk, mo) = q;
+                // The block's Σ qx: the correction of the weights' offset 8.
+                Expr qk = cast<int32_t>(quantize_i8_by_inverse(xc(b * kQBlock + rq, m), inv_step(b, m)));
+                negsum(b, m) = sum(qk);
+            } else if (sign_form()) {
                 xin(rr, mi, kk, mo) = cast<uint8_t>(abs(q));
                 xsign(rr, mi, kk, mo) = select(q < 0, cast<int8_t>(-1), cast<int8_t>(0));
                 // The block's Σ |q| over its negative codes: the sums' correction (see the top).
@@ -129,7 +143,18 @@ public:
         // and row mo·rb + mi. (cb only reshapes, as rb does.)
         const int cb = slice_columns(), slices = kPanel / cb;
         Expr jp = (p % slices) * cb + j, panel = p / slices;  // the column within its panel, the panel
-        if (int8) {
+        if (q4) {
+            // The byte of r.y's group, its nibble r.z (the k 16 further on).
+            Expr wb = (*w)(r.x, jp, b * (block_groups / 2) + r.y, panel);
+            Expr wq = select(r.z == 0, wb & cast<uint8_t>(15), wb >> cast<uint8_t>(4));
+            Expr kg = b * block_groups + r.z * (block_groups / 2) + r.y;
+            blk(j, p, mi, mo, b) = 0;
+            blk(j, p, mi, mo, b) += cast<int32_t>(wq) * cast<int32_t>(xin(r.x, mi, kg, mo));
+            Expr row = mo * rows + mi;
+            acc(j, p, mi, mo) = 0.0f;
+            acc(j, p, mi, mo) += cast<float>(blk(j, p, mi, mo, rb) - 8 * negsum(rb, row)) *
+                                 (step(rb, row) * (*scale)(jp, rb, panel));
+        } else if (int8) {
             // blk(j, p, mi, mo, b): block b's exact int32 sum; acc adds the
             // blocks rescaled, in k order.
             Expr kg = b * block_groups + r.y;
@@ -159,6 +184,8 @@ public:
             // scale and colsum: one kPanel run per (block, panel), dense.
             scale->dim(0).set_bounds(0, kPanel).set_stride(1);
             scale->dim(1).set_stride(kPanel);
+        }
+        if (colsum) {
             colsum->dim(0).set_bounds(0, kPanel).set_stride(1);
             colsum->dim(1).set_stride(kPanel);
         }
@@ -170,7 +197,7 @@ public:
 
         /* ESTIMATES: a Transformer-base FFN input, 128 tokens */
         x.set_estimates({{0, 512}, {0, 128}});
-        w->set_estimates({{0, kf}, {0, kPanel}, {0, 512 / kf}, {0, 2048 / kPanel}});
+        w->set_estimates({{0, kf}, {0, kPanel}, {0, 512 / kf / (q4 ? 2 : 1)}, {0, 2048 / kPanel}});
         bias->set_estimates({{0, 2048}});
         if (scale) scale->set_estimates({{0, kPanel}, {0, 512 / kQBlock}, {0, 2048 / kPanel}});
         if (colsum) colsum->set_estimates({{0, kPanel}, {0, 512 / kQBlock}, {0, 2048 / kPanel}});
@@ -183,8 +210,13 @@ public:
         if (leave_to_autoscheduler(auto_schedule)) return;
         Tuned rec(tuned_as, get_target());
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
+        // q4 without VNNI: its 4-way sums in vpmaddubsw's pairs, the
+        // unsigned factor read from the weights.
+        const bool pair_q4 = format == WeightFormat::Q4 && !get_target().has_feature(Target::AVX512_SapphireRapids) &&
+                             get_target().arch == Target::X86;
         schedule_linear_packed_cpu({y, acc, blk, xin, xsign, absmax, step, inv_step, negsum, n, m, j, p, mi, mo, rr, kk, b, r, rb},
-                                   {row_block(), slice_columns(), k_group(format), rec.get("task_blocks", task_blocks)},
+                                   {row_block(), slice_columns(), k_group(format), rec.get("task_blocks", task_blocks),
+                                    pair_q4},
                                    get_pipeline(), get_target());
     }
 

@@ -38,11 +38,21 @@
 
 namespace halformer {
 
-enum class WeightFormat { F32, BF16, Int8 };
+// Q4 (a GGUF Q4_0 tensor's blocks, kept 4-bit): W(n, k) = scale(n, b)·(q − 8)
+// with q ∈ [0, 15] and b = k / 32, two codes a byte, as Q4_0 stores them:
+// byte i of a block holds k = i (low nibble) and k = i + 16 (high), so
+//
+//   wp(r, j, g, p) = the byte of column p·kPanel + j holding k = b·32 + h·16 + e·4 + r
+//                    (low nibble h = 0, high h = 1), with g = b·4 + e
+//        r ∈ [0, 4), e ∈ [0, 4): the block's first 16 k in groups of 4
+//
+// (g runs over Kp / 8: half int8's groups), and scale(j, b, p) as int8's.
+// There is no colsum: the kernel subtracts 8 · Σ_{k in b} q_x instead.
+enum class WeightFormat { F32, BF16, Int8, Q4 };
 
 inline const std::map<std::string, WeightFormat> &weight_format_names() {
     static const std::map<std::string, WeightFormat> names = {
-        {"f32", WeightFormat::F32}, {"bf16", WeightFormat::BF16}, {"int8", WeightFormat::Int8}};
+        {"f32", WeightFormat::F32}, {"bf16", WeightFormat::BF16}, {"int8", WeightFormat::Int8}, {"q4", WeightFormat::Q4}};
     return names;
 }
 
@@ -54,7 +64,10 @@ inline int k_group(WeightFormat f) {
 }
 
 inline Halide::Type packed_type(WeightFormat f) {
-    return f == WeightFormat::F32 ? Halide::Float(32) : f == WeightFormat::BF16 ? Halide::BFloat(16) : Halide::Int(8);
+    return f == WeightFormat::F32    ? Halide::Float(32)
+           : f == WeightFormat::BF16 ? Halide::BFloat(16)
+           : f == WeightFormat::Q4   ? Halide::UInt(8)
+                                     : Halide::Int(8);
 }
 
 // Symmetric int8 quantization of v with step `scale`: round to nearest

@@ -19,7 +19,7 @@ struct LinearPackedStages {
     Halide::Func absmax;  // int8: absmax(b, m), the largest |x| of row m's block b (else undefined)
     Halide::Func step;    // int8: step(b, m)
     Halide::Func inv_step;  // int8: 1 / step(b, m)
-    Halide::Func negsum;  // int8 sign form: negsum(b, m), Σ |q| over the block's negative codes (else undefined)
+    Halide::Func negsum;  // int8 sign form: negsum(b, m), Σ |q| over the block's negative codes; q4: Σ q (else undefined)
     Halide::Var n, m, j, p, mi, mo, rr, kk, b;
     Halide::RDom r;       // r.x: the kf products one lane sums; r.y: k groups (int8: a block's)
     Halide::RDom rb;      // int8: the blocks (else one)
@@ -93,7 +93,10 @@ inline Int8Form int8_form(const std::string &knob, const Halide::Target &t) {
 // in int32), added to the sums. It saturates nowhere because the unsigned
 // factor is |q| ≤ 127 and the signed one within [-128, 126] (the sign form); the
 // pass rewrites only sums whose unsigned factor is read from `xin`, the
-// Func that holds |q|.
+// Func that holds |q|. With `xin` empty (q4's kernels, where every such sum
+// is a 4-bit code q ≤ 15 times an int8 code: |pair| ≤ 2·15·128) it takes
+// every one, its factors in either order (Halide narrows q4's products to
+// an int16 widening_mul(i8, u8)).
 class PairInt8Products : public Halide::Internal::IRMutator {
 public:
     explicit PairInt8Products(std::string xin) : xin_(std::move(xin)) {}
@@ -124,11 +127,16 @@ private:
         const Cast *c = op->value.as<Cast>();
         const Call *mul = c ? c->value.as<Call>() : nullptr;
         if (op->op != VectorReduce::Add || factor != 4 || op->type.element_of() != Int(32) || !mul ||
-            !mul->is_intrinsic(Call::widening_mul) || mul->args[0].type().element_of() != UInt(8) ||
-            mul->args[1].type().element_of() != Int(8) || !reads_xin(mul->args[0])) {
+            !mul->is_intrinsic(Call::widening_mul)) {
             return IRMutator::visit(op);
         }
-        Expr pairs = VectorReduce::make(VectorReduce::SaturatingAdd, op->value.as<Cast>()->value, lanes * 2);
+        Expr u = mul->args[0], v = mul->args[1];
+        if (xin_.empty() && u.type().element_of() == Int(8) && v.type().element_of() == UInt(8)) std::swap(u, v);
+        if (u.type().element_of() != UInt(8) || v.type().element_of() != Int(8) || (!xin_.empty() && !reads_xin(u))) {
+            return IRMutator::visit(op);
+        }
+        Expr product = Call::make(Int(16, u.type().lanes()), Call::widening_mul, {u, v}, Call::PureIntrinsic);
+        Expr pairs = VectorReduce::make(VectorReduce::SaturatingAdd, product, lanes * 2);
         Expr ones = Broadcast::make(make_const(Int(16), 1), lanes * 2);
         Expr quads = Call::make(Int(32, lanes * 2), Call::widening_mul, {pairs, ones}, Call::PureIntrinsic);
         return VectorReduce::make(VectorReduce::Add, quads, lanes);
@@ -140,6 +148,9 @@ struct LinearPackedKnobs {
     int cols;         // register block width in columns (the algorithm's panel slice)
     int kf;           // products per lane of one dot-product step (1 | 2 | 4)
     int task_blocks;  // register blocks per parallel task (0: the schedule's choice, below)
+    // q4 on x86 without VNNI: its 4-way u8 × i8 sums in vpmaddubsw's pairs
+    // (PairInt8Products; int8's sign form pairs its own).
+    bool pair_q4 = false;
 };
 
 // Halide 14 vectorizes a row's kf activations, read once and broadcast to
@@ -232,13 +243,26 @@ inline void schedule_linear_packed_cpu(LinearPackedStages s, const LinearPackedK
             .unroll(s.j)
             .unroll(s.mi);
     }
-    sums.update()
-        .split(s.j, jo, jv, lanes)
-        .reorder(rx, jv, jo, s.mi, ry)
-        .atomic(true)
-        .vectorize(jv)
-        .unroll(jo)
-        .unroll(s.mi);
+    if (s.r.dimensions() == 3) {
+        // q4: a byte's two nibbles one after the other, the byte loaded once.
+        RVar rz(s.r.z);
+        sums.update()
+            .split(s.j, jo, jv, lanes)
+            .reorder(rx, jv, jo, s.mi, rz, ry)
+            .atomic(true)
+            .vectorize(jv)
+            .unroll(jo)
+            .unroll(s.mi)
+            .unroll(rz);
+    } else {
+        sums.update()
+            .split(s.j, jo, jv, lanes)
+            .reorder(rx, jv, jo, s.mi, ry)
+            .atomic(true)
+            .vectorize(jv)
+            .unroll(jo)
+            .unroll(s.mi);
+    }
     if (knobs.kf > 1) sums.update().vectorize(rx);
     // The per-row stages run on the thread pool only for calls of 32 rows
     // or more: a decoding step's few rows are quicker copied by the calling
@@ -270,6 +294,7 @@ inline void schedule_linear_packed_cpu(LinearPackedStages s, const LinearPackedK
     }
     pipeline.add_custom_lowering_pass(new WidenAfterBroadcast);
     if (s.xsign.defined()) pipeline.add_custom_lowering_pass(new PairInt8Products(s.xin.name()));
+    if (knobs.pair_q4) pipeline.add_custom_lowering_pass(new PairInt8Products(""));
 }
 
 }  // namespace halformer
