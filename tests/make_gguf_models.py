@@ -22,6 +22,7 @@ the C++ reader, into tests/fixtures/gguf/:
                          chat template.
   llama3_mqa.q8_0.gguf   the same in Q8_0 wherever a row is whole blocks of 32 (the FFN's down projection,
                          56 wide, stays F32): loads as int8 packed from the file's codes, Q/K rows permuted.
+  llama3_mqa.q4_0.gguf   the same in Q4_0: its projections run 4-bit (the q4 kernels).
 
     /usr/bin/python3 tests/make_gguf_models.py
 """
@@ -237,6 +238,9 @@ def main():
             lambda d, c: tokenizer_metadata(d, c["vocab_size"], "llama-bpe", True))
     convert("llama3_mqa", "llama3_mqa.q8_0.gguf", "llama",
             lambda n, a: "Q8_0" if a.ndim == 2 and a.shape[-1] % 32 == 0 else "F32",
+            lambda d, c: tokenizer_metadata(d, c["vocab_size"], "llama-bpe", True))
+    convert("llama3_mqa", "llama3_mqa.q4_0.gguf", "llama",
+            lambda n, a: "Q4_0" if a.ndim == 2 and a.shape[-1] % 32 == 0 else "F32",
             lambda d, c: tokenizer_metadata(d, c["vocab_size"], "llama-bpe", True))
     print("wrote", ", ".join(sorted(os.listdir(OUT))))
 

@@ -152,6 +152,32 @@ TEST(GgufModels, Q8_0FileRunsInt8FromItsCodes) {
     for (size_t s = 0; s < int8.size(); s++) EXPECT_EQ(again[s].data, int8[s].data) << "sequence " << s;
 }
 
+// A file of Q4_0 weights runs them 4-bit (the q4 kernels): its logits are
+// bit for bit those of the same blocks taken through int8 as Q8_0's
+// (HALFORMER_Q4=0: codes q − 8, the same steps; the same exact sums), near
+// its own float32 values; the query and key rows found where llama.cpp's
+// converter permuted them (read in the wrong order they would move the
+// logits by their whole size).
+TEST(GgufModels, Q4_0FileRunsFourBitAsInt8Would) {
+    Model g = Model::load(gguf("llama3_mqa.q4_0.gguf"));
+    EXPECT_EQ(g.precision(), Precision::INT8);
+    const auto p = prompts(g.config().tgt_vocab_size);
+    const auto q4 = g.logits(p);
+    setenv("HALFORMER_Q4", "0", 1);
+    Model t = Model::load(gguf("llama3_mqa.q4_0.gguf"));
+    const auto through_int8 = t.logits(p);
+    unsetenv("HALFORMER_Q4");
+    for (size_t s = 0; s < q4.size(); s++) EXPECT_EQ(q4[s].data, through_int8[s].data) << "sequence " << s;
+    g.set_precision(Precision::FP32);
+    const double to_f32 = rel_diff(q4, g.logits(p));
+    EXPECT_GT(to_f32, 1e-6) << "int8 activations should move the logits";
+    EXPECT_LE(to_f32, 0.05);
+    // Back to int8: packed 4-bit again, the same bits.
+    g.set_precision(Precision::INT8);
+    const auto again = g.logits(p);
+    for (size_t s = 0; s < q4.size(); s++) EXPECT_EQ(again[s].data, q4[s].data) << "sequence " << s;
+}
+
 TEST(GgufModels, GreedyDecodingMatchesRecomputation) {
     Model m = Model::load(gguf("qwen3.mixed.gguf"));
     Sequence prompt = prompts(m.config().tgt_vocab_size)[0];

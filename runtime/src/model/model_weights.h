@@ -80,6 +80,7 @@ struct StackW {
 // (generators/packing.h): panels of 48 columns, k in groups of kf.
 struct PackedLinear {
     int N = 0, K = 0, Np = 0, groups = 0, kf = 0;
+    bool q4 = false;       // int8 precision, the weights a file's Q4_0 kept 4-bit (packing.h's q4)
     Scratch data;          // Np·groups·kf values of the format (bytes in float units)
     Scratch scale, colsum; // int8: [Np, Kp/32] float32, int16 (bytes in float units)
 };
@@ -109,6 +110,13 @@ public:
     // int8 packing then takes the file's codes as they are. Empty where the
     // file has them in another type or the model changes them at load.
     virtual std::vector<uint8_t> q8_0(const float *rows, int N, int K) {
+        (void)rows, (void)N, (void)K;
+        return {};
+    }
+    // The same rows as the file's Q4_0 blocks (K/32 blocks of 18 bytes a
+    // row), when it holds them so: int8 precision then keeps them 4-bit
+    // (the q4 kernels). Empty otherwise.
+    virtual std::vector<uint8_t> q4_0(const float *rows, int N, int K) {
         (void)rows, (void)N, (void)K;
         return {};
     }

@@ -84,6 +84,15 @@
 #include "hf_pack_f32.h"
 #include "hf_pack_int8.h"
 #include "hf_pack_q8_0.h"
+#include "hf_linear_q4.h"
+#include "hf_linear_q4_dot.h"
+#include "hf_linear_q4_dot_gelu_tanh_gated.h"
+#include "hf_linear_q4_dot_residual.h"
+#include "hf_linear_q4_dot_silu_gated.h"
+#include "hf_linear_q4_gelu_tanh_gated.h"
+#include "hf_linear_q4_residual.h"
+#include "hf_linear_q4_silu_gated.h"
+#include "hf_pack_q4_0.h"
 #endif
 
 namespace halformer {
@@ -104,6 +113,8 @@ using PlainFn = int (*)(Buf, Buf, Buf, Buf);          // f32, bf16: x, w, bias, 
 using PlainResFn = int (*)(Buf, Buf, Buf, Buf, Buf);  // ... residual (or gate), y
 using Int8Fn = int (*)(Buf, Buf, Buf, Buf, Buf, Buf);  // x, w, scale, colsum, bias, y
 using Int8ResFn = int (*)(Buf, Buf, Buf, Buf, Buf, Buf, Buf);
+using Q4Fn = int (*)(Buf, Buf, Buf, Buf, Buf);          // x, w, scale, bias, y
+using Q4ResFn = int (*)(Buf, Buf, Buf, Buf, Buf, Buf);  // ... residual (or gate), y
 
 // One format's kernels: [dot][variant], variants in the order of Kind.
 enum Kind { kNone, kReLU, kGELU, kGELUTanh, kSiLU, kResidual, kGELUTanhGated, kSiLUGated, kKinds };
@@ -129,6 +140,13 @@ const AnyFn kPackedKernels[3][2][kKinds] = {
      {HF_FN(hf_linear_bf16_dot), HF_FN(hf_linear_bf16_dot_relu), HF_FN(hf_linear_bf16_dot_gelu), HF_FN(hf_linear_bf16_dot_gelu_tanh), HF_FN(hf_linear_bf16_dot_silu), HF_FN(hf_linear_bf16_dot_residual), HF_FN(hf_linear_bf16_dot_gelu_tanh_gated), HF_FN(hf_linear_bf16_dot_silu_gated)}},
     {{HF_FN(hf_linear_int8), HF_FN(hf_linear_int8_relu), HF_FN(hf_linear_int8_gelu), HF_FN(hf_linear_int8_gelu_tanh), HF_FN(hf_linear_int8_silu), HF_FN(hf_linear_int8_residual), HF_FN(hf_linear_int8_gelu_tanh_gated), HF_FN(hf_linear_int8_silu_gated)},
      {HF_FN(hf_linear_int8_dot), HF_FN(hf_linear_int8_dot_relu), HF_FN(hf_linear_int8_dot_gelu), HF_FN(hf_linear_int8_dot_gelu_tanh), HF_FN(hf_linear_int8_dot_silu), HF_FN(hf_linear_int8_dot_residual), HF_FN(hf_linear_int8_dot_gelu_tanh_gated), HF_FN(hf_linear_int8_dot_silu_gated)}}};
+// q4 (a GGUF file's Q4_0 weights kept 4-bit): the kinds a decoder's
+// projections use; null where there is none (another kind is an Error).
+const AnyFn kQ4Kernels[2][kKinds] = {
+    {HF_FN(hf_linear_q4), nullptr, nullptr, nullptr, nullptr, HF_FN(hf_linear_q4_residual),
+     HF_FN(hf_linear_q4_gelu_tanh_gated), HF_FN(hf_linear_q4_silu_gated)},
+    {HF_FN(hf_linear_q4_dot), nullptr, nullptr, nullptr, nullptr, HF_FN(hf_linear_q4_dot_residual),
+     HF_FN(hf_linear_q4_dot_gelu_tanh_gated), HF_FN(hf_linear_q4_dot_silu_gated)}};
 #undef HF_FN
 
 // The format a session's packed projections use.
@@ -196,14 +214,24 @@ bool Session::packed(int M) const {
 #ifndef HALFORMER_NO_LOWP
 namespace {
 
+// Whether a file's Q4_0 weights run the q4 kernels (read when packed):
+// HALFORMER_Q4=0 takes them through int8 instead, their blocks as Q8_0's
+// (requantize_row_q8_0: exactly), the same products bit for bit (the tests
+// compare the two; a benchmark times both).
+bool q4_kernels() {
+    const char *v = std::getenv("HALFORMER_Q4");
+    return !(v && std::string(v) == "0");
+}
+
 View packed_view(const PackedLinear &p, Format f) {
     return View(p.data.get(),
                 {{p.kf, 1}, {kPanel, p.kf}, {p.groups, p.kf * kPanel}, {p.Np / kPanel, p.kf * kPanel * p.groups}},
-                packed_type(f));
+                p.q4 ? halide_type_t(halide_type_uint, 8) : packed_type(f));
 }
 
-// int8's per-block scales and code sums, (j, b, p) as packing.h lays them out.
-int int8_blocks(const PackedLinear &p) { return p.groups * p.kf / kQBlock; }
+// int8's per-block scales and code sums, (j, b, p) as packing.h lays them out
+// (q4: a group's byte holds 8 k, two nibbles of 4).
+int int8_blocks(const PackedLinear &p) { return p.groups * p.kf * (p.q4 ? 2 : 1) / kQBlock; }
 View scale_view(const PackedLinear &p) {
     const int B = int8_blocks(p);
     return View(p.scale.get(), {{kPanel, 1}, {B, kPanel}, {p.Np / kPanel, kPanel * B}});
@@ -252,6 +280,24 @@ const PackedLinear &Session::pack(const float *weight, int N, int K) {
     if (!fresh) return p;
     const Format f = format_of(w->precision);
     try {
+        if (f == kInt8 && w->source && K % kQBlock == 0 && q4_kernels()) {
+            // A file's Q4_0 blocks kept 4-bit (the q4 kernels).
+            std::vector<uint8_t> q4 = w->source->q4_0(weight, N, K);
+            if (!q4.empty()) {
+                p.N = N;
+                p.K = K;
+                p.kf = 4;
+                p.q4 = true;
+                p.Np = (N + kPanel - 1) / kPanel * kPanel;
+                p.groups = K / 8;
+                p.data.need(((size_t)p.Np * p.groups * p.kf + 3) / 4);
+                p.scale.need((size_t)p.Np * int8_blocks(p));
+                View vb(q4.data(), {{18, 1}, {K / kQBlock, 18}, {N, K / kQBlock * 18}}, halide_type_t(halide_type_uint, 8));
+                View vp = packed_view(p, f), vs = scale_view(p);
+                run("pack", [&] { return hf_pack_q4_0(vb.get(), vp.get(), vs.get()); });
+                return p;
+            }
+        }
         if (f == kInt8 && w->source) {
             // A quantized file's own codes where it has them for these rows.
             std::vector<uint8_t> q = w->source->q8_0(weight, N, K);
@@ -289,6 +335,20 @@ void Session::run_packed(const char *name, const float *x, int M, int x_stride, 
                          const float *bias, int kind, const float *extra, float *y, int y_stride) {
     const PackedLinear &p = pack(weight, N, K);
     const Format f = format_of(w->precision);
+    if (p.q4) {
+        const AnyFn q4 = kQ4Kernels[M <= kDotRows ? 1 : 0][kind];
+        if (!q4) throw Error(std::string("internal: ") + name + ": no q4 kernel of this kind for a Q4_0 weight");
+        View vx(x, {{K, 1}, {M, x_stride}}), vb(bias, {{N, 1}}), vy(y, {{N, 1}, {M, y_stride}}), vp = packed_view(p, f),
+            vs = scale_view(p), ve(extra ? extra : y, {{N, 1}, {M, y_stride}});
+        if (extra) {
+            auto fn = reinterpret_cast<Q4ResFn>(q4);
+            run(name, [&] { return fn(vx.get(), vp.get(), vs.get(), vb.get(), ve.get(), vy.get()); });
+        } else {
+            auto fn = reinterpret_cast<Q4Fn>(q4);
+            run(name, [&] { return fn(vx.get(), vp.get(), vs.get(), vb.get(), vy.get()); });
+        }
+        return;
+    }
     const AnyFn any = kPackedKernels[f][M <= kDotRows ? 1 : 0][kind];
     View vx(x, {{K, 1}, {M, x_stride}}), vb(bias, {{N, 1}}), vy(y, {{N, 1}, {M, y_stride}}), vp = packed_view(p, f),
         ve(extra ? extra : y, {{N, 1}, {M, y_stride}});

@@ -237,20 +237,26 @@ public:
         return t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16 && ggml_can_dequantize(t) &&
                it->second.shape[1] % ggml_block_size(t) == 0;
     }
+    const uint8_t *q4_0_row(const std::string &name, int64_t row) const override {
+        auto it = entries_.find(name);
+        if (it == entries_.end()) return nullptr;
+        const Entry &e = it->second;
+        const GgufTensor &t = *e.tensor;
+        if (t.type != GgmlType::Q4_0 || e.shape.size() != 2 || e.shape[1] % 32 != 0 || row < 0 || row >= e.shape[0]) {
+            return nullptr;
+        }
+        const int64_t from = file_row(name, e, row);
+        if (from < 0) return nullptr;
+        return t.data + (size_t)from * (size_t)(e.shape[1] / 32) * 18;
+    }
     const uint8_t *q8_0_row(const std::string &name, int64_t row) const override {
         auto it = entries_.find(name);
         if (it == entries_.end() || !holds_q8_0(name)) return nullptr;
         const Entry &e = it->second;
         const GgufTensor &t = *e.tensor;
         if (e.shape.size() != 2 || row < 0 || row >= e.shape[0]) return nullptr;
-        // Row `row` of transformers' order is the file's row where
-        // llama.cpp's converter put it (unpermute, above, reversed).
-        int64_t from = row;
-        if (const int heads = permuted_heads(name)) {
-            const int64_t hd = e.shape[0] / heads, half = hd / 2, h = row / hd, i = row % hd;
-            if (e.shape[0] % heads != 0 || hd % 2 != 0) return nullptr;
-            from = h * hd + 2 * (i % half) + i / half;
-        }
+        const int64_t from = file_row(name, e, row);
+        if (from < 0) return nullptr;
         const size_t row_bytes = (size_t)(e.shape[1] / 32) * 34;
         if (t.type == GgmlType::Q8_0) return t.data + (size_t)from * row_bytes;
         std::lock_guard<std::mutex> lock(q8_mu_);
@@ -303,6 +309,16 @@ private:
         mutable std::vector<uint8_t> q8;  // another block type as Q8_0 rows, while packing
     };
     mutable std::mutex q8_mu_;
+    // Row `row` of transformers' order is the file's row where llama.cpp's
+    // converter put it (unpermute, above, reversed); -1 where the heads do
+    // not divide the rows.
+    int64_t file_row(const std::string &name, const Entry &e, int64_t row) const {
+        const int heads = permuted_heads(name);
+        if (!heads) return row;
+        const int64_t hd = e.shape[0] / heads, half = hd / 2, h = row / hd, i = row % hd;
+        if (e.shape[0] % heads != 0 || hd % 2 != 0) return -1;
+        return h * hd + 2 * (i % half) + i / half;
+    }
     std::shared_ptr<Gguf> g_;
     Arch arch_;
     int64_t heads_ = 0, kv_heads_ = 0;

@@ -53,6 +53,13 @@ public:
         (void)name, (void)row;
         return nullptr;
     }
+    // Row `row` of a 2-D tensor the file holds in Q4_0 (K/32 blocks of 18
+    // bytes: an fp16 step, 16 bytes of nibbles), as q8_0_row orders rows;
+    // null for any other type.
+    virtual const uint8_t *q4_0_row(const std::string &name, int64_t row) const {
+        (void)name, (void)row;
+        return nullptr;
+    }
     // Whether q8_0_row gives that tensor's rows (without making them).
     virtual bool holds_q8_0(const std::string &name) const { return q8_0_row(name, 0) != nullptr; }
     // Done with the file's bytes of that tensor for now (a mapped file's

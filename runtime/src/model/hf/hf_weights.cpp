@@ -220,6 +220,16 @@ public:
         for (const float *at : all) materialize(at);
     }
     std::vector<uint8_t> q8_0(const float *rows, int N, int K) override {
+        return file_rows(rows, N, K, 34, [&](const std::string &key, int64_t row) { return files_->q8_0_row(key, row); });
+    }
+    std::vector<uint8_t> q4_0(const float *rows, int N, int K) override {
+        return file_rows(rows, N, K, 18, [&](const std::string &key, int64_t row) { return files_->q4_0_row(key, row); });
+    }
+    // The N rows at `rows` as the file's blocks of `block_bytes` per 32
+    // values, each row fetched by `row_of` (null: not so held): empty
+    // unless every row is.
+    template <typename RowOf>
+    std::vector<uint8_t> file_rows(const float *rows, int N, int K, size_t block_bytes, RowOf row_of) {
         // The tensor `rows` lies in, and its first row there.
         auto it = given_.upper_bound(rows);
         if (it == given_.begin() || N <= 0 || K <= 0 || K % 32 != 0) return {};
@@ -254,13 +264,13 @@ public:
             default: return -1;
             }
         };
-        const size_t row_bytes = (size_t)K / 32 * 34;
+        const size_t row_bytes = (size_t)K / 32 * block_bytes;
         std::vector<uint8_t> out((size_t)N * row_bytes);
         std::string key;
         std::set<std::string> read_from;
         for (int i = 0; i < N; i++) {
             const int64_t from = source_row(first + i, key);
-            const uint8_t *src = from < 0 ? nullptr : files_->q8_0_row(key, from);
+            const uint8_t *src = from < 0 ? nullptr : row_of(key, from);
             if (!src) return {};
             std::copy(src, src + row_bytes, out.begin() + (ptrdiff_t)(i * row_bytes));
             read_from.insert(key);
