@@ -234,6 +234,10 @@ rm -rf "$tokdir"
 # would then fail with SIGPIPE under pipefail.)
 info_out=$("$hf" info "$fx/gguf/qwen2.f32.gguf") || fail "info on a GGUF file"
 grep -q 'format: GGUF' <<< "$info_out" || fail "info on a GGUF file: $info_out"
+# A Q4_0 file runs 4-bit: info names it and the packed weights' bytes.
+q4_info=$("$hf" info "$fx/gguf/llama3_mqa.q4_0.gguf") || fail "info on a Q4_0 GGUF file"
+grep -q 'precision: int8' <<< "$q4_info" && grep -Eq 'packed weights: [0-9.]+ (kB|MB) resident' <<< "$q4_info" ||
+    fail "info on a Q4_0 GGUF file: $q4_info"
 g_ids=$("$hf" tokenizer encode "$fx/gguf/qwen2.f32.gguf" "Hello there, 123")
 d_ids=$("$hf" tokenizer encode "$fx/hf/qwen2" "Hello there, 123")
 [ -n "$g_ids" ] && [ "$g_ids" = "$d_ids" ] || fail "tokenizer encode: the GGUF file's '$g_ids', the directory's '$d_ids'"

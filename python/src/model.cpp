@@ -165,6 +165,8 @@ void bind_model_properties(py::class_<Model> &c) {
     c.def_property_readonly("config", [](const Model &m) { return m.config(); }, "A copy of the model's Config.")
         .def_property_readonly("device", [](const Model &m) { return halformer::device_name(m.device()); })
         .def_property_readonly("parameter_count", &Model::parameter_count)
+        .def_property_readonly("packed_weight_bytes", &Model::packed_weight_bytes,
+                               "Bytes the projections' packed copies hold now (their precision's panels).")
         .def_property_readonly("output_rows", &Model::output_rows, "The logits' width (vocabulary, or d_model).")
         .def_property_readonly("architecture",
                                [](const Model &m) { return halformer::architecture_name(m.config().architecture); })

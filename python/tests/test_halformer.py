@@ -357,6 +357,13 @@ def test_tokenizer_round_trip():
     assert standalone.encode("Open the file") == tok.encode("Open the file")
 
 
+def test_gguf_q4_0_runs_packed():
+    m = halformer.Model.load(str(FIXTURES / "gguf" / "llama3_mqa.q4_0.gguf"))
+    assert m.precision == "int8" and m.packed_weight_bytes > 0
+    out = m.generate([[1, 2, 3]], max_new_tokens=3)
+    assert len(out[0][0].tokens) >= 1
+
+
 def test_tokenizer_decode_options():
     tok = translator().tokenizer
     ids = tok.encode("Open the file , please .")

@@ -134,13 +134,13 @@ void print_report(const Model &m, const std::string &source, const BenchOptions 
                     "\"src_len\": %d, \"beam\": %d, \"sample\": %s, \"new_tokens\": %d, \"threads\": %d, \"iters\": %d, "
                     "\"variant\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"encoder_ms\": %.4f, "
                     "\"decoder_step_ms\": %.4f, \"greedy_tokens_per_s\": %.2f, \"beam_tokens_per_s\": %.2f, "
-                    "\"peak_rss_mb\": %.1f, \"schedules\": %s}\n",
+                    "\"peak_rss_mb\": %.1f, \"packed_weight_mb\": %.1f, \"schedules\": %s}\n",
                     source.c_str(), architecture_name(c.architecture), (long long)m.parameter_count(), b.batch,
                     b.src_len, b.beam, b.sample ? "true" : "false", b.new_tokens,
                     b.machine.threads ? b.machine.threads : (int)std::thread::hardware_concurrency(), b.iters,
                     device == Device::CPU ? running_variant() : device_name(device), precision_name(m.precision()),
                     device_description(device).c_str(), median(t.encoder_ms), median(t.step_ms),
-                    median(t.greedy_tps), median(t.beam_tps), rss,
+                    median(t.greedy_tps), median(t.beam_tps), rss, m.packed_weight_bytes() / 1e6,
                     json::quote(device == Device::CPU ? record_note(tuned_record(selected_isa())) : "").c_str());
         return;
     }
@@ -157,6 +157,7 @@ void print_report(const Model &m, const std::string &source, const BenchOptions 
     std::printf("  greedy_tokens_per_s   %10.1f\n", median(t.greedy_tps));
     std::printf("  beam_tokens_per_s     %10.1f\n", median(t.beam_tps));
     std::printf("  peak_rss_mb           %10.1f\n", rss);
+    std::printf("  packed_weight_mb      %10.1f\n", m.packed_weight_bytes() / 1e6);
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ void print_model_info(const std::string &dir, const Model &m) {
         std::printf("format: %s, model_type \"%s\" (read as the Halformer config below)\n",
                     gguf ? (m.precision() == Precision::INT8
                                  ? "GGUF (as the Hugging Face checkpoint it was converted from, block-quantized weights "
-                                   "packed as int8 from their blocks)"
+                                   "packed from their blocks: Q4_0 4-bit, the other types int8)"
                                  : "GGUF (as the Hugging Face checkpoint it was converted from, weights as float32)")
                          : "Hugging Face",
                     c.family.c_str());
@@ -74,6 +74,10 @@ void print_model_info(const std::string &dir, const Model &m) {
     std::printf("config:\n%s", c.to_json().c_str());
     std::printf("parameters: %lld (%.1f M)\n", (long long)m.parameter_count(), m.parameter_count() / 1e6);
     std::printf("precision: %s (projections; --precision fp32|bf16|int8)\n", precision_name(m.precision()));
+    if (const int64_t packed = m.packed_weight_bytes()) {
+        std::printf("packed weights: %.1f %s resident (the projections in their precision's panels)\n",
+                    packed < 1000000 ? packed / 1e3 : packed / 1e6, packed < 1000000 ? "kB" : "MB");
+    }
     if (m.has_tokenizer()) {
         const Tokenizer &t = m.tokenizer();
         std::printf("tokenizer: %s, %d pieces (pad %d, bos %d, eos %d, unk %d)\n", t.path().c_str(), t.vocab_size(),

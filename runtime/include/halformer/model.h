@@ -300,6 +300,10 @@ public:
     // bytes freed.
     size_t release_memory();
     int64_t parameter_count() const;
+    // Bytes the projections' packed copies hold now (the precision's panels:
+    // bf16, int8, a GGUF file's Q4_0 4-bit, float32 where it packs; made at
+    // set_precision, or for float32 on first use).
+    int64_t packed_weight_bytes() const;
     bool has_head() const;       // encoder-only: a generator.* projection
     bool tied_head() const;      // output projection is tgt_embed.weight
     int output_rows() const;     // logits width (vocabulary, or d_model)

@@ -380,6 +380,13 @@ DeviceMemory Model::device_memory() const {
     return {impl_->first->dev->weight_bytes(), impl_->first->dev->activation_bytes()};
 }
 int64_t Model::parameter_count() const { return impl_->w->params; }
+int64_t Model::packed_weight_bytes() const {
+    PackCache &c = *impl_->w->packs;
+    std::lock_guard<std::mutex> lock(c.mu);
+    int64_t bytes = 0;
+    for (const auto &[key, p] : c.map) bytes += (int64_t)(p.data.bytes() + p.scale.bytes() + p.colsum.bytes());
+    return bytes;
+}
 bool Model::has_head() const { return impl_->w->gen_w != nullptr; }
 bool Model::tied_head() const { return impl_->w->tied; }
 int Model::output_rows() const { return impl_->w->gen_w ? impl_->w->gen_rows : impl_->w->cfg.d_model; }
