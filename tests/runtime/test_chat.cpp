@@ -194,6 +194,12 @@ TEST(ChatTemplate, HostileTemplatesAreNamedErrors) {
     EXPECT_NE(render_error("{{ undefined_thing.attr }}").find("undefined"), std::string::npos);
     EXPECT_NE(render_error("{{ range(10000000) | length }}").find("more than a million"), std::string::npos);
     EXPECT_NE(render_error("{{ 'ab' * 100000000 }}").find("64 MiB"), std::string::npos);
+    // Loops without end in effect, and output without end: bounded, named.
+    EXPECT_NE(render_error("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}")
+                  .find("more than 2 million statements and loop turns"),
+              std::string::npos);
+    EXPECT_NE(render_error("{% for i in range(1000000) %}{{ 'x' * 1000 }}{% endfor %}").find("passed 64 MiB"),
+              std::string::npos);
     EXPECT_NE(render_error("{{ raise_exception('no system role here') }}").find("no system role here"),
               std::string::npos);
     EXPECT_NE(render_error("{% set x.y = 1 %}").find("only of a namespace()"), std::string::npos);

@@ -32,6 +32,7 @@ Value Eval::lookup(const std::string &name) const {
 
 void Eval::exec(const Stmt &s) {
     at_ = s.at;
+    step(s.at);
     switch (s.kind) {
     case Stmt::Text: *out_ += s.text; break;
     case Stmt::Output: {
@@ -226,6 +227,7 @@ void Eval::loop(const Stmt &s) {
     // The filter ("for x in xs if c") picks the items first: loop.* counts those.
     Array picked;
     for (const Value &item : items) {
+        step(s.at);
         if (!s.filter) {
             picked.push_back(item);
             continue;
@@ -238,6 +240,7 @@ void Eval::loop(const Stmt &s) {
     }
     const int64_t n = (int64_t)picked.size();
     for (int64_t k = 0; k < n; k++) {
+        step(s.at);
         frames_.emplace_back();
         bind(s, picked[(size_t)k]);
         Value info = Value::object();

@@ -74,6 +74,14 @@ private:
     std::string *out_;
     Where at_;
     int call_depth_ = 0;
+    // A hostile template's bounds: statements run and loop turns taken in
+    // one rendering, and the output (with the bodies being captured).
+    static constexpr int64_t kMaxSteps = 2000000, kMaxOutput = int64_t(64) << 20;
+    int64_t steps_ = 0;
+    void step(const Where &at) {
+        if (++steps_ > kMaxSteps) fail(at, "the template ran more than 2 million statements and loop turns");
+        if ((int64_t)out_->size() > kMaxOutput) fail(at, "the rendering passed 64 MiB");
+    }
 };
 
 }  // namespace halformer::jinja
