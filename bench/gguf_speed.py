@@ -210,8 +210,9 @@ def main():
              f"Llama-3.2-1B-shaped random weights ({s}), {a.threads} threads each, batch 1, a {PROMPT}-token prompt "
              f"then {NEW} greedy tokens, {a.rounds} interleaved rounds, medians. llama.cpp: node-llama-cpp "
              f"{NODE_VERSION}'s prebuilt CPU backend. Halformer runs each file in its own precision (docs/gguf.md): "
-             "F32 in float32; Q4_0 4-bit (the q4 kernels, the file's nibbles and steps); the other block types in "
-             "int8 packed from the file's blocks as Q8_0's (Q8_0 as it is, the K quants requantized per 32); "
+             "F32 in float32; Q4_0 4-bit (the q4 kernels, the file's nibbles and steps), Q4_1 and Q4_K 4-bit with "
+             "a minimum per 32 (the q4_1 kernels; Q4_K's sub-blocks as Q4_1's); the other block types in "
+             "int8 packed from the file's blocks as Q8_0's (Q8_0 as it is, Q5_K and Q6_K requantized per 32); "
              "activations quantized in blocks of 32, as llama.cpp's Q8_0 dot product does.", "",
              "| file | Halformer runs | size GB | prompt tok/s H / L (ratio) | decode tok/s H / L (ratio) | "
              "peak RSS MB H / L |",

@@ -3,7 +3,8 @@
 //
 //   x        [M, K]              Halide (k, m)           float32 activations
 //   w        packed W [N, K]     Halide (r, j, kk, p)    f32 | bf16 | int8, from pack_weights
-//   scale    [Np, Kp/32]         Halide (j, b, p)        int8, q4: W ≈ scale(n, b)·q(n, k), b = k / 32
+//   scale    [Np, Kp/32]         Halide (j, b, p)        int8 (float32), q4, q4_1 (fp16 bits): the block steps, b = k / 32
+//   minimum  [Np, Kp/32]         Halide (j, b, p)        q4_1 only (fp16 bits): W = scale·q + minimum
 //   colsum   [Np, Kp/32]         Halide (j, b, p)        int8 only: Σ_{k in b} q(n, k) (int16)
 //   bias     [N]                 Halide (n)
 //   residual [M, N]              Halide (n, m)           only when residual=true
@@ -40,6 +41,9 @@
 // the next 16) enters as an unsigned byte against the signed code
 // (vpdpbusd's form, or vpmaddubsw's in pairs: |q·qx| ≤ 15·127), and
 // 8·Σ_{k in b} qx(k) is subtracted from the block's sum: Σ (q − 8)·qx.
+// The block's step is the file's fp16 d (scale holds its bits).
+// q4_1 (W = d·q + m per block: GGUF Q4_1, and Q4_K's sub-blocks): the same
+// products; the block adds sx·(d·Σ q·qx + m·Σ qx) in float32.
 #include "Halide.h"
 #include "common.h"
 #include "packing.h"
@@ -65,7 +69,8 @@ public:
 
     Input<Buffer<float, 2>> x{"x"};
     Input<Buffer<>> *w = nullptr;
-    Input<Buffer<float, 3>> *scale = nullptr;
+    Input<Buffer<>> *scale = nullptr;
+    Input<Buffer<>> *minimum = nullptr;
     Input<Buffer<int16_t, 3>> *colsum = nullptr;
     Input<Buffer<float, 1>> *bias = nullptr;
     Input<Buffer<float, 2>> *residual = nullptr;
@@ -74,7 +79,9 @@ public:
 
     void configure() {
         w = add_input<Buffer<>>("w", packed_type(format), 4);
-        if (format == WeightFormat::Int8 || format == WeightFormat::Q4) scale = add_input<Buffer<float, 3>>("scale");
+        if (format == WeightFormat::Int8) scale = add_input<Buffer<>>("scale", Float(32), 3);
+        if (is_q4(format)) scale = add_input<Buffer<>>("scale", UInt(16), 3);
+        if (format == WeightFormat::Q4_1) minimum = add_input<Buffer<>>("minimum", UInt(16), 3);
         if (format == WeightFormat::Int8) colsum = add_input<Buffer<int16_t, 3>>("colsum");
         bias = add_input<Buffer<float, 1>>("bias");
         if (residual_add) residual = add_input<Buffer<float, 2>>("residual");
@@ -90,7 +97,7 @@ public:
         // may compute whole rows past the edge: they are never stored).
         Func xc("xc");
         xc(k, m) = select(k < K, x(clamp(k, 0, K - 1), clamp(m, 0, M - 1)), 0.0f);
-        const bool q4 = format == WeightFormat::Q4, int8 = format == WeightFormat::Int8 || q4;
+        const bool q4 = is_q4(format), int8 = format == WeightFormat::Int8 || q4;
         // int8 sums each block of kQBlock k on its own (r.y: the block's
         // groups), then the blocks (rb); the others sum every group (r.y).
         // q4: r.y the byte groups of a block's first 16 k, r.z the nibble
@@ -114,7 +121,8 @@ public:
             xin(rr, mi, kk, mo) = cast(BFloat(16), xc(kx, mx));
             break;
         case WeightFormat::Int8:
-        case WeightFormat::Q4: {
+        case WeightFormat::Q4:
+        case WeightFormat::Q4_1: {
             // Each block's step (zero padding past K: an all-zero block has step 1).
             RDom rq(0, kQBlock, "rq");
             absmax(b, m) = maximum(abs(xc(b * kQBlock + rq, m)));
@@ -151,9 +159,15 @@ public:
             blk(j, p, mi, mo, b) = 0;
             blk(j, p, mi, mo, b) += cast<int32_t>(wq) * cast<int32_t>(xin(r.x, mi, kg, mo));
             Expr row = mo * rows + mi;
+            Expr d = cast<float>(reinterpret<float16_t>((*scale)(jp, rb, panel)));
             acc(j, p, mi, mo) = 0.0f;
-            acc(j, p, mi, mo) += cast<float>(blk(j, p, mi, mo, rb) - 8 * negsum(rb, row)) *
-                                 (step(rb, row) * (*scale)(jp, rb, panel));
+            if (minimum) {
+                Expr mn = cast<float>(reinterpret<float16_t>((*minimum)(jp, rb, panel)));
+                acc(j, p, mi, mo) += (cast<float>(blk(j, p, mi, mo, rb)) * d + cast<float>(negsum(rb, row)) * mn) *
+                                     step(rb, row);
+            } else {
+                acc(j, p, mi, mo) += cast<float>(blk(j, p, mi, mo, rb) - 8 * negsum(rb, row)) * (step(rb, row) * d);
+            }
         } else if (int8) {
             // blk(j, p, mi, mo, b): block b's exact int32 sum; acc adds the
             // blocks rescaled, in k order.
@@ -180,10 +194,11 @@ public:
         w->dim(0).set_bounds(0, kf).set_stride(1);
         w->dim(1).set_bounds(0, kPanel).set_stride(kf);
         w->dim(2).set_stride(kf * kPanel);
-        if (int8) {
-            // scale and colsum: one kPanel run per (block, panel), dense.
-            scale->dim(0).set_bounds(0, kPanel).set_stride(1);
-            scale->dim(1).set_stride(kPanel);
+        for (Input<Buffer<>> *s : {scale, minimum}) {
+            // scale (minimum): one kPanel run per (block, panel), dense.
+            if (!s) continue;
+            s->dim(0).set_bounds(0, kPanel).set_stride(1);
+            s->dim(1).set_stride(kPanel);
         }
         if (colsum) {
             colsum->dim(0).set_bounds(0, kPanel).set_stride(1);
@@ -200,6 +215,7 @@ public:
         w->set_estimates({{0, kf}, {0, kPanel}, {0, 512 / kf / (q4 ? 2 : 1)}, {0, 2048 / kPanel}});
         bias->set_estimates({{0, 2048}});
         if (scale) scale->set_estimates({{0, kPanel}, {0, 512 / kQBlock}, {0, 2048 / kPanel}});
+        if (minimum) minimum->set_estimates({{0, kPanel}, {0, 512 / kQBlock}, {0, 2048 / kPanel}});
         if (colsum) colsum->set_estimates({{0, kPanel}, {0, 512 / kQBlock}, {0, 2048 / kPanel}});
         if (residual_add) residual->set_estimates({{0, 2048}, {0, 128}});
         if (gated) gate->set_estimates({{0, 2048}, {0, 128}});
@@ -212,7 +228,7 @@ public:
         if (rec.apply_schedule(get_pipeline(), get_target())) return;
         // q4 without VNNI: its 4-way sums in vpmaddubsw's pairs, the
         // unsigned factor read from the weights.
-        const bool pair_q4 = format == WeightFormat::Q4 && !get_target().has_feature(Target::AVX512_SapphireRapids) &&
+        const bool pair_q4 = is_q4(format) && !get_target().has_feature(Target::AVX512_SapphireRapids) &&
                              get_target().arch == Target::X86;
         schedule_linear_packed_cpu({y, acc, blk, xin, xsign, absmax, step, inv_step, negsum, n, m, j, p, mi, mo, rr, kk, b, r, rb},
                                    {row_block(), slice_columns(), k_group(format), rec.get("task_blocks", task_blocks),

@@ -17,10 +17,16 @@
 //   blocks  [N, K/32, 34]    Halide (i, b, n)        uint8: d (fp16, little-endian), then 32 int8 codes
 //
 // format=q4_0 reads a GGUF Q4_0 tensor's blocks into the q4 layout: each
-// block's step d as its scale, its 16 bytes of nibbles where packing.h puts
-// them (a byte permutation, nothing rounded); padding is code 8 (zero).
+// block's step d (its fp16 bits) as its scale, its 16 bytes of nibbles where
+// packing.h puts them (a byte permutation, nothing rounded); padding is code
+// 8 with step 0 (zero).
 //
 //   blocks  [N, K/32, 18]    Halide (i, b, n)        uint8: d (fp16), then 16 bytes: k = i low, k = i + 16 high
+//
+// format=q4_1 reads Q4_1 blocks (W = d·q + m) into the q4_1 layout the same
+// way, d's bits as the scale and m's as the minimum (padding: both 0).
+//
+//   blocks  [N, K/32, 20]    Halide (i, b, n)        uint8: d, m (fp16), then 16 bytes of nibbles as Q4_0's
 #include "Halide.h"
 #include "packing.h"
 
@@ -35,23 +41,26 @@ using namespace halformer;
 
 class PackWeights : public Generator<PackWeights> {
 public:
-    GeneratorParam<std::string> format{"format", "bf16"};  // f32 | bf16 | int8 | q8_0 | q4_0
+    GeneratorParam<std::string> format{"format", "bf16"};  // f32 | bf16 | int8 | q8_0 | q4_0 | q4_1
     GeneratorParam<std::string> tuned_as{"tuned_as", ""};
 
     Input<Buffer<float, 2>> *w = nullptr;
     Input<Buffer<uint8_t, 3>> *blocks = nullptr;
     Output<Buffer<>> *wp = nullptr;
-    Output<Buffer<float, 3>> *scale = nullptr;
+    Output<Buffer<>> *scale = nullptr;
+    Output<Buffer<>> *minimum = nullptr;
     Output<Buffer<int16_t, 3>> *colsum = nullptr;
 
     void configure() {
-        if (from_q8_0() || from_q4_0()) {
+        if (from_q8_0() || from_q4()) {
             blocks = add_input<Buffer<uint8_t, 3>>("blocks");
         } else {
             w = add_input<Buffer<float, 2>>("w");
         }
         wp = add_output<Buffer<>>("wp", packed_type(packed_format()), 4);
-        if (packed_format() == WeightFormat::Int8 || from_q4_0()) scale = add_output<Buffer<float, 3>>("scale");
+        if (packed_format() == WeightFormat::Int8) scale = add_output<Buffer<>>("scale", Float(32), 3);
+        if (from_q4()) scale = add_output<Buffer<>>("scale", UInt(16), 3);
+        if (from_q4_1()) minimum = add_output<Buffer<>>("minimum", UInt(16), 3);
         if (packed_format() == WeightFormat::Int8) colsum = add_output<Buffer<int16_t, 3>>("colsum");
     }
 
@@ -60,17 +69,24 @@ public:
         const WeightFormat f = packed_format();
         const int kf = k_group(f);
         Expr col = p * kPanel + j, kk_r = kk * kf + r;
-        if (from_q4_0()) {
-            // Group kk = b·4 + e of column col: byte e·4 + r of its block b.
+        if (from_q4()) {
+            // Group kk = b·4 + e of column col: byte e·4 + r of its block b
+            // (after the block's fp16 d, and m for q4_1).
+            const int head = from_q4_1() ? 4 : 2;
             Expr N = blocks->dim(2).extent(), KB = blocks->dim(1).extent();
             Expr in = col < N && kk / 4 < KB, nc = clamp(col, 0, N - 1), bc = clamp(kk / 4, 0, KB - 1);
-            (*wp)(r, j, kk, p) = select(in, blocks_at(2 + (kk % 4) * 4 + r, bc, nc), cast<uint8_t>(0x88));
+            (*wp)(r, j, kk, p) = select(in, blocks_at(head + (kk % 4) * 4 + r, bc, nc), cast<uint8_t>(0x88));
             Expr sin = col < N && b < KB, sb = clamp(b, 0, KB - 1);
-            Expr bits = cast<uint16_t>(blocks_at(0, sb, nc)) | (cast<uint16_t>(blocks_at(1, sb, nc)) << 8);
-            (*scale)(j, b, p) = select(sin, cast<float>(reinterpret<float16_t>(bits)), 0.0f);
-            blocks->set_estimates({{0, 18}, {0, 512 / kQBlock}, {0, 2048}});
+            auto half_bits = [&](int at) {
+                Expr bits = cast<uint16_t>(blocks_at(at, sb, nc)) | (cast<uint16_t>(blocks_at(at + 1, sb, nc)) << 8);
+                return select(sin, bits, cast<uint16_t>(0));
+            };
+            (*scale)(j, b, p) = half_bits(0);
+            if (minimum) (*minimum)(j, b, p) = half_bits(2);
+            blocks->set_estimates({{0, head + 16}, {0, 512 / kQBlock}, {0, 2048}});
             wp->set_estimates({{0, kf}, {0, kPanel}, {0, 512 / 8}, {0, 2048 / kPanel}});
             scale->set_estimates({{0, kPanel}, {0, 512 / kQBlock}, {0, 2048 / kPanel}});
+            if (minimum) minimum->set_estimates({{0, kPanel}, {0, 512 / kQBlock}, {0, 2048 / kPanel}});
             return;
         }
         if (from_q8_0()) {
@@ -105,7 +121,8 @@ public:
             (*wp)(r, j, kk, p) = q(kk_r, col);
             break;
         }
-        case WeightFormat::Q4: break;  // (from_q4_0 above)
+        case WeightFormat::Q4:
+        case WeightFormat::Q4_1: break;  // (from_q4 above)
         }
         if (w) w->set_estimates({{0, 512}, {0, 2048}});
         if (blocks) blocks->set_estimates({{0, 34}, {0, 512 / kQBlock}, {0, 2048}});
@@ -116,9 +133,10 @@ public:
 
     void schedule() {
         if (leave_to_autoscheduler(auto_schedule)) return;
-        if (from_q4_0()) {
+        if (from_q4()) {
             Func(*wp).compute_root().parallel(p);
             Func(*scale).compute_root().parallel(p);
+            if (minimum) Func(*minimum).compute_root().parallel(p);
             return;
         }
         const bool int8 = packed_format() == WeightFormat::Int8;
@@ -133,15 +151,19 @@ private:
 
     bool from_q8_0() const { return format.value() == "q8_0"; }
     bool from_q4_0() const { return format.value() == "q4_0"; }
+    bool from_q4_1() const { return format.value() == "q4_1"; }
+    bool from_q4() const { return from_q4_0() || from_q4_1(); }
     WeightFormat packed_format() const {
         if (from_q8_0()) return WeightFormat::Int8;
         if (from_q4_0()) return WeightFormat::Q4;
+        if (from_q4_1()) return WeightFormat::Q4_1;
         auto it = weight_format_names().find(format.value());
-        if (it != weight_format_names().end() && it->second == WeightFormat::Q4) {
+        if (it != weight_format_names().end() && is_q4(it->second)) {
             throw std::invalid_argument("pack_weights: q4 packs a GGUF file's Q4_0 blocks (format=q4_0), not float32");
         }
         if (it == weight_format_names().end()) {
-            throw std::invalid_argument("pack_weights: format must be f32, bf16, int8, q8_0 or q4_0, not " + format.value());
+            throw std::invalid_argument("pack_weights: format must be f32, bf16, int8, q8_0, q4_0 or q4_1, not " +
+                                        format.value());
         }
         return it->second;
     }

@@ -46,18 +46,30 @@ namespace halformer {
 //                    (low nibble h = 0, high h = 1), with g = b·4 + e
 //        r ∈ [0, 4), e ∈ [0, 4): the block's first 16 k in groups of 4
 //
-// (g runs over Kp / 8: half int8's groups), and scale(j, b, p) as int8's.
-// There is no colsum: the kernel subtracts 8 · Σ_{k in b} q_x instead.
-enum class WeightFormat { F32, BF16, Int8, Q4 };
+// (g runs over Kp / 8: half int8's groups), and scale(j, b, p) laid out as
+// int8's but as the file stores it: the bits of an fp16 step (uint16), so a
+// Q4_0 weight takes the file's 18 bytes per 32. There is no colsum: the
+// kernel subtracts 8 · Σ_{k in b} q_x instead.
+//
+// Q4_1 (4-bit codes with a step and a minimum per block: a GGUF Q4_1
+// tensor's blocks, and Q4_K's sub-blocks transcoded to them):
+// W(n, k) = scale(n, b)·q + minimum(n, b), q ∈ [0, 15], the nibbles laid out
+// as q4's, scale and minimum both fp16 bits laid out as q4's scale (20
+// bytes per 32). The kernel adds minimum · Σ_{k in b} q_x.
+enum class WeightFormat { F32, BF16, Int8, Q4, Q4_1 };
 
 inline const std::map<std::string, WeightFormat> &weight_format_names() {
     static const std::map<std::string, WeightFormat> names = {
-        {"f32", WeightFormat::F32}, {"bf16", WeightFormat::BF16}, {"int8", WeightFormat::Int8}, {"q4", WeightFormat::Q4}};
+        {"f32", WeightFormat::F32}, {"bf16", WeightFormat::BF16}, {"int8", WeightFormat::Int8}, {"q4", WeightFormat::Q4},
+        {"q4_1", WeightFormat::Q4_1}};
     return names;
 }
 
 constexpr int kPanel = 48;  // 3 AVX-512 vectors of 32-bit lanes
 constexpr int kQBlock = 32;  // k per int8 scale (weights and activations)
+
+// The 4-bit formats (two codes a byte, fp16 block steps).
+inline bool is_q4(WeightFormat f) { return f == WeightFormat::Q4 || f == WeightFormat::Q4_1; }
 
 inline int k_group(WeightFormat f) {
     return f == WeightFormat::F32 ? 1 : f == WeightFormat::BF16 ? 2 : 4;
@@ -66,7 +78,7 @@ inline int k_group(WeightFormat f) {
 inline Halide::Type packed_type(WeightFormat f) {
     return f == WeightFormat::F32    ? Halide::Float(32)
            : f == WeightFormat::BF16 ? Halide::BFloat(16)
-           : f == WeightFormat::Q4   ? Halide::UInt(8)
+           : is_q4(f)                ? Halide::UInt(8)
                                      : Halide::Int(8);
 }
 

@@ -33,7 +33,8 @@ EXCLUDED = {
     "hf_softcap": "an elementwise cap of one step's logits (memory-bound, far below the head's projection)",
     "hf_position_bias*": "no tunable knob (generator position_bias: one (2·max_distance + 1) × heads table per stack and call)",
     "hf_linear_q4*": "not yet: int8's schedule and knobs (linear_packed), but the tuner makes float32 weights and packs "
-                     "them (tools/tune/ops.h), and q4 packs only a GGUF file's Q4_0 blocks (hf_pack_q4_0)",
+                     "them (tools/tune/ops.h), and q4 / q4_1 pack only a GGUF file's Q4_0 / Q4_1 blocks (hf_pack_q4_0, "
+                     "hf_pack_q4_1)",
 }
 
 

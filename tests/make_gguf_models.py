@@ -23,6 +23,10 @@ the C++ reader, into tests/fixtures/gguf/:
   llama3_mqa.q8_0.gguf   the same in Q8_0 wherever a row is whole blocks of 32 (the FFN's down projection,
                          56 wide, stays F32): loads as int8 packed from the file's codes, Q/K rows permuted.
   llama3_mqa.q4_0.gguf   the same in Q4_0: its projections run 4-bit (the q4 kernels).
+  llama_wide.q4_k.gguf   a random Llama with rows of 256 (hidden 256, one layer, 4 heads of 64 over one KV
+                         head, FFN 256, vocab 300, tied head; weights N(0, 0.02), norms 1), every 2-D tensor Q4_K
+                         (the K quants' super-blocks need 256 a row): its projections run 4-bit with a minimum
+                         per 32 (the q4_1 kernels, Q4_K transcoded to Q4_1 at load).
 
     /usr/bin/python3 tests/make_gguf_models.py
 """
@@ -199,6 +203,36 @@ def convert(fixture, out, arch, type_of, extra=None):
     return c, data, layout
 
 
+def wide_llama(out, type_name, seed=61):
+    """A random Llama-architecture file with rows of 256, every 2-D tensor in type_name."""
+    rng = np.random.default_rng(seed)
+    H, nh, kv, F, V = 256, 4, 1, 256, 300
+    hd = H // nh
+    meta = {
+        "general.architecture": ("STRING", "llama"), "general.name": ("STRING", "llama_wide"),
+        "llama.context_length": ("UINT32", 256), "llama.embedding_length": ("UINT32", H),
+        "llama.block_count": ("UINT32", 1), "llama.feed_forward_length": ("UINT32", F),
+        "llama.attention.head_count": ("UINT32", nh), "llama.attention.head_count_kv": ("UINT32", kv),
+        "llama.attention.layer_norm_rms_epsilon": ("FLOAT32", 1e-5), "llama.rope.freq_base": ("FLOAT32", 10000.0),
+        "llama.rope.dimension_count": ("UINT32", hd), "llama.vocab_size": ("UINT32", V),
+        "tokenizer.ggml.bos_token_id": ("UINT32", 1), "tokenizer.ggml.eos_token_id": ("UINT32", 2),
+    }
+    shapes = [("token_embd.weight", (V, H)), ("output_norm.weight", (H,)), ("blk.0.attn_norm.weight", (H,)),
+              ("blk.0.attn_q.weight", (nh * hd, H)), ("blk.0.attn_k.weight", (kv * hd, H)),
+              ("blk.0.attn_v.weight", (kv * hd, H)), ("blk.0.attn_output.weight", (H, nh * hd)),
+              ("blk.0.ffn_norm.weight", (H,)), ("blk.0.ffn_gate.weight", (F, H)), ("blk.0.ffn_up.weight", (F, H)),
+              ("blk.0.ffn_down.weight", (H, F))]
+    tensors = []
+    for name, shp in shapes:
+        if len(shp) == 1:
+            tensors.append((name, np.ones(shp, np.float32), "F32"))
+        else:
+            tensors.append((name, (rng.standard_normal(shp) * 0.02).astype(np.float32), type_name))
+    data, _ = gw.gguf_bytes(meta, tensors, version=3)
+    with open(os.path.join(OUT, out), "wb") as f:
+        f.write(data)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     convert("llama_gqa", "llama_gqa.f32.gguf", "llama", lambda n, a: "F32")
@@ -242,6 +276,7 @@ def main():
     convert("llama3_mqa", "llama3_mqa.q4_0.gguf", "llama",
             lambda n, a: "Q4_0" if a.ndim == 2 and a.shape[-1] % 32 == 0 else "F32",
             lambda d, c: tokenizer_metadata(d, c["vocab_size"], "llama-bpe", True))
+    wide_llama("llama_wide.q4_k.gguf", "Q4_K")
     print("wrote", ", ".join(sorted(os.listdir(OUT))))
 
 

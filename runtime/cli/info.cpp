@@ -66,7 +66,7 @@ void print_model_info(const std::string &dir, const Model &m) {
         std::printf("format: %s, model_type \"%s\" (read as the Halformer config below)\n",
                     gguf ? (m.precision() == Precision::INT8
                                  ? "GGUF (as the Hugging Face checkpoint it was converted from, block-quantized weights "
-                                   "packed from their blocks: Q4_0 4-bit, the other types int8)"
+                                   "packed from their blocks: Q4_0, Q4_1 and Q4_K 4-bit, the other types int8)"
                                  : "GGUF (as the Hugging Face checkpoint it was converted from, weights as float32)")
                          : "Hugging Face",
                     c.family.c_str());

@@ -411,6 +411,55 @@ TEST(Gguf, RequantizesToQ8_0) {
         << "64 values are not a whole Q4_K block";
 }
 
+// Q4_1 and Q4_K to Q4_1 blocks (what the q4_1 kernels read): Q4_1 as it
+// is; Q4_K's codes as they are, each sub-block's step and minimum within
+// fp16's rounding of d·sc and dmin·m; every other type refused, writing
+// nothing.
+TEST(Gguf, TranscodesToQ4_1) {
+    const Gguf g(fixture("types.gguf"));
+    int seen = 0;
+    for (const GgufTensor &t : g.tensors()) {
+        if (t.ne.size() != 2 || t.name.rfind("t.", 0) != 0) continue;
+        SCOPED_TRACE(t.name);
+        const int64_t K = t.ne[0], rows = t.ne[1];
+        const size_t in_row = (size_t)(K / halformer::ggml_block_size(t.type)) * halformer::ggml_type_size(t.type);
+        std::vector<uint8_t> q((size_t)(K / 32) * 20 + 1, 0xAB);
+        if (t.type != GgmlType::Q4_1 && t.type != GgmlType::Q4_K) {
+            EXPECT_FALSE(halformer::transcode_row_q4_1(t.type, t.data, q.data(), K));
+            EXPECT_EQ(q[0], 0xAB) << "wrote where it refused";
+            continue;
+        }
+        std::vector<float> want((size_t)K), got((size_t)K);
+        for (int64_t r = 0; r < rows; r++) {
+            const uint8_t *src = t.data + (size_t)r * in_row;
+            ASSERT_TRUE(halformer::transcode_row_q4_1(t.type, src, q.data(), K));
+            EXPECT_EQ(q.back(), 0xAB) << "wrote past the row";
+            if (t.type == GgmlType::Q4_1) {
+                EXPECT_TRUE(std::equal(src, src + in_row, q.begin())) << "Q4_1 as it is";
+                continue;
+            }
+            halformer::dequantize_row(t.type, src, want.data(), K);
+            halformer::dequantize_row(GgmlType::Q4_1, q.data(), got.data(), K);
+            for (int64_t b = 0; b < K / 32; b++) {
+                const float d = std::fabs(halformer::fp16_to_fp32(uint16_t(q[b * 20] | q[b * 20 + 1] << 8)));
+                const float m = std::fabs(halformer::fp16_to_fp32(uint16_t(q[b * 20 + 2] | q[b * 20 + 3] << 8)));
+                for (int k = 0; k < 32; k++) {
+                    const size_t i = (size_t)(b * 32 + k);
+                    // Q4_K's value d·sc·q − dmin·m; each of the two products rounded to fp16 (2^-11 relative,
+                    // 16 subnormal steps of 2^-24 at most where it is that small).
+                    ASSERT_LE(std::fabs(got[i] - want[i]), (15 * d + m) * std::ldexp(1.001f, -11) + std::ldexp(1.0f, -20))
+                        << "row " << r << " value " << i;
+                }
+            }
+        }
+        seen++;
+    }
+    EXPECT_EQ(seen, 2) << "types.gguf holds a Q4_1 and a Q4_K tensor";
+    std::vector<uint8_t> q(20 * 2);
+    EXPECT_FALSE(halformer::transcode_row_q4_1(GgmlType::Q4_K, g.find_tensor("t.Q4_K")->data, q.data(), 64))
+        << "64 values are not a whole Q4_K block";
+}
+
 TEST(Gguf, DequantizeRefusesOtherTypes) {
     GgufTensor t;
     t.name = "blk.0.ffn_down.weight";

@@ -106,8 +106,8 @@ TEST(GgufModels, QuantizedMixEqualsItsDequantization) {
     EXPECT_EQ(g.config().d_kv, 16) << "qwen3.attention.key_length: head_dim";
     EXPECT_TRUE(g.tied_head());
     const auto p = prompts(g.config().tgt_vocab_size);
-    // A file of block types runs as int8 (every block as Q8_0's: Q4_0
-    // exactly, Q4_1 and Q5_1 requantized), near its own float32 values.
+    // A file of block types runs as int8 (Q8_0 as it is, Q5_1 requantized
+    // per 32; Q4_0 and Q4_1 4-bit), near its own float32 values.
     EXPECT_EQ(g.precision(), Precision::INT8) << "a file of quantized weights runs as int8";
     const auto int8 = g.logits(p);
     g.set_precision(Precision::FP32);
@@ -173,6 +173,39 @@ TEST(GgufModels, Q4_0FileRunsFourBitAsInt8Would) {
     EXPECT_GT(to_f32, 1e-6) << "int8 activations should move the logits";
     EXPECT_LE(to_f32, 0.05);
     // Back to int8: packed 4-bit again, the same bits.
+    g.set_precision(Precision::INT8);
+    const auto again = g.logits(p);
+    for (size_t s = 0; s < q4.size(); s++) EXPECT_EQ(again[s].data, q4[s].data) << "sequence " << s;
+}
+
+// A file of Q4_K weights runs them 4-bit too (the q4_1 kernels: each
+// sub-block of 32 as Q4_1's step and minimum, transcode_row_q4_1), in
+// 20 bytes a block (int8 through Q8_0's blocks takes 34 and colsums), near
+// the file's own float32 values and near the int8 path (HALFORMER_Q4=0,
+// Q4_K requantized per 32). The codes or minimums misread would move the
+// logits by their whole size.
+TEST(GgufModels, Q4_KFileRunsFourBitWithMinimums) {
+    Model g = Model::load(gguf("llama_wide.q4_k.gguf"));
+    EXPECT_EQ(g.precision(), Precision::INT8);
+    const auto p = prompts(g.config().tgt_vocab_size);
+    const auto q4 = g.logits(p);
+    const int64_t q4_bytes = g.packed_weight_bytes();
+    setenv("HALFORMER_Q4", "0", 1);
+    Model t = Model::load(gguf("llama_wide.q4_k.gguf"));
+    const auto through_int8 = t.logits(p);
+    const int64_t int8_bytes = t.packed_weight_bytes();
+    unsetenv("HALFORMER_Q4");
+    // The projections' rows (q, k, v, o, gate, up, down) and the tied head's, 256 wide.
+    const double weights = 256.0 * (256 + 64 + 64 + 256 + 3 * 256 + 300);
+    EXPECT_LE(q4_bytes, weights * 20 / 32 * 1.2) << "4 bits and two fp16 values per 32 (rows padded to 48s)";
+    EXPECT_GE(int8_bytes, weights * 38 / 32) << "int8: a byte, a float32 step and an int16 sum per 32";
+    g.set_precision(Precision::FP32);
+    const auto f32 = g.logits(p);
+    const double to_f32 = rel_diff(q4, f32), int8_to_f32 = rel_diff(through_int8, f32);
+    EXPECT_GT(to_f32, 1e-6) << "int8 activations should move the logits";
+    EXPECT_LE(to_f32, 0.05);
+    EXPECT_LE(to_f32, 2 * int8_to_f32) << "no further from float32 than Q4_K requantized to Q8_0";
+    EXPECT_LE(rel_diff(q4, through_int8), 0.05);
     g.set_precision(Precision::INT8);
     const auto again = g.logits(p);
     for (size_t s = 0; s < q4.size(); s++) EXPECT_EQ(again[s].data, q4[s].data) << "sequence " << s;

@@ -229,6 +229,17 @@ void dequantize_row(GgmlType type, const uint8_t *src, float *dst, int64_t n);
 // type (the plain ones) or an n that does not divide.
 bool requantize_row_q8_0(GgmlType type, const uint8_t *src, uint8_t *dst, int64_t n);
 
+// n values (a whole number of the type's blocks) of Q4_1 or Q4_K from src as
+// Q4_1 blocks in dst (n / 32 blocks of 20 bytes: fp16 d and m, then 16 bytes
+// whose byte l holds code l in its low nibble and code l + 16 in its high
+// one; a value is d · code + m): what the q4_1 kernels read (docs/gguf.md).
+// Q4_1 as it is; Q4_K's sub-blocks with their codes as they are, each
+// sub-block's step d·sc and minimum −dmin·m rounded to fp16 (to nearest: a
+// relative 2^-11 at most, against the codes' own 1/30 of the range). false,
+// writing nothing past what it wrote, for another type, an n that does not
+// divide, or a step or minimum past fp16's range.
+bool transcode_row_q4_1(GgmlType type, const uint8_t *src, uint8_t *dst, int64_t n);
+
 // IEEE half and bfloat16 bits to float32, exactly (subnormals, infinities
 // and NaN payloads kept); float32 to half, rounded to nearest (ties to even).
 float fp16_to_fp32(uint16_t h);

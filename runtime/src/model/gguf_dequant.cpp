@@ -291,6 +291,35 @@ bool requantize_row_q8_0(GgmlType type, const uint8_t *src, uint8_t *dst, int64_
     return true;
 }
 
+bool transcode_row_q4_1(GgmlType type, const uint8_t *src, uint8_t *dst, int64_t n) {
+    if (n <= 0 || n % ggml_block_size(type) != 0) return false;
+    if (type == GgmlType::Q4_1) {
+        std::copy(src, src + (size_t)(n / 32) * 20, dst);
+        return true;
+    }
+    if (type != GgmlType::Q4_K) return false;
+    for (int64_t i = 0; i < n / 256; i++, src += 144) {
+        const float d = half_at(src), dmin = half_at(src + 2);
+        const uint8_t *scales = src + 4, *q = src + 16;
+        for (int s = 0; s < 8; s++, dst += 20) {
+            // Sub-block s: the low nibbles of q[32·(s/2) ..] for even s, the
+            // high ones for odd; Q4_1's byte l holds values l and l + 16.
+            int sc, m;
+            scale_min_k4(s, scales, sc, m);
+            const float step = d * (float)sc, minimum = -(dmin * (float)m);
+            const uint16_t hs = fp32_to_fp16(step), hm = fp32_to_fp16(minimum);
+            if (!std::isfinite(fp16_to_fp32(hs)) || !std::isfinite(fp16_to_fp32(hm))) return false;
+            dst[0] = uint8_t(hs & 0xFF), dst[1] = uint8_t(hs >> 8), dst[2] = uint8_t(hm & 0xFF), dst[3] = uint8_t(hm >> 8);
+            const uint8_t *sub = q + 32 * (s / 2);
+            const int shift = (s % 2) * 4;
+            for (int l = 0; l < 16; l++) {
+                dst[4 + l] = uint8_t(((sub[l] >> shift) & 0xF) | (((sub[l + 16] >> shift) & 0xF) << 4));
+            }
+        }
+    }
+    return true;
+}
+
 void dequantize(const GgufTensor &t, float *out) {
     const std::string what = "tensor '" + t.name + "'";
     if (!ggml_can_dequantize(t.type)) {

@@ -80,9 +80,12 @@ struct StackW {
 // (generators/packing.h): panels of 48 columns, k in groups of kf.
 struct PackedLinear {
     int N = 0, K = 0, Np = 0, groups = 0, kf = 0;
-    bool q4 = false;       // int8 precision, the weights a file's Q4_0 kept 4-bit (packing.h's q4)
-    Scratch data;          // Np·groups·kf values of the format (bytes in float units)
-    Scratch scale, colsum; // int8: [Np, Kp/32] float32, int16 (bytes in float units)
+    // int8 precision, the weights a file's Q4_0 (q4) or Q4_1 / Q4_K (q4 and
+    // minimum: q4_1) blocks kept 4-bit (packing.h).
+    bool q4 = false, minimum = false;
+    Scratch data;           // Np·groups·kf values of the format (bytes in float units)
+    Scratch scale, colsum;  // int8: [Np, Kp/32] float32, int16; q4: scale [Np, Kp/32] fp16 (bytes in float units)
+    Scratch mins;           // q4_1: [Np, Kp/32] fp16
 };
 
 // The packed projections of one precision, shared by a model's sessions:
@@ -117,6 +120,12 @@ public:
     // row), when it holds them so: int8 precision then keeps them 4-bit
     // (the q4 kernels). Empty otherwise.
     virtual std::vector<uint8_t> q4_0(const float *rows, int N, int K) {
+        (void)rows, (void)N, (void)K;
+        return {};
+    }
+    // As Q4_1 blocks (K/32 of 20 bytes a row), when the file holds them in
+    // Q4_1 or Q4_K: int8 precision then keeps them 4-bit (the q4_1 kernels).
+    virtual std::vector<uint8_t> q4_1(const float *rows, int N, int K) {
         (void)rows, (void)N, (void)K;
         return {};
     }

@@ -93,6 +93,15 @@
 #include "hf_linear_q4_residual.h"
 #include "hf_linear_q4_silu_gated.h"
 #include "hf_pack_q4_0.h"
+#include "hf_pack_q4_1.h"
+#include "hf_linear_q4_1.h"
+#include "hf_linear_q4_1_dot.h"
+#include "hf_linear_q4_1_dot_gelu_tanh_gated.h"
+#include "hf_linear_q4_1_dot_residual.h"
+#include "hf_linear_q4_1_dot_silu_gated.h"
+#include "hf_linear_q4_1_gelu_tanh_gated.h"
+#include "hf_linear_q4_1_residual.h"
+#include "hf_linear_q4_1_silu_gated.h"
 #endif
 
 namespace halformer {
@@ -115,6 +124,8 @@ using Int8Fn = int (*)(Buf, Buf, Buf, Buf, Buf, Buf);  // x, w, scale, colsum, b
 using Int8ResFn = int (*)(Buf, Buf, Buf, Buf, Buf, Buf, Buf);
 using Q4Fn = int (*)(Buf, Buf, Buf, Buf, Buf);          // x, w, scale, bias, y
 using Q4ResFn = int (*)(Buf, Buf, Buf, Buf, Buf, Buf);  // ... residual (or gate), y
+using Q41Fn = int (*)(Buf, Buf, Buf, Buf, Buf, Buf);    // x, w, scale, minimum, bias, y
+using Q41ResFn = int (*)(Buf, Buf, Buf, Buf, Buf, Buf, Buf);
 
 // One format's kernels: [dot][variant], variants in the order of Kind.
 enum Kind { kNone, kReLU, kGELU, kGELUTanh, kSiLU, kResidual, kGELUTanhGated, kSiLUGated, kKinds };
@@ -142,11 +153,16 @@ const AnyFn kPackedKernels[3][2][kKinds] = {
      {HF_FN(hf_linear_int8_dot), HF_FN(hf_linear_int8_dot_relu), HF_FN(hf_linear_int8_dot_gelu), HF_FN(hf_linear_int8_dot_gelu_tanh), HF_FN(hf_linear_int8_dot_silu), HF_FN(hf_linear_int8_dot_residual), HF_FN(hf_linear_int8_dot_gelu_tanh_gated), HF_FN(hf_linear_int8_dot_silu_gated)}}};
 // q4 (a GGUF file's Q4_0 weights kept 4-bit): the kinds a decoder's
 // projections use; null where there is none (another kind is an Error).
-const AnyFn kQ4Kernels[2][kKinds] = {
-    {HF_FN(hf_linear_q4), nullptr, nullptr, nullptr, nullptr, HF_FN(hf_linear_q4_residual),
-     HF_FN(hf_linear_q4_gelu_tanh_gated), HF_FN(hf_linear_q4_silu_gated)},
-    {HF_FN(hf_linear_q4_dot), nullptr, nullptr, nullptr, nullptr, HF_FN(hf_linear_q4_dot_residual),
-     HF_FN(hf_linear_q4_dot_gelu_tanh_gated), HF_FN(hf_linear_q4_dot_silu_gated)}};
+// [minimum][dot][kind]: q4 (Q4_0), q4_1 (Q4_1 and Q4_K).
+const AnyFn kQ4Kernels[2][2][kKinds] = {
+    {{HF_FN(hf_linear_q4), nullptr, nullptr, nullptr, nullptr, HF_FN(hf_linear_q4_residual),
+      HF_FN(hf_linear_q4_gelu_tanh_gated), HF_FN(hf_linear_q4_silu_gated)},
+     {HF_FN(hf_linear_q4_dot), nullptr, nullptr, nullptr, nullptr, HF_FN(hf_linear_q4_dot_residual),
+      HF_FN(hf_linear_q4_dot_gelu_tanh_gated), HF_FN(hf_linear_q4_dot_silu_gated)}},
+    {{HF_FN(hf_linear_q4_1), nullptr, nullptr, nullptr, nullptr, HF_FN(hf_linear_q4_1_residual),
+      HF_FN(hf_linear_q4_1_gelu_tanh_gated), HF_FN(hf_linear_q4_1_silu_gated)},
+     {HF_FN(hf_linear_q4_1_dot), nullptr, nullptr, nullptr, nullptr, HF_FN(hf_linear_q4_1_dot_residual),
+      HF_FN(hf_linear_q4_1_dot_gelu_tanh_gated), HF_FN(hf_linear_q4_1_dot_silu_gated)}}};
 #undef HF_FN
 
 // The format a session's packed projections use.
@@ -214,10 +230,11 @@ bool Session::packed(int M) const {
 #ifndef HALFORMER_NO_LOWP
 namespace {
 
-// Whether a file's Q4_0 weights run the q4 kernels (read when packed):
-// HALFORMER_Q4=0 takes them through int8 instead, their blocks as Q8_0's
-// (requantize_row_q8_0: exactly), the same products bit for bit (the tests
-// compare the two; a benchmark times both).
+// Whether a file's Q4_0 weights run the q4 kernels, and its Q4_1 and Q4_K
+// ones the q4_1 kernels (read when packed): HALFORMER_Q4=0 takes them
+// through int8 instead, their blocks as Q8_0's (requantize_row_q8_0: Q4_0
+// exactly, the same products bit for bit; the others requantized per 32).
+// The tests compare the two; a benchmark times both.
 bool q4_kernels() {
     const char *v = std::getenv("HALFORMER_Q4");
     return !(v && std::string(v) == "0");
@@ -232,10 +249,13 @@ View packed_view(const PackedLinear &p, Format f) {
 // int8's per-block scales and code sums, (j, b, p) as packing.h lays them out
 // (q4: a group's byte holds 8 k, two nibbles of 4).
 int int8_blocks(const PackedLinear &p) { return p.groups * p.kf * (p.q4 ? 2 : 1) / kQBlock; }
-View scale_view(const PackedLinear &p) {
+// (q4: fp16 bits; int8: float32.)
+View block_view(const PackedLinear &p, const Scratch &s) {
     const int B = int8_blocks(p);
-    return View(p.scale.get(), {{kPanel, 1}, {B, kPanel}, {p.Np / kPanel, kPanel * B}});
+    return View(s.get(), {{kPanel, 1}, {B, kPanel}, {p.Np / kPanel, kPanel * B}},
+                p.q4 ? halide_type_t(halide_type_uint, 16) : halide_type_t(halide_type_float, 32));
 }
+View scale_view(const PackedLinear &p) { return block_view(p, p.scale); }
 View colsum_view(const PackedLinear &p) {
     const int B = int8_blocks(p);
     return View(p.colsum.get(), {{kPanel, 1}, {B, kPanel}, {p.Np / kPanel, kPanel * B}},
@@ -251,18 +271,25 @@ std::pair<PackedLinear *, bool> cache_entry(PackCache &c, const float *weight, i
     return {&c.map[key], true};
 }
 
-// Sizes p's buffers for N × K in format f.
-void allocate(PackedLinear &p, Format f, int N, int K) {
+// Sizes p's buffers for N × K in format f; four_bit (int8 precision): 0,
+// or the 4-bit layout, 1 q4 (a step per block), 2 q4_1 (and a minimum).
+void allocate(PackedLinear &p, Format f, int N, int K, int four_bit = 0) {
     p.N = N;
     p.K = K;
     p.kf = k_group(f);
+    p.q4 = four_bit > 0;
+    p.minimum = four_bit == 2;
     p.Np = (N + kPanel - 1) / kPanel * kPanel;
     const int unit = f == kInt8 ? kQBlock : p.kf;
-    p.groups = (K + unit - 1) / unit * unit / p.kf;
+    p.groups = (K + unit - 1) / unit * unit / p.kf / (p.q4 ? 2 : 1);  // (q4: two codes a byte)
     const size_t values = (size_t)p.Np * p.groups * p.kf, bytes = values * packed_type(f).bytes();
     p.data.need((bytes + 3) / 4);
-    if (f == kInt8) {
-        const size_t blocks = (size_t)p.Np * int8_blocks(p);
+    if (f != kInt8) return;
+    const size_t blocks = (size_t)p.Np * int8_blocks(p);
+    if (p.q4) {
+        p.scale.need((blocks * 2 + 3) / 4);
+        if (p.minimum) p.mins.need((blocks * 2 + 3) / 4);
+    } else {
         p.scale.need(blocks);
         p.colsum.need((blocks * 2 + 3) / 4);
     }
@@ -281,20 +308,22 @@ const PackedLinear &Session::pack(const float *weight, int N, int K) {
     const Format f = format_of(w->precision);
     try {
         if (f == kInt8 && w->source && K % kQBlock == 0 && q4_kernels()) {
-            // A file's Q4_0 blocks kept 4-bit (the q4 kernels).
+            // A file's Q4_0 blocks kept 4-bit (the q4 kernels), or its Q4_1
+            // ones, Q4_K's transcoded to them (the q4_1 kernels).
             std::vector<uint8_t> q4 = w->source->q4_0(weight, N, K);
+            const bool with_min = q4.empty();
+            if (with_min) q4 = w->source->q4_1(weight, N, K);
             if (!q4.empty()) {
-                p.N = N;
-                p.K = K;
-                p.kf = 4;
-                p.q4 = true;
-                p.Np = (N + kPanel - 1) / kPanel * kPanel;
-                p.groups = K / 8;
-                p.data.need(((size_t)p.Np * p.groups * p.kf + 3) / 4);
-                p.scale.need((size_t)p.Np * int8_blocks(p));
-                View vb(q4.data(), {{18, 1}, {K / kQBlock, 18}, {N, K / kQBlock * 18}}, halide_type_t(halide_type_uint, 8));
+                const int bb = with_min ? 20 : 18;  // bytes a block
+                allocate(p, f, N, K, with_min ? 2 : 1);
+                View vb(q4.data(), {{bb, 1}, {K / kQBlock, bb}, {N, K / kQBlock * bb}}, halide_type_t(halide_type_uint, 8));
                 View vp = packed_view(p, f), vs = scale_view(p);
-                run("pack", [&] { return hf_pack_q4_0(vb.get(), vp.get(), vs.get()); });
+                if (with_min) {
+                    View vm = block_view(p, p.mins);
+                    run("pack", [&] { return hf_pack_q4_1(vb.get(), vp.get(), vs.get(), vm.get()); });
+                } else {
+                    run("pack", [&] { return hf_pack_q4_0(vb.get(), vp.get(), vs.get()); });
+                }
                 return p;
             }
         }
@@ -336,11 +365,20 @@ void Session::run_packed(const char *name, const float *x, int M, int x_stride, 
     const PackedLinear &p = pack(weight, N, K);
     const Format f = format_of(w->precision);
     if (p.q4) {
-        const AnyFn q4 = kQ4Kernels[M <= kDotRows ? 1 : 0][kind];
-        if (!q4) throw Error(std::string("internal: ") + name + ": no q4 kernel of this kind for a Q4_0 weight");
+        const AnyFn q4 = kQ4Kernels[p.minimum ? 1 : 0][M <= kDotRows ? 1 : 0][kind];
+        if (!q4) throw Error(std::string("internal: ") + name + ": no 4-bit kernel of this kind for a 4-bit weight");
         View vx(x, {{K, 1}, {M, x_stride}}), vb(bias, {{N, 1}}), vy(y, {{N, 1}, {M, y_stride}}), vp = packed_view(p, f),
             vs = scale_view(p), ve(extra ? extra : y, {{N, 1}, {M, y_stride}});
-        if (extra) {
+        if (p.minimum) {
+            View vm = block_view(p, p.mins);
+            if (extra) {
+                auto fn = reinterpret_cast<Q41ResFn>(q4);
+                run(name, [&] { return fn(vx.get(), vp.get(), vs.get(), vm.get(), vb.get(), ve.get(), vy.get()); });
+            } else {
+                auto fn = reinterpret_cast<Q41Fn>(q4);
+                run(name, [&] { return fn(vx.get(), vp.get(), vs.get(), vm.get(), vb.get(), vy.get()); });
+            }
+        } else if (extra) {
             auto fn = reinterpret_cast<Q4ResFn>(q4);
             run(name, [&] { return fn(vx.get(), vp.get(), vs.get(), vb.get(), ve.get(), vy.get()); });
         } else {

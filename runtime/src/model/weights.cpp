@@ -384,7 +384,7 @@ int64_t Model::packed_weight_bytes() const {
     PackCache &c = *impl_->w->packs;
     std::lock_guard<std::mutex> lock(c.mu);
     int64_t bytes = 0;
-    for (const auto &[key, p] : c.map) bytes += (int64_t)(p.data.bytes() + p.scale.bytes() + p.colsum.bytes());
+    for (const auto &[key, p] : c.map) bytes += (int64_t)(p.data.bytes() + p.scale.bytes() + p.colsum.bytes() + p.mins.bytes());
     return bytes;
 }
 bool Model::has_head() const { return impl_->w->gen_w != nullptr; }

@@ -252,35 +252,26 @@ public:
     const uint8_t *q8_0_row(const std::string &name, int64_t row) const override {
         auto it = entries_.find(name);
         if (it == entries_.end() || !holds_q8_0(name)) return nullptr;
-        const Entry &e = it->second;
-        const GgufTensor &t = *e.tensor;
-        if (e.shape.size() != 2 || row < 0 || row >= e.shape[0]) return nullptr;
-        const int64_t from = file_row(name, e, row);
-        if (from < 0) return nullptr;
-        const size_t row_bytes = (size_t)(e.shape[1] / 32) * 34;
-        if (t.type == GgmlType::Q8_0) return t.data + (size_t)from * row_bytes;
-        std::lock_guard<std::mutex> lock(q8_mu_);
-        if (e.q8.empty()) {
-            const int64_t K = e.shape[1];
-            const size_t in_row = (size_t)(K / ggml_block_size(t.type)) * ggml_type_size(t.type);
-            if ((uint64_t)e.shape[0] * in_row != t.bytes) return nullptr;
-            e.q8.resize((size_t)e.shape[0] * row_bytes);
-            for (int64_t r = 0; r < e.shape[0]; r++) {
-                if (!requantize_row_q8_0(t.type, t.data + (size_t)r * in_row, e.q8.data() + (size_t)r * row_bytes, K)) {
-                    e.q8.clear();
-                    return nullptr;
-                }
-            }
-            g_->evict(t);  // (read once: the copy holds it now)
+        return transcoded_row(name, it->second, row, GgmlType::Q8_0, 34, requantize_row_q8_0);
+    }
+    // Q4_1 rows are the file's own; Q4_K is transcoded to Q4_1 whole on first
+    // use (transcode_row_q4_1), kept until evict().
+    const uint8_t *q4_1_row(const std::string &name, int64_t row) const override {
+        auto it = entries_.find(name);
+        if (it == entries_.end()) return nullptr;
+        const GgmlType t = it->second.tensor->type;
+        if ((t != GgmlType::Q4_1 && t != GgmlType::Q4_K) || it->second.shape.size() != 2 ||
+            it->second.shape[1] % ggml_block_size(t) != 0) {
+            return nullptr;
         }
-        return e.q8.data() + (size_t)from * row_bytes;
+        return transcoded_row(name, it->second, row, GgmlType::Q4_1, 20, transcode_row_q4_1);
     }
     void evict(const std::string &name) const override {
         auto it = entries_.find(name);
         if (it == entries_.end()) return;
         g_->evict(*it->second.tensor);
         std::lock_guard<std::mutex> lock(q8_mu_);
-        std::vector<uint8_t>().swap(it->second.q8);
+        std::vector<uint8_t>().swap(it->second.transcoded);
     }
     std::vector<std::string> names() const override {
         std::vector<std::string> out;
@@ -306,9 +297,40 @@ private:
         const GgufTensor *tensor = nullptr;
         std::vector<int64_t> shape;  // PyTorch's order
         std::vector<float> values;   // once read
-        mutable std::vector<uint8_t> q8;  // another block type as Q8_0 rows, while packing
+        // Another block type as the kernels' (Q8_0 or Q4_1) rows, while packing.
+        mutable std::vector<uint8_t> transcoded;
+        mutable GgmlType transcoded_as = GgmlType::F32;
     };
     mutable std::mutex q8_mu_;
+    // Row `row` of e in block type `as` (row_bytes a row): the file's own
+    // bytes where it holds that type, else the whole tensor transcoded once
+    // by `convert` (a row at a time) and kept; null where it cannot be.
+    template <typename Convert>
+    const uint8_t *transcoded_row(const std::string &name, const Entry &e, int64_t row, GgmlType as, size_t per_block,
+                                  Convert convert) const {
+        const GgufTensor &t = *e.tensor;
+        if (e.shape.size() != 2 || e.shape[1] % 32 != 0 || row < 0 || row >= e.shape[0]) return nullptr;
+        const int64_t from = file_row(name, e, row);
+        if (from < 0) return nullptr;
+        const size_t row_bytes = (size_t)(e.shape[1] / 32) * per_block;
+        if (t.type == as) return t.data + (size_t)from * row_bytes;
+        std::lock_guard<std::mutex> lock(q8_mu_);
+        if (e.transcoded.empty() || e.transcoded_as != as) {
+            const int64_t K = e.shape[1];
+            const size_t in_row = (size_t)(K / ggml_block_size(t.type)) * ggml_type_size(t.type);
+            if ((uint64_t)e.shape[0] * in_row != t.bytes) return nullptr;
+            e.transcoded.assign((size_t)e.shape[0] * row_bytes, 0);
+            e.transcoded_as = as;
+            for (int64_t r = 0; r < e.shape[0]; r++) {
+                if (!convert(t.type, t.data + (size_t)r * in_row, e.transcoded.data() + (size_t)r * row_bytes, K)) {
+                    std::vector<uint8_t>().swap(e.transcoded);
+                    return nullptr;
+                }
+            }
+            g_->evict(t);  // (read once: the copy holds it now)
+        }
+        return e.transcoded.data() + (size_t)from * row_bytes;
+    }
     // Row `row` of transformers' order is the file's row where llama.cpp's
     // converter put it (unpermute, above, reversed); -1 where the heads do
     // not divide the rows.

@@ -60,6 +60,13 @@ public:
         (void)name, (void)row;
         return nullptr;
     }
+    // The same as Q4_1 blocks (K/32 of 20 bytes: fp16 d and m, 16 bytes of
+    // nibbles as Q4_0's), for a tensor the file holds in Q4_1 or Q4_K
+    // (transcode_row_q4_1); null for any other type.
+    virtual const uint8_t *q4_1_row(const std::string &name, int64_t row) const {
+        (void)name, (void)row;
+        return nullptr;
+    }
     // Whether q8_0_row gives that tensor's rows (without making them).
     virtual bool holds_q8_0(const std::string &name) const { return q8_0_row(name, 0) != nullptr; }
     // Done with the file's bytes of that tensor for now (a mapped file's

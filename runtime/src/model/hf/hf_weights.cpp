@@ -225,6 +225,9 @@ public:
     std::vector<uint8_t> q4_0(const float *rows, int N, int K) override {
         return file_rows(rows, N, K, 18, [&](const std::string &key, int64_t row) { return files_->q4_0_row(key, row); });
     }
+    std::vector<uint8_t> q4_1(const float *rows, int N, int K) override {
+        return file_rows(rows, N, K, 20, [&](const std::string &key, int64_t row) { return files_->q4_1_row(key, row); });
+    }
     // The N rows at `rows` as the file's blocks of `block_bytes` per 32
     // values, each row fetched by `row_of` (null: not so held): empty
     // unless every row is.
