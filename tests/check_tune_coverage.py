@@ -32,6 +32,8 @@ EXCLUDED = {
     "hf_moe_combine": "no tunable knob (generator moe_combine: k expert rows joined a row, far below the experts' projections)",
     "hf_softcap": "an elementwise cap of one step's logits (memory-bound, far below the head's projection)",
     "hf_position_bias*": "no tunable knob (generator position_bias: one (2·max_distance + 1) × heads table per stack and call)",
+    "hf_embedding_none_q*": "one row per token read from a GGUF file's blocks (generator embedding_blocks: memory-bound, "
+                            "far below a layer; its knob is embedding's tokens_per_task)",
     "hf_linear_q4*": "not yet: int8's schedule and knobs (linear_packed), but the tuner makes float32 weights and packs "
                      "them (tools/tune/ops.h), and q4 / q4_1 pack only a GGUF file's Q4_0 / Q4_1 blocks (hf_pack_q4_0, "
                      "hf_pack_q4_1)",

@@ -75,7 +75,7 @@ void print_model_info(const std::string &dir, const Model &m) {
     std::printf("parameters: %lld (%.1f M)\n", (long long)m.parameter_count(), m.parameter_count() / 1e6);
     std::printf("precision: %s (projections; --precision fp32|bf16|int8)\n", precision_name(m.precision()));
     if (const int64_t packed = m.packed_weight_bytes()) {
-        std::printf("packed weights: %.1f %s resident (the projections in their precision's panels)\n",
+        std::printf("packed weights: %.1f %s resident (the projections in their precision's panels, a token table kept as blocks)\n",
                     packed < 1000000 ? packed / 1e3 : packed / 1e6, packed < 1000000 ? "kB" : "MB");
     }
     if (m.has_tokenizer()) {

@@ -301,8 +301,9 @@ public:
     size_t release_memory();
     int64_t parameter_count() const;
     // Bytes the projections' packed copies hold now (the precision's panels:
-    // bf16, int8, a GGUF file's Q4_0 4-bit, float32 where it packs; made at
-    // set_precision, or for float32 on first use).
+    // bf16, int8, a GGUF file's Q4_0, Q4_1 and Q4_K 4-bit, float32 where it
+    // packs; made at set_precision, or for float32 on first use), and a
+    // token table kept as the file's blocks (int8 precision).
     int64_t packed_weight_bytes() const;
     bool has_head() const;       // encoder-only: a generator.* projection
     bool tied_head() const;      // output projection is tgt_embed.weight

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <memory>
 #include <vector>
 
 namespace halformer {
@@ -88,12 +89,22 @@ struct PackedLinear {
     Scratch mins;           // q4_1: [Np, Kp/32] fp16
 };
 
+// A token embedding table as a GGUF file's blocks (int8 precision: no
+// float32 copy), read by hf_embedding_none_<format>.
+struct EmbedRows {
+    enum Format { Q8_0, Q4_0, Q4_1 } format = Q8_0;  // 34, 18, 20 bytes a block of 32
+    int block_bytes = 34;
+    std::vector<uint8_t> bytes;  // [V][D / 32][block_bytes]
+};
+
 // The packed projections of one precision, shared by a model's sessions:
 // filled by Impl::prepack when the precision is set; Impl::pack finds one
-// (or packs it, under the lock).
+// (or packs it, under the lock). embeds: the tables kept as blocks (null:
+// none to keep, the float32 table runs), by their address.
 struct PackCache {
     std::mutex mu;
     std::map<std::pair<const float *, int>, PackedLinear> map;
+    std::map<const float *, std::unique_ptr<EmbedRows>> embeds;
 };
 
 // Where tensors come from: a safetensors file or generated storage.

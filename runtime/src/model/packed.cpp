@@ -358,6 +358,31 @@ const PackedLinear &Session::pack(const float *weight, int N, int K) {
     return p;
 }
 
+const EmbedRows *Session::embed_rows(const float *table, int V, int D) {
+    if (w->precision != Precision::INT8 || !w->source || device() != Device::CPU || D % kQBlock != 0) return nullptr;
+    std::lock_guard<std::mutex> lock(w->packs->mu);
+    auto [it, fresh] = w->packs->embeds.try_emplace(table);
+    if (!fresh) return it->second.get();
+    // The file's own blocks where its kernels read them as they are
+    // (Q4_0, Q4_1 and Q4_K as Q4_1: the types the projections keep 4-bit),
+    // else Q8_0's (the file's, or its blocks transcoded).
+    auto e = std::make_unique<EmbedRows>();
+    if (q4_kernels()) {
+        e->bytes = w->source->q4_0(table, V, D);
+        e->format = EmbedRows::Q4_0, e->block_bytes = 18;
+        if (e->bytes.empty()) {
+            e->bytes = w->source->q4_1(table, V, D);
+            e->format = EmbedRows::Q4_1, e->block_bytes = 20;
+        }
+    }
+    if (e->bytes.empty()) {
+        e->bytes = w->source->q8_0(table, V, D);
+        e->format = EmbedRows::Q8_0, e->block_bytes = 34;
+    }
+    if (!e->bytes.empty()) it->second = std::move(e);
+    return it->second.get();
+}
+
 // One call of a packed kernel: `extra` is the residual or the gate (null:
 // neither), `kind` the variant.
 void Session::run_packed(const char *name, const float *x, int M, int x_stride, const float *weight, int N, int K,
@@ -422,6 +447,8 @@ void Session::linear_packed_gated(const char *name, const float *x, int M, int x
                y, y_stride);
 }
 #else
+const EmbedRows *Session::embed_rows(const float *, int, int) { return nullptr; }
+
 const PackedLinear &Session::pack(const float *, int, int) {
     throw Error("this build has no packed (bf16 / int8) kernels (x86 only)");
 }
@@ -498,6 +525,9 @@ void Session::prepack() {
         }
     }
     if (w->gen_w) pack(w->gen_w, w->gen_rows, D);
+    // The decoder's table as blocks where its embedding adds no positions (layers/embedding.cpp).
+    const bool plain_lookup = desc.position == Positional::Rotary || desc.position == Positional::Relative;
+    if (w->dec.embed && plain_lookup && !w->dec.types) embed_rows(w->dec.embed, w->dec.vocab, D);
 }
 
 Precision Model::precision() const { return impl_->w->precision; }

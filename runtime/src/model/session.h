@@ -101,6 +101,10 @@ public:
     // Frees the activations and caches; returns the bytes freed.
     size_t release_buffers();
     const PackedLinear &pack(const float *weight, int N, int K);
+    // The token embedding table at `table` (V × D) as the file's blocks, kept
+    // once (int8 precision, a GGUF file's block types); null: the float32
+    // table runs.
+    const EmbedRows *embed_rows(const float *table, int V, int D);
     // Packs every projection the forward passes use (set_precision).
     void prepack();
     // Y[M, N] (row stride y_stride) = act(X·Wᵀ + b) [+ residual] in the

@@ -194,8 +194,11 @@ void ModelWeights::bind() {
                         shape_string(actual) + ", expected " + shape_string(shape));
         }
         if (head_w) gen_rows = (int)shape[0];
-        // A layer's 2-D tensors and the untied head are projections.
-        const bool projection = shape.size() == 2 && (head_w || spec.slot.layer >= 0);
+        // A layer's 2-D tensors and the untied head are projections; so is
+        // the decoder's token table when deferred (int8 reads it from the
+        // file's blocks: Session::embed_rows).
+        const bool projection =
+            shape.size() == 2 && (head_w || spec.slot.layer >= 0 || spec.name == "tgt_embed.weight");
         slot = bound[spec.name] = projection ? source->projection(spec.name) : source->data(spec.name);
         if (counted.insert(slot).second) params += numel(shape);  // shared storage counts once
     }
@@ -385,6 +388,7 @@ int64_t Model::packed_weight_bytes() const {
     std::lock_guard<std::mutex> lock(c.mu);
     int64_t bytes = 0;
     for (const auto &[key, p] : c.map) bytes += (int64_t)(p.data.bytes() + p.scale.bytes() + p.colsum.bytes() + p.mins.bytes());
+    for (const auto &[key, e] : c.embeds) bytes += e ? (int64_t)e->bytes.size() : 0;
     return bytes;
 }
 bool Model::has_head() const { return impl_->w->gen_w != nullptr; }

@@ -15,6 +15,11 @@ HF_DEVICE_KERNELS(hf_embedding_concat)
 HF_DEVICE_KERNELS(hf_embedding_learned)
 HF_DEVICE_KERNELS(hf_embedding_learned_types)
 HF_DEVICE_KERNELS(hf_embedding_none)
+#ifndef HALFORMER_NO_LOWP
+#include "hf_embedding_none_q4_0.h"
+#include "hf_embedding_none_q4_1.h"
+#include "hf_embedding_none_q8_0.h"
+#endif
 #ifdef HALFORMER_HAS_TRAINING
 #include "hf_embedding_backward.h"
 #include "hf_embedding_learned_backward.h"
@@ -27,6 +32,37 @@ HF_DEVICE_KERNELS(hf_embedding_learned_backward)
 
 namespace halformer {
 namespace layers {
+namespace {
+
+// The lookup from the file's blocks (int8 precision: Session::embed_rows),
+// where the model keeps them; false where it runs the float32 table.
+bool embed_from_blocks(Kernels &k, const StackW &s, View &tok, View &vstart, float scale, View &out) {
+#ifdef HALFORMER_NO_LOWP
+    (void)k, (void)s, (void)tok, (void)vstart, (void)scale, (void)out;
+    return false;
+#else
+    const int D = k.desc.d_model;
+    const EmbedRows *e = k.embed_rows(s.embed, s.vocab, D);
+    if (!e) return false;
+    View vb(e->bytes.data(), {{D / 32 * e->block_bytes, 1}, {s.vocab, D / 32 * e->block_bytes}},
+            halide_type_t(halide_type_uint, 8));
+    switch (e->format) {
+    case EmbedRows::Q8_0:
+        k.run("embedding", [&] { return hf_embedding_none_q8_0(tok.get(), vb.get(), vstart.get(), scale, out.get()); });
+        break;
+    case EmbedRows::Q4_0:
+        k.run("embedding", [&] { return hf_embedding_none_q4_0(tok.get(), vb.get(), vstart.get(), scale, out.get()); });
+        break;
+    case EmbedRows::Q4_1:
+        k.run("embedding", [&] { return hf_embedding_none_q4_1(tok.get(), vb.get(), vstart.get(), scale, out.get()); });
+        break;
+    }
+    return true;
+#endif
+}
+
+}  // namespace
+
 void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int start, float *x,
            const int32_t *row_start) {
     const Description &c = k.desc;
@@ -41,7 +77,11 @@ void embed(Kernels &k, const StackW &s, const int32_t *tokens, int T, int R, int
     View vstart(starts.data(), {{R, 1}}, true);
     View out(x, {{D, 1}, {T, R * D}, {R, D}});
     const float scale = c.embedding_scale;
-    switch (c.position) {
+    const bool lookup = (c.position == Positional::Relative || c.position == Positional::Rotary) && !s.types;
+    const bool from_blocks = lookup && embed_from_blocks(k, s, tok, vstart, scale, out);
+    // (A table the file's blocks stood in for gets its float32 values now.)
+    if (!from_blocks && k.w->source) k.w->source->materialize(s.embed);
+    if (!from_blocks) switch (c.position) {
     case Positional::Relative:  // (T5: positions enter the attention as a bias)
     case Positional::Rotary:    // (Llama: queries and keys are rotated by position)
         k.run("embedding",
